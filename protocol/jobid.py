@@ -1,0 +1,58 @@
+"""Job IDs in Disque's format.
+
+``D-`` + the first 8 hex digits of the creating node's ID + ``-`` + 24
+characters from the base64 alphabet + ``-`` + 4 hex digits: the TTL in
+minutes (at most 65535), odd when the job has a RETRY, even for at-most-once
+jobs.  Any node can tell from the ID alone whether a job it never saw may
+still need an ack, and until when.
+"""
+
+import base64
+import os
+
+ID_LEN = 40
+_RANDOM_POOL_BYTES = 18 * 4096
+
+
+class IdGenerator:
+    """Makes unique IDs for one node; random bytes are fetched in bulk
+    because one os.urandom call per job is a syscall we need not pay."""
+
+    def __init__(self, node_id, random_bytes=os.urandom):
+        self.prefix = b"D-" + node_id[:8].encode() + b"-"
+        self.random_bytes = random_bytes
+        self._pool = b""
+        self._pos = 0
+
+    def new(self, ttl_s, retry_s):
+        pos = self._pos
+        if pos + 18 > len(self._pool):
+            self._pool = self.random_bytes(_RANDOM_POOL_BYTES)
+            pos = 0
+        self._pos = pos + 18
+        middle = base64.b64encode(self._pool[pos:pos + 18])
+        return b"%s%s-%04x" % (self.prefix, middle, ttl_digits(ttl_s, retry_s))
+
+
+def ttl_digits(ttl_s, retry_s):
+    minutes = min(ttl_s // 60, 0xFFFF)
+    return (minutes | 1) if retry_s > 0 else (minutes & 0xFFFE)
+
+
+def is_valid(job_id):
+    return (len(job_id) == ID_LEN and job_id[0] == 68 and job_id[1] == 45
+            and job_id[10] == 45 and job_id[35] == 45)
+
+
+def ttl_s_from_id(job_id):
+    """The TTL, in seconds, the ID was created with (rounded down to minutes)."""
+    return int(job_id[36:40], 16) * 60
+
+
+def has_retry(job_id):
+    """Odd TTL digits: the job may be requeued, so acks matter."""
+    return int(job_id[36:40], 16) & 1 == 1
+
+
+def node_prefix(job_id):
+    return job_id[2:10]

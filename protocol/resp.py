@@ -1,0 +1,309 @@
+"""RESP request parsing and reply encoding: bytes in, bytes out, no I/O.
+
+Requests arrive as RESP multibulk (``*2\\r\\n$4\\r\\nPING...``, parsed by
+hiredis) or as inline text (``PING\\r\\n`` typed by hand, split here).
+Replies are encoded straight to bytes; the hot commands use the small
+helpers (``bulk``, ``integer``) and rare ones the generic ``encode``.
+"""
+
+import hiredis
+
+MAX_MULTIBULK = 1024 * 1024  # elements in one request, as Redis
+MAX_INLINE = 64 * 1024  # bytes in one inline request line
+
+
+class ProtocolError(Exception):
+    """Malformed input: reply with the message, then close the client."""
+
+
+class Status(str):
+    """A simple-string reply (``+OK``)."""
+
+
+class Verbatim(str):
+    """A long text reply: a verbatim string in RESP3, a bulk in RESP2 (INFO)."""
+
+
+# ---------------------------------------------------------------- encoding
+
+OK = b"+OK\r\n"
+PONG = b"+PONG\r\n"
+NULL2 = b"$-1\r\n"
+NULL_ARRAY2 = b"*-1\r\n"
+NULL3 = b"_\r\n"
+EMPTY_ARRAY = b"*0\r\n"
+ZERO = b":0\r\n"
+ONE = b":1\r\n"
+
+
+def error(message):
+    """``message`` starts with its code: ``ERR syntax error``, ``NOJOB ...``."""
+    return b"-" + message.encode() + b"\r\n"
+
+
+def status(text):
+    return b"+" + text.encode() + b"\r\n"
+
+
+def integer(n):
+    return b":%d\r\n" % n
+
+
+def bulk(data):
+    if data.__class__ is str:
+        data = data.encode()
+    return b"$%d\r\n%s\r\n" % (len(data), data)
+
+
+def null(proto):
+    return NULL3 if proto == 3 else NULL2
+
+
+def null_array(proto):
+    return NULL3 if proto == 3 else NULL_ARRAY2
+
+
+def array_header(n):
+    return b"*%d\r\n" % n
+
+
+def encode(value, proto=2):
+    """Encode a Python value as a reply.
+
+    str/bytes -> bulk, Status -> simple string, int -> integer, None -> null,
+    list/tuple -> array, dict -> map (a flat array in RESP2), float -> double
+    (a bulk in RESP2), bool -> boolean (an integer in RESP2).
+    """
+    out = []
+    _encode(value, proto, out)
+    return b"".join(out)
+
+
+def _encode(value, proto, out):
+    kind = value.__class__
+    if kind is bytes:
+        out.append(b"$%d\r\n%s\r\n" % (len(value), value))
+    elif kind is str:
+        data = value.encode()
+        out.append(b"$%d\r\n%s\r\n" % (len(data), data))
+    elif kind is int:
+        out.append(b":%d\r\n" % value)
+    elif kind is list or kind is tuple:
+        out.append(b"*%d\r\n" % len(value))
+        for item in value:
+            _encode(item, proto, out)
+    elif value is None:
+        out.append(NULL3 if proto == 3 else NULL2)
+    elif kind is Status:
+        out.append(b"+%s\r\n" % value.encode())
+    elif kind is dict:
+        out.append((b"%%%d\r\n" if proto == 3 else b"*%d\r\n")
+                   % (len(value) * (1 if proto == 3 else 2)))
+        for key, item in value.items():
+            _encode(key, proto, out)
+            _encode(item, proto, out)
+    elif kind is bool:
+        if proto == 3:
+            out.append(b"#t\r\n" if value else b"#f\r\n")
+        else:
+            out.append(b":1\r\n" if value else b":0\r\n")
+    elif kind is float:
+        text = repr(value).encode()
+        if proto == 3:
+            out.append(b",%s\r\n" % text)
+        else:
+            out.append(b"$%d\r\n%s\r\n" % (len(text), text))
+    elif kind is Verbatim:
+        data = value.encode()
+        if proto == 3:
+            out.append(b"=%d\r\ntxt:%s\r\n" % (len(data) + 4, data))
+        else:
+            out.append(b"$%d\r\n%s\r\n" % (len(data), data))
+    else:
+        raise TypeError(f"cannot encode {kind.__name__} as a reply")
+
+
+# ----------------------------------------------------------------- parsing
+
+class RequestParser:
+    """Turns a byte stream from one client into argument lists.
+
+    ``feed(data)`` then ``requests()`` returns every complete request; partial
+    input waits for more.  Raises ProtocolError on input no client would send
+    (Redis's texts), after which the connection must be closed.
+    """
+
+    def __init__(self, max_bulk_len=512 * 1024 * 1024):
+        self.max_bulk_len = max_bulk_len
+        self._reader = hiredis.Reader()
+        self._inline = b""  # unparsed inline text (never shared with hiredis)
+        self._partial = bytearray()  # bytes of the multibulk hiredis holds
+        self._in_multibulk = False
+
+    def feed(self, data):
+        """Parse ``data`` and return the list of complete requests."""
+        out = []
+        while data:
+            if self._in_multibulk:
+                data = self._feed_multibulk(data, out)
+            elif data[0] == 42 and not self._inline:  # '*'
+                self._in_multibulk = True
+            else:
+                data = self._feed_inline(data, out)
+        return out
+
+    def _feed_multibulk(self, data, out):
+        reader = self._reader
+        reader.feed(data)
+        try:
+            request = reader.gets()
+            while request is not False:
+                if request.__class__ is not list:
+                    raise ProtocolError("Protocol error: expected '$', got something else")
+                if request:
+                    for arg in request:
+                        if arg.__class__ is not bytes:
+                            raise ProtocolError("Protocol error: expected '$', got '*'")
+                    out.append(request)
+                request = reader.gets()
+        except hiredis.ProtocolError as exc:
+            raise ProtocolError(f"Protocol error: {exc}") from None
+        if reader.has_data():
+            # hiredis waits for more of a request: check its header now, so a
+            # client cannot make us buffer a bulk we would refuse anyway.
+            self._partial += data
+            self._check_partial()
+        else:
+            self._partial.clear()
+            self._in_multibulk = False
+        return b""
+
+    def _check_partial(self):
+        """Validate the headers of the buffered, incomplete request (and
+        drop the complete requests before it from our copy)."""
+        buf = self._partial
+        size = len(buf)
+        start = 0
+        while start < size:
+            pos = start
+            if buf[pos] != 42:
+                raise ProtocolError("Protocol error: expected '*', got '%c'" % buf[pos])
+            end = buf.find(b"\r\n", pos)
+            if end < 0:
+                if size - pos > MAX_INLINE:
+                    raise ProtocolError("Protocol error: too big mbulk count string")
+                break
+            count = _header_int(buf, pos + 1, end, "invalid multibulk length")
+            if count > MAX_MULTIBULK:
+                raise ProtocolError("Protocol error: invalid multibulk length")
+            pos = end + 2
+            complete = True
+            for _ in range(max(count, 0)):
+                if pos >= size:
+                    complete = False
+                    break
+                if buf[pos] != 36:  # '$'
+                    raise ProtocolError(
+                        "Protocol error: expected '$', got '%c'" % buf[pos])
+                end = buf.find(b"\r\n", pos)
+                if end < 0:
+                    if size - pos > MAX_INLINE:
+                        raise ProtocolError("Protocol error: too big bulk count string")
+                    complete = False
+                    break
+                length = _header_int(buf, pos + 1, end, "invalid bulk length")
+                if length > self.max_bulk_len or length < 0:
+                    raise ProtocolError("Protocol error: invalid bulk length")
+                pos = end + 2 + length + 2
+            if not complete or pos > size:
+                break
+            start = pos
+        del buf[:start]
+
+    def _feed_inline(self, data, out):
+        buf = self._inline + data if self._inline else data
+        pos = 0
+        size = len(buf)
+        while pos < size:
+            if buf[pos] == 42:  # a multibulk request follows
+                self._inline = b""
+                return buf[pos:]
+            end = buf.find(b"\n", pos)
+            if end < 0:
+                if size - pos > MAX_INLINE:
+                    raise ProtocolError("Protocol error: too big inline request")
+                self._inline = buf[pos:]
+                return b""
+            line = buf[pos:end]
+            pos = end + 1
+            if line.endswith(b"\r"):
+                line = line[:-1]
+            args = split_inline(line)
+            if args:
+                out.append(args)
+        self._inline = b""
+        return b""
+
+
+def _header_int(buf, start, end, what):
+    try:
+        return int(bytes(buf[start:end]))
+    except ValueError:
+        raise ProtocolError(f"Protocol error: {what}") from None
+
+
+def split_inline(line):
+    """Split an inline request like Redis does: spaces, "quotes" with
+    escapes, 'single quotes'."""
+    if b'"' not in line and b"'" not in line:
+        return line.split()
+    args = []
+    i, n = 0, len(line)
+    while True:
+        while i < n and line[i] in b" \t":
+            i += 1
+        if i >= n:
+            return args
+        arg = bytearray()
+        quote = None
+        while i < n:
+            c = line[i]
+            if quote == 34:  # inside "..."
+                if c == 92 and i + 1 < n:  # backslash
+                    i += 1
+                    esc = line[i]
+                    if esc == 120 and i + 2 < n:  # \xHH
+                        try:
+                            arg.append(int(line[i + 1:i + 3], 16))
+                            i += 2
+                        except ValueError:
+                            arg.append(esc)
+                    else:
+                        arg += {110: b"\n", 114: b"\r", 116: b"\t", 98: b"\b",
+                                97: b"\a"}.get(esc, bytes([esc]))
+                elif c == 34:
+                    quote = None
+                    if i + 1 < n and line[i + 1] not in b" \t":
+                        raise ProtocolError("Protocol error: unbalanced quotes in request")
+                else:
+                    arg.append(c)
+            elif quote == 39:  # inside '...'
+                if c == 92 and i + 1 < n and line[i + 1] == 39:
+                    i += 1
+                    arg.append(39)
+                elif c == 39:
+                    quote = None
+                    if i + 1 < n and line[i + 1] not in b" \t":
+                        raise ProtocolError("Protocol error: unbalanced quotes in request")
+                else:
+                    arg.append(c)
+            elif c in b" \t":
+                break
+            elif c == 34 or c == 39:
+                quote = c
+            else:
+                arg.append(c)
+            i += 1
+        if quote is not None:
+            raise ProtocolError("Protocol error: unbalanced quotes in request")
+        args.append(bytes(arg))

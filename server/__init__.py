@@ -1,0 +1,1 @@
+"""One trisque node: the synchronous core and the trio shell around it."""

@@ -1,0 +1,52 @@
+"""A client connection as the core sees it: protocol version, auth, output.
+
+The shell owns the socket; the core appends encoded replies to ``out`` and,
+for replies produced outside the client's own request (a blocked GETJOB
+served by another client's ADDJOB, a timeout), calls ``node.wake(client)``
+so the shell flushes them.
+"""
+
+# reply modes (CLIENT REPLY)
+REPLY_ON = 0
+REPLY_OFF = 1
+REPLY_SKIP = 2
+
+
+class Client:
+    __slots__ = (
+        "id", "addr", "laddr", "proto", "name", "lib_name", "lib_ver",
+        "authenticated", "ctime_ms", "last_ms", "last_cmd", "out",
+        "blocked", "wake_ms", "reply_mode", "close_after_reply", "monitor",
+        "killed", "transport",
+    )
+
+    def __init__(self, client_id, addr="", laddr="", now_ms=0, transport=None):
+        self.id = client_id
+        self.addr = addr  # "ip:port" of the peer
+        self.laddr = laddr
+        self.proto = 2
+        self.name = ""
+        self.lib_name = ""
+        self.lib_ver = ""
+        self.authenticated = False
+        self.ctime_ms = now_ms
+        self.last_ms = now_ms
+        self.last_cmd = "NULL"
+        self.out = []  # encoded replies not yet sent
+        self.blocked = None  # a Blocked* object while waiting for an event
+        self.wake_ms = None  # deadline of the blocking operation, if any
+        self.reply_mode = REPLY_ON
+        self.close_after_reply = False
+        self.monitor = False
+        self.killed = False
+        self.transport = transport  # whatever the shell needs to flush
+
+
+class BlockedGet:
+    """A GETJOB waiting for a job on one of ``queues``."""
+
+    __slots__ = ("queues", "withcounters")
+
+    def __init__(self, queues, withcounters):
+        self.queues = queues
+        self.withcounters = withcounters

@@ -1,0 +1,384 @@
+"""Job commands: ADDJOB, GETJOB, ACKJOB, FASTACK, NACK, ENQUEUE, DEQUEUE,
+WORKING, DELJOB, SHOW, JSCAN.  Replies and errors are Disque's."""
+
+from ...protocol import errors, jobid, resp
+from ...protocol.args import to_int
+from ...protocol.errors import CommandError
+
+from .client import BlockedGet
+from .job import ACKED, ACTIVE, BCAST_WILLQUEUE, QUEUED, STATE_BY_NAME, STATE_NAMES
+from .node import job_reply
+from .queue import PAUSED_IN, PAUSED_OUT
+from .scan import parse_cursor, scan
+from .table import command
+
+TTL_DEFAULT_S = 24 * 3600
+RETRY_DEFAULT_MAX_S = 300
+
+
+def parse_timeout_ms(arg):
+    value = to_int(arg, "ERR timeout is not an integer or out of range")
+    if value < 0:
+        raise CommandError("ERR timeout is negative")
+    return value
+
+
+def validate_ids(ids):
+    """All IDs must be well formed before any is acted on."""
+    for job_id in ids:
+        if not jobid.is_valid(job_id):
+            raise CommandError(errors.BADID)
+
+
+@command("ADDJOB", -4, "write denyoom fast")
+def addjob(node, client, argv):
+    """ADDJOB queue body timeout_ms [REPLICATE n] [DELAY s] [RETRY s]
+    [TTL s] [MAXLEN n] [ASYNC]"""
+    cluster = node.cluster
+    replicate = min(3, cluster.size())
+    ttl_s = TTL_DEFAULT_S
+    retry_s = -1
+    delay_s = 0
+    maxlen = 0
+    asynchronous = False
+    external = node.memory_level() > 0 or cluster.leaving()
+    i, argc = 4, len(argv)
+    while i < argc:
+        opt = argv[i].upper()
+        has_value = i + 1 < argc
+        if opt == b"REPLICATE" and has_value:
+            replicate = _bounded(argv[i + 1], 1, 65535,
+                                 "ERR REPLICATE must be between 1 and 65535")
+            i += 1
+        elif opt == b"TTL" and has_value:
+            ttl_s = _bounded(argv[i + 1], 1, None, "ERR TTL must be a number > 0")
+            i += 1
+        elif opt == b"RETRY" and has_value:
+            retry_s = _bounded(argv[i + 1], 0, None,
+                               "ERR RETRY time must be a non negative number")
+            i += 1
+        elif opt == b"DELAY" and has_value:
+            delay_s = _bounded(argv[i + 1], 0, None,
+                               "ERR DELAY time must be a non negative number")
+            i += 1
+        elif opt == b"MAXLEN" and has_value:
+            maxlen = _bounded(argv[i + 1], 1, None, "ERR MAXLEN must be a positive number")
+            i += 1
+        elif opt == b"ASYNC":
+            asynchronous = True
+        else:
+            raise CommandError(errors.SYNTAX)
+        i += 1
+    timeout_ms = parse_timeout_ms(argv[3])
+    if replicate > 1 and retry_s == 0:
+        raise CommandError("ERR With RETRY set to 0 please explicitly set  "
+                           "REPLICATE to 1 (at-most-once delivery)")
+    if delay_s >= ttl_s:
+        raise CommandError("ERR The specified DELAY is greater than TTL. Job "
+                           "refused since would never be delivered")
+    if retry_s == -1:
+        retry_s = max(1, min(ttl_s // 10, RETRY_DEFAULT_MAX_S))
+
+    others_needed = replicate if external else replicate - 1
+    reachable = cluster.reachable_count()
+    if others_needed > reachable:
+        if external and others_needed - 1 == reachable:
+            reason = "I'm leaving the cluster" if cluster.leaving() else "I'm out of memory"
+            raise CommandError(
+                "NOREPL Not enough reachable nodes for the requested replication "
+                "level, since I'm unable to hold a copy of the message for the "
+                f"following reason: {reason}")
+        raise CommandError(errors.NOREPL_NODES)
+
+    qname = argv[1]
+    queue = node.queues.get(qname)
+    if queue is not None:
+        if maxlen and len(queue.jobs) >= maxlen:
+            raise CommandError(errors.MAXLEN)
+        if queue.paused & PAUSED_IN:
+            raise CommandError(errors.PAUSED_IN)
+
+    now_ms = node.now_ms()
+    job = node.create_job(qname, argv[2], replicate, ttl_s, retry_s, delay_s, now_ms)
+    if replicate > 1 or external:
+        # Synchronous replication blocks the client until enough nodes
+        # confirmed (or answers now, for ASYNC); see cluster/replication.py.
+        return cluster.replicate(job, client, timeout_ms, asynchronous, external)
+    job.state = ACTIVE
+    job.nodes_delivered = (node.id,)
+    node.register(job)
+    node.log.job_stored(job)
+    if delay_s:
+        node.schedule(job)
+    else:
+        node.enqueue(job)
+    return b"+%s\r\n" % job.id
+
+
+def _bounded(arg, low, high, message):
+    try:
+        value = to_int(arg)
+    except CommandError:
+        raise CommandError(message) from None
+    if value < low or (high is not None and value > high):
+        raise CommandError(message)
+    return value
+
+
+@command("GETJOB", -2, "write fast")
+def getjob(node, client, argv):
+    """GETJOB [NOHANG] [TIMEOUT ms] [COUNT n] [WITHCOUNTERS] FROM queue..."""
+    timeout_ms = 0
+    count = 1
+    nohang = False
+    withcounters = False
+    names = None
+    i, argc = 1, len(argv)
+    while i < argc:
+        opt = argv[i].upper()
+        has_value = i + 1 < argc
+        if opt == b"NOHANG":
+            nohang = True
+        elif opt == b"WITHCOUNTERS":
+            withcounters = True
+        elif opt == b"TIMEOUT" and has_value:
+            timeout_ms = parse_timeout_ms(argv[i + 1])
+            i += 1
+        elif opt == b"COUNT" and has_value:
+            count = _bounded(argv[i + 1], 1, None,
+                             "ERR COUNT must be a number greater than zero")
+            i += 1
+        elif opt == b"FROM":
+            names = argv[i + 1:]  # everything after FROM is a queue name
+            break
+        else:
+            raise CommandError(errors.SYNTAX)
+        i += 1
+    if not names:
+        raise CommandError(errors.SYNTAX)
+
+    # Round robin over the queues, left to right, until COUNT jobs or none left.
+    queues = node.queues
+    out = []
+    now_ms = node.now_ms()
+    progress = True
+    while count and progress:
+        progress = False
+        for name in names:
+            queue = queues.get(name)
+            if queue is None or not queue.jobs or queue.paused & PAUSED_OUT:
+                node.cluster.need_jobs(name)
+                continue
+            out.append(job_reply(node.fetch(queue, now_ms), withcounters))
+            progress = True
+            count -= 1
+            if not count:
+                break
+    if out:
+        return b"*%d\r\n%s" % (len(out), b"".join(out))
+    if nohang:
+        return resp.null_array(client.proto)
+    if node.cluster.leaving():
+        raise CommandError(errors.LEAVING)
+    unique = list(dict.fromkeys(names))
+    for name in unique:
+        node.get_queue(name).blocked[client] = None
+    node.block(client, BlockedGet(unique, withcounters), timeout_ms)
+    return None
+
+
+@command("ACKJOB", -2, "write fast")
+def ackjob(node, client, argv):
+    ids = argv[1:]
+    validate_ids(ids)
+    known = 0
+    jobs = node.jobs
+    for job_id in ids:
+        job = jobs.get(job_id)
+        if job is None:
+            # An ack for a job we never saw may still matter elsewhere: the
+            # cluster keeps a "dummy ack" for IDs whose TTL digits are odd.
+            node.cluster.dummy_ack(job_id)
+        elif job.state != ACKED:
+            known += 1
+            node.ack(job)
+        else:
+            node.cluster.try_gc(job)
+    return b":%d\r\n" % known
+
+
+@command("FASTACK", -2, "write fast")
+def fastack(node, client, argv):
+    ids = argv[1:]
+    validate_ids(ids)
+    known = 0
+    for job_id in ids:
+        job = node.jobs.get(job_id)
+        node.cluster.fast_ack(job, job_id)
+        if job is not None:
+            node.delete_job(job)
+            known += 1
+    return b":%d\r\n" % known
+
+
+def _enqueue_generic(node, argv, nack):
+    ids = argv[1:]
+    validate_ids(ids)
+    enqueued = 0
+    for job_id in ids:
+        job = node.jobs.get(job_id)
+        if job is not None and job.state == ACTIVE and node.enqueue(job, nack):
+            enqueued += 1
+    return b":%d\r\n" % enqueued
+
+
+@command("ENQUEUE", -2, "write denyoom fast")
+def enqueue(node, client, argv):
+    return _enqueue_generic(node, argv, nack=False)
+
+
+@command("NACK", -2, "write denyoom fast")
+def nack(node, client, argv):
+    return _enqueue_generic(node, argv, nack=True)
+
+
+@command("DEQUEUE", -2, "write fast")
+def dequeue(node, client, argv):
+    ids = argv[1:]
+    validate_ids(ids)
+    dequeued = 0
+    for job_id in ids:
+        job = node.jobs.get(job_id)
+        if job is not None and node.dequeue(job):
+            dequeued += 1
+    return b":%d\r\n" % dequeued
+
+
+@command("DELJOB", -2, "write fast")
+def deljob(node, client, argv):
+    ids = argv[1:]
+    validate_ids(ids)
+    evicted = 0
+    for job_id in ids:
+        job = node.jobs.get(job_id)
+        if job is not None:
+            node.delete_job(job)
+            evicted += 1
+    return b":%d\r\n" % evicted
+
+
+@command("WORKING", 2, "write fast")
+def working(node, client, argv):
+    validate_ids(argv[1:])
+    job = node.jobs.get(argv[1])
+    if job is None:
+        raise CommandError(errors.NOJOB)
+    # Rule: no postponing once half of the TTL is gone, so one worker
+    # cannot hold a job for its whole life.
+    now_ms = node.now_ms()
+    created_ms = job.ctime // 1000000
+    ttl_ms = job.etime_ms - created_ms
+    if ttl_ms > 0 and now_ms - created_ms > ttl_ms // 2:
+        raise CommandError("TOOLATE Half of job TTL already elapsed, you are no "
+                           "longer allowed to postpone the next delivery.")
+    if job.state == QUEUED:
+        node.dequeue(job)
+    if job.retry_s and job.qtime_ms and job.state != ACKED:
+        job.flags |= BCAST_WILLQUEUE
+        job.qtime_ms = now_ms + job.retry_s * 1000 + node.jitter_ms()
+        node.schedule(job)
+    node.cluster.working(job)
+    return b":%d\r\n" % job.retry_s
+
+
+@command("SHOW", 2, "readonly fast")
+def show(node, client, argv):
+    validate_ids(argv[1:])
+    job = node.jobs.get(argv[1])
+    if job is None:
+        return resp.null(client.proto)
+    return resp.encode(job_info(node, job), client.proto)
+
+
+def job_info(node, job):
+    """SHOW's 15 fields, in Disque's order (a map in RESP3)."""
+    now_ms = node.now_ms()
+    return {
+        "id": job.id,
+        "queue": job.queue,
+        "state": STATE_NAMES[job.state],
+        "repl": job.repl,
+        "ttl": max(0, (job.etime_ms - now_ms) // 1000),
+        "ctime": job.ctime,
+        "delay": job.delay_s,
+        "retry": job.retry_s,
+        "nacks": job.nacks,
+        "additional-deliveries": job.deliveries,
+        "nodes-delivered": list(job.nodes_delivered),
+        "nodes-confirmed": list(job.nodes_confirmed or ()),
+        "next-requeue-within": (max(0, job.qtime_ms - now_ms)
+                                if job.qtime_ms and job.state != QUEUED else None),
+        "next-awake-within": (max(0, job.wake_ms - now_ms)
+                              if job.wake_ms is not None else None),
+        "body": job.body,
+    }
+
+
+@command("JSCAN", -1, "readonly")
+def jscan(node, client, argv):
+    """JSCAN [cursor] [COUNT n] [BUSYLOOP] [QUEUE q] [STATE s]... [REPLY all|id]"""
+    count = 100
+    busyloop = False
+    queue = None
+    states = set()
+    reply_all = False
+    cursor = None
+    i, argc = 1, len(argv)
+    while i < argc:
+        opt = argv[i].upper()
+        has_value = i + 1 < argc
+        if opt == b"COUNT" and has_value:
+            count = to_int(argv[i + 1])
+            i += 1
+        elif opt == b"BUSYLOOP":
+            busyloop = True
+        elif opt == b"QUEUE" and has_value:
+            queue = argv[i + 1]
+            i += 1
+        elif opt == b"STATE" and has_value:
+            state = STATE_BY_NAME.get(argv[i + 1].lower())
+            if state is None:
+                raise CommandError("ERR Invalid job state name")
+            states.add(state)
+            i += 1
+        elif opt == b"REPLY" and has_value:
+            kind = argv[i + 1].upper()
+            if kind not in (b"ID", b"ALL"):
+                raise CommandError("ERR Invalid REPLY type, try ID or ALL")
+            reply_all = kind == b"ALL"
+            i += 1
+        else:
+            if cursor is not None:
+                raise CommandError(errors.SYNTAX)
+            cursor = parse_cursor(argv[i])
+        i += 1
+
+    def wanted(job):
+        if job.flags & 8:  # dummy acks are bookkeeping, not jobs
+            return False
+        if queue is not None and job.queue != queue:
+            return False
+        return not states or job.state in states
+
+    cursor, jobs = scan(node.jobs, cursor or 0, count, busyloop, wanted,
+                        node.deletions)
+    if reply_all:
+        items = [job_info(node, job) for job in jobs]
+    else:
+        items = [job.id for job in jobs]
+    return resp.encode([str(cursor), items], client.proto)
+
+
+@command("LOADJOB", 2, "write")
+def loadjob(node, client, argv):
+    raise CommandError("ERR LOADJOB is a special command only processed from AOF")

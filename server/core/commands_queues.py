@@ -1,0 +1,139 @@
+"""Queue commands: QLEN, QPEEK, QSTAT, QSCAN, PAUSE."""
+
+from ...protocol import errors, resp
+from ...protocol.args import to_int
+from ...protocol.errors import CommandError
+
+from .node import job_reply
+from .queue import PAUSED_ALL, PAUSED_IN, PAUSED_OUT, PAUSE_NAMES
+from .scan import parse_cursor, scan
+from .table import command
+
+
+@command("QLEN", 2, "readonly fast")
+def qlen(node, client, argv):
+    queue = node.queues.get(argv[1])
+    return b":%d\r\n" % (len(queue.jobs) if queue is not None else 0)
+
+
+@command("QPEEK", 3, "readonly")
+def qpeek(node, client, argv):
+    """QPEEK queue count: oldest first, or newest first if count < 0."""
+    count = to_int(argv[2])
+    queue = node.queues.get(argv[1])
+    if queue is None or not queue.jobs or count == 0:
+        return resp.EMPTY_ARRAY
+    jobs = queue.jobs
+    if count > 0:
+        picked = jobs[:count]
+    else:
+        picked = jobs[count:][::-1] if -count < len(jobs) else list(reversed(jobs))
+    return b"*%d\r\n%s" % (len(picked), b"".join(job_reply(j) for j in picked))
+
+
+@command("QSTAT", 2, "readonly fast")
+def qstat(node, client, argv):
+    queue = node.queues.get(argv[1])
+    if queue is None:
+        return resp.null_array(client.proto)
+    now_s = node.now_ms() // 1000
+    return resp.encode({
+        "name": queue.name,
+        "len": len(queue.jobs),
+        "age": max(0, now_s - queue.ctime_s),
+        "idle": max(0, now_s - queue.atime_s),
+        "blocked": len(queue.blocked),
+        "import-from": list(queue.import_from),
+        "import-rate": node.cluster.import_rate(queue),
+        "jobs-in": queue.jobs_in,
+        "jobs-out": queue.jobs_out,
+        "pause": queue.pause_name(),
+    }, client.proto)
+
+
+@command("QSCAN", -1, "readonly")
+def qscan(node, client, argv):
+    """QSCAN [cursor] [COUNT n] [BUSYLOOP] [MINLEN n] [MAXLEN n] [IMPORTRATE r]"""
+    count = 100
+    busyloop = False
+    minlen = maxlen = importrate = None
+    cursor = None
+    i, argc = 1, len(argv)
+    while i < argc:
+        opt = argv[i].upper()
+        has_value = i + 1 < argc
+        if opt == b"COUNT" and has_value:
+            count = to_int(argv[i + 1])
+            i += 1
+        elif opt == b"BUSYLOOP":
+            busyloop = True
+        elif opt == b"MINLEN" and has_value:
+            minlen = to_int(argv[i + 1])
+            i += 1
+        elif opt == b"MAXLEN" and has_value:
+            maxlen = to_int(argv[i + 1])
+            i += 1
+        elif opt == b"IMPORTRATE" and has_value:
+            importrate = to_int(argv[i + 1])
+            i += 1
+        else:
+            if cursor is not None:
+                raise CommandError(errors.SYNTAX)
+            cursor = parse_cursor(argv[i])
+        i += 1
+
+    rate = node.cluster.import_rate
+
+    def wanted(queue):
+        size = len(queue.jobs)
+        if minlen is not None and size < minlen:
+            return False
+        if maxlen is not None and size > maxlen:
+            return False
+        return importrate is None or rate(queue) >= importrate
+
+    cursor, queues = scan(node.queues, cursor or 0, count, busyloop, wanted,
+                          node.queue_deletions)
+    return resp.encode([str(cursor), [q.name for q in queues]], client.proto)
+
+
+_PAUSE_OPTIONS = {b"NONE": 0, b"IN": PAUSED_IN, b"OUT": PAUSED_OUT, b"ALL": PAUSED_ALL}
+
+
+@command("PAUSE", -3, "readonly fast")
+def pause(node, client, argv):
+    """PAUSE queue none|in|out|all|state [bcast]..."""
+    name = argv[1]
+    queue = node.queues.get(name)
+    flags = 0
+    update = False
+    bcast = False
+    for arg in argv[2:]:
+        opt = arg.upper()
+        if opt in _PAUSE_OPTIONS:
+            flags = 0 if opt == b"NONE" else flags | _PAUSE_OPTIONS[opt]
+            update = True
+        elif opt == b"STATE":
+            pass
+        elif opt == b"BCAST":
+            bcast = True
+        else:
+            raise CommandError(errors.SYNTAX)
+    old = queue.paused if queue is not None else 0
+    if update and queue is None and flags != old:
+        queue = node.get_queue(name)
+    if update and queue is not None:
+        set_paused(node, queue, flags)
+    state = queue.paused if queue is not None else 0
+    if bcast:
+        node.cluster.pause_broadcast(name, state)
+    return b"+%s\r\n" % PAUSE_NAMES[state].encode()
+
+
+def set_paused(node, queue, flags):
+    """Change a queue's pause state; un-pausing output serves waiting clients."""
+    was_paused_out = queue.paused & PAUSED_OUT
+    queue.paused = flags
+    queue.atime_s = node.now_ms() // 1000
+    if was_paused_out and not flags & PAUSED_OUT and queue.blocked:
+        node.serve_blocked(queue)

@@ -1,0 +1,60 @@
+"""A job and its states.
+
+States follow Disque: ``wait-repl`` while a synchronous ADDJOB waits for
+copies, ``active`` when held but not queued (delivered, delayed, or a
+replica), ``queued`` when in a local queue, ``acked`` while its ack is being
+garbage-collected across the cluster.
+"""
+
+WAIT_REPL = 0
+ACTIVE = 1
+QUEUED = 2
+ACKED = 3
+STATE_NAMES = ("wait-repl", "active", "queued", "acked")
+STATE_BY_NAME = {name.encode(): n for n, name in enumerate(STATE_NAMES)}
+
+# flags
+BCAST_QUEUED = 1  # enqueued before: the next enqueue tells the other holders
+BCAST_WILLQUEUE = 2  # announce WILLQUEUE shortly before requeueing
+DELIVERED = 4  # given to a consumer at least once (RETRY 0: never again)
+DUMMY_ACK = 8  # an ack for a job this node never held
+
+# Bytes one job costs beyond its body, ID and queue name, measured as RSS
+# growth per job (see tests/server/test_memory.py); used for maxmemory.
+JOB_OVERHEAD = 330
+
+
+class Job:
+    __slots__ = (
+        "id", "queue", "body", "state", "flags", "repl",
+        "ctime", "etime_ms", "delay_s", "retry_s", "nacks", "deliveries",
+        "qtime_ms", "wake_ms", "nodes_delivered", "nodes_confirmed",
+        "gc_retry", "waiter",
+    )
+
+    def __init__(self, job_id, queue, body, state, repl, ctime, etime_ms,
+                 delay_s, retry_s):
+        self.id = job_id  # 40 bytes, see protocol.jobid
+        self.queue = queue  # queue name, bytes
+        self.body = body
+        self.state = state
+        self.flags = 0
+        self.repl = repl
+        self.ctime = ctime  # ms * 1e6, strictly increasing per node: FIFO order
+        self.etime_ms = etime_ms  # expires (TTL) at
+        self.delay_s = delay_s
+        self.retry_s = retry_s
+        self.nacks = 0
+        self.deliveries = 0  # additional deliveries (requeues not from NACK)
+        self.qtime_ms = 0  # next (re)queue time; 0 = never requeue
+        self.wake_ms = None  # key in Deadlines while scheduled
+        self.nodes_delivered = ()  # node IDs that may hold a copy
+        self.nodes_confirmed = None  # node IDs that confirmed (replication/GC)
+        self.gc_retry = 0
+        self.waiter = None  # the client blocked in ADDJOB until replicated
+
+    def memory(self):
+        return JOB_OVERHEAD + len(self.body) + len(self.queue)
+
+    def __repr__(self):
+        return f"<Job {self.id.decode()} {STATE_NAMES[self.state]} q={self.queue!r}>"

@@ -1,0 +1,513 @@
+"""The node: every job and queue it holds, and the rules that move them.
+
+A job's life on one node, as in the Disque README's state machines:
+
+- ADDJOB registers it (``wait-repl`` until replicated, then ``active``) and
+  queues it, unless it has a DELAY: then its requeue timer queues it later.
+- GETJOB takes it from its queue (``queued`` -> ``active``) and arms the
+  requeue timer: if no ACKJOB arrives within RETRY it is queued again
+  (counting an additional delivery).  RETRY 0 jobs are never requeued.
+- ACKJOB marks it ``acked`` and hands it to ack garbage collection, which
+  frees it once every node that may hold a copy has it acked too.
+- At its TTL it is removed, whatever its state.
+
+Every timed step (delay, requeue, WILLQUEUE, expiry, GC retries, blocked
+client timeouts) is a deadline in one ``Deadlines``; ``run_timers(now)``
+runs the due ones.  Nothing here blocks, awaits or reads the wall clock: the
+time comes from ``self.clock``, which the shell sets to the real clock and
+tests and the simulator to a fake one.
+"""
+
+import random as _random
+
+from ...protocol import jobid, resp
+from ...protocol.errors import CommandError
+from ...protocol import errors
+
+from .client import BlockedGet, REPLY_ON, REPLY_SKIP
+from .deadlines import Deadlines
+from .job import (ACKED, ACTIVE, BCAST_QUEUED, BCAST_WILLQUEUE, DELIVERED,
+                  QUEUED, WAIT_REPL, Job)
+from .queue import PAUSED_IN, PAUSED_OUT, QUEUE_OVERHEAD, Queue
+from .standalone import Standalone, NoLog
+
+WILLQUEUE_ADVANCE_MS = 500  # WILLQUEUE goes out this long before a requeue
+TIME_ERROR_MS = 500  # requeue jitter: uniform in [-250, +250) ms
+MAX_TIMERS_PER_RUN = 10000  # bounded work per timer turn
+BASE_MEMORY = 4 * 1024 * 1024  # what an idle node reports as used_memory
+
+
+class Stats:
+    __slots__ = ("commands", "connections", "rejected", "net_in", "net_out",
+                 "expired_jobs", "keyspace_hits", "commandstats",
+                 "start_ms")
+
+    def __init__(self, now_ms):
+        self.start_ms = now_ms
+        self.reset()
+
+    def reset(self):
+        self.commands = 0
+        self.connections = 0
+        self.rejected = 0
+        self.net_in = 0
+        self.net_out = 0
+        self.expired_jobs = 0
+        self.keyspace_hits = 0
+        self.commandstats = {}  # name -> [calls, usec]
+
+
+class Node:
+    def __init__(self, config, node_id, clock, rng=None, table=None):
+        from .table import COMMANDS  # the full table, commands import us
+        self.config = config
+        self.id = node_id  # 40 hex chars, str
+        self.clock = clock  # () -> seconds as float
+        self.random = rng or _random.Random()
+        self.table = COMMANDS if table is None else table
+        self.jobs = {}  # job id -> Job
+        self.queues = {}  # name -> Queue
+        self.deadlines = Deadlines()
+        self.clients = {}  # id -> Client
+        self.monitors = []
+        self.ids = jobid.IdGenerator(node_id)
+        self.cluster = Standalone(self)
+        self.log = NoLog()
+        self.used_memory = BASE_MEMORY
+        self.peak_memory = BASE_MEMORY
+        self.stats = Stats(self.now_ms())
+        self.slowlog = []  # newest first: [id, unix_s, usec, argv, addr, name]
+        self.slowlog_next_id = 0
+        self.deletions = 0  # jobs removed, so scan cursors never skip one
+        self.queue_deletions = 0
+        self._last_ctime = 0
+        self.next_client_id = 1
+        self.loading = False
+        self.on_wake = None  # shell hook: a client has output to flush
+        self.on_shutdown = None  # shell hook: SHUTDOWN was asked for
+        self.on_timers_changed = None  # shell hook: an earlier deadline exists
+
+    # ------------------------------------------------------------- time
+
+    def now_ms(self):
+        return int(self.clock() * 1000)
+
+    def jitter_ms(self):
+        return self.random.randrange(TIME_ERROR_MS) - TIME_ERROR_MS // 2
+
+    def new_ctime(self, now_ms):
+        ctime = now_ms * 1000000
+        if ctime <= self._last_ctime:
+            ctime = self._last_ctime + 1
+        self._last_ctime = ctime
+        return ctime
+
+    # ------------------------------------------------------------ clients
+
+    def add_client(self, addr="", laddr="", transport=None):
+        from .client import Client
+        client = Client(self.next_client_id, addr, laddr, self.now_ms(), transport)
+        self.next_client_id += 1
+        client.authenticated = not self.config.requirepass
+        self.clients[client.id] = client
+        self.stats.connections += 1
+        return client
+
+    def remove_client(self, client):
+        if client.blocked is not None:
+            self.unblock(client)
+        self.clients.pop(client.id, None)
+        if client.monitor:
+            self.monitors.remove(client)
+            client.monitor = False
+
+    def reply(self, client, data):
+        """Send ``data`` to a client outside its own request (it is blocked)."""
+        if client.reply_mode == REPLY_ON:
+            client.out.append(data)
+        if self.on_wake is not None:
+            self.on_wake(client)
+
+    def block(self, client, blocked, timeout_ms):
+        client.blocked = blocked
+        if timeout_ms:
+            self.deadlines.set(client, self.now_ms() + timeout_ms)
+            self._timers_changed()
+
+    def unblock(self, client):
+        blocked = client.blocked
+        if blocked is None:
+            return
+        client.blocked = None
+        self.deadlines.cancel(client)
+        if blocked.__class__ is BlockedGet:
+            for name in blocked.queues:
+                queue = self.queues.get(name)
+                if queue is not None:
+                    queue.blocked.pop(client, None)
+        else:
+            blocked.cancel(self, client)
+
+    def blocked_clients(self):
+        return sum(1 for c in self.clients.values() if c.blocked is not None)
+
+    # ----------------------------------------------------------- dispatch
+
+    def execute(self, client, argv):
+        """Run one request; its reply (if any) is appended to client.out."""
+        table = self.table
+        name = argv[0]
+        command = table.get(name)
+        if command is None:
+            command = table.get(name.upper())
+            if command is None:
+                self._reply_error(client, errors.unknown_command(
+                    name.decode("utf-8", "replace")))
+                return
+        arity = command.arity
+        if (arity > 0 and len(argv) != arity) or len(argv) < -arity:
+            self._reply_error(client, errors.wrong_arity(command.lname))
+            return
+        if not client.authenticated and command.name not in ("AUTH", "HELLO", "QUIT"):
+            self._reply_error(client, errors.NOAUTH)
+            return
+        if command.deny_oom and self.memory_level() >= 3:
+            self._reply_error(client, errors.OOM)
+            return
+        if self.loading and not command.ok_loading:
+            self._reply_error(client, errors.LOADING)
+            return
+        if self.monitors:
+            self._feed_monitors(client, argv)
+        self.stats.commands += 1
+        client.last_cmd = command.lname
+        start = _perf_ns()
+        try:
+            reply = command.handler(self, client, argv)
+        except CommandError as exc:
+            reply = b"-" + exc.message.encode() + b"\r\n"
+        elapsed_us = (_perf_ns() - start) // 1000
+        stat = command.stats
+        stat[0] += 1
+        stat[1] += elapsed_us
+        if elapsed_us > self.config.slowlog_log_slower_than >= 0:
+            self._slowlog(client, argv, elapsed_us)
+        if reply is not None:
+            mode = client.reply_mode
+            if mode == REPLY_ON:
+                client.out.append(reply)
+            elif mode == REPLY_SKIP:
+                client.reply_mode = REPLY_ON
+
+    def _reply_error(self, client, message):
+        client.out.append(resp.error(message))
+
+    def _feed_monitors(self, client, argv):
+        now = self.clock()
+        line = "+%.6f [0 %s] %s\r\n" % (now, client.addr, " ".join(
+            '"%s"' % a.decode("utf-8", "backslashreplace").replace('"', '\\"')
+            for a in argv))
+        data = line.encode()
+        for monitor in self.monitors:
+            if monitor is not client:
+                self.reply(monitor, data)
+
+    def _slowlog(self, client, argv, elapsed_us):
+        entry = [self.slowlog_next_id, int(self.clock()), elapsed_us,
+                 [a[:128] for a in argv[:32]], client.addr, client.name]
+        self.slowlog_next_id += 1
+        self.slowlog.insert(0, entry)
+        del self.slowlog[self.config.slowlog_max_len:]
+
+    # ------------------------------------------------------------- memory
+
+    def memory_level(self):
+        """Disque's warning levels: 0 fine, 1 above 75%, 2 above 95% of
+        maxmemory, 3 at or above it."""
+        maxmemory = self.config.maxmemory
+        if not maxmemory:
+            return 0
+        used = self.used_memory
+        if used >= maxmemory:
+            return 3
+        if used > maxmemory * 0.95:
+            return 2
+        if used > maxmemory * 0.75:
+            return 1
+        return 0
+
+    def _memory_changed(self, delta):
+        used = self.used_memory + delta
+        self.used_memory = used
+        if used > self.peak_memory:
+            self.peak_memory = used
+
+    # ------------------------------------------------------- job registry
+
+    def create_job(self, queue, body, repl, ttl_s, retry_s, delay_s, now_ms):
+        job = Job(self.ids.new(ttl_s, retry_s), queue, body, WAIT_REPL, repl,
+                  self.new_ctime(now_ms), now_ms + ttl_s * 1000, delay_s, retry_s)
+        job.qtime_ms = now_ms + (delay_s or retry_s) * 1000
+        return job
+
+    def register(self, job):
+        """Make ``job`` known here.  Returns False if its ID already is."""
+        if job.id in self.jobs:
+            return False
+        self.jobs[job.id] = job
+        self._memory_changed(job.memory())
+        return True
+
+    def unregister(self, job):
+        """Forget ``job`` entirely: out of its queue, timers and registry."""
+        if job.state == QUEUED:
+            self._remove_from_queue(job)
+        self.deadlines.cancel(job)
+        if self.jobs.pop(job.id, None) is not None:
+            self._memory_changed(-job.memory())
+            self.deletions += 1
+        if job.waiter is not None:
+            self.cluster.replication_aborted(job)
+
+    def delete_job(self, job):
+        """Evict a job here (DELJOB, FASTACK, GC done) and log it."""
+        self.unregister(job)
+        self.log.job_deleted(job)
+
+    # ------------------------------------------------------------- queues
+
+    def get_queue(self, name):
+        queue = self.queues.get(name)
+        if queue is None:
+            queue = Queue(name, self.now_ms() // 1000)
+            self.queues[name] = queue
+            self._memory_changed(QUEUE_OVERHEAD + len(name))
+        return queue
+
+    def drop_queue(self, queue):
+        del self.queues[queue.name]
+        self._memory_changed(-(QUEUE_OVERHEAD + len(queue.name)))
+        self.queue_deletions += 1
+
+    def _remove_from_queue(self, job):
+        queue = self.queues.get(job.queue)
+        queue.jobs.remove(job)
+        job.state = ACTIVE
+
+    def enqueue(self, job, nack=False):
+        """Put ``job`` into its queue (Disque's enqueueJob).
+
+        The first time a job is queued nobody else needs to know; a later
+        enqueue is a redelivery, announced with QUEUED so other holders
+        postpone their own requeue, and counted as a NACK or an additional
+        delivery.  Returns False if the job cannot be queued now.
+        """
+        if job.state == QUEUED or job.qtime_ms == 0:
+            return False
+        if job.retry_s == 0 and job.flags & DELIVERED:
+            return False  # at-most-once: delivered once, never again
+        now_ms = self.now_ms()
+        job.state = QUEUED
+        if job.retry_s:
+            job.flags |= BCAST_WILLQUEUE
+            job.qtime_ms = now_ms + job.retry_s * 1000 + self.jitter_ms()
+        else:
+            job.qtime_ms = 0
+        if job.flags & BCAST_QUEUED or nack:
+            self.cluster.broadcast_queued(job, nack)
+            if nack:
+                job.nacks += 1
+            else:
+                job.deliveries += 1
+        else:
+            job.flags |= BCAST_QUEUED
+        self.schedule(job)
+        queue = self.get_queue(job.queue)
+        queue.jobs.add(job)
+        queue.atime_s = now_ms // 1000
+        queue.jobs_in += 1
+        if queue.blocked and not queue.paused & PAUSED_OUT:
+            self.serve_blocked(queue)
+        return True
+
+    def dequeue(self, job):
+        """Take a queued job out of its queue, back to active."""
+        if job.state != QUEUED:
+            return False
+        self._remove_from_queue(job)
+        self.schedule(job)
+        return True
+
+    def fetch(self, queue, now_ms):
+        """Take the oldest job from ``queue`` for a consumer (Disque's
+        queueFetchJob); its requeue timer starts now."""
+        job = queue.jobs.pop(0)
+        job.state = ACTIVE
+        job.flags |= DELIVERED
+        queue.atime_s = now_ms // 1000
+        queue.jobs_out += 1
+        if job.retry_s:
+            job.qtime_ms = now_ms + job.retry_s * 1000
+            if self.cluster.size() > 1:
+                job.qtime_ms += self.jitter_ms()
+        self.schedule(job)
+        if not queue.jobs:
+            self.cluster.queue_drained(queue)
+        return job
+
+    def serve_blocked(self, queue):
+        """Give one job each to the clients blocked on ``queue``, oldest
+        first, while it has jobs."""
+        now_ms = self.now_ms()
+        blocked = queue.blocked
+        while blocked and queue.jobs:
+            client = next(iter(blocked))
+            job = self.fetch(queue, now_ms)
+            withcounters = client.blocked.withcounters
+            self.unblock(client)
+            self.reply(client, b"*1\r\n" + job_reply(job, withcounters))
+
+    # --------------------------------------------------------- scheduling
+
+    def schedule(self, job):
+        """Set the job's next wake-up from its state (Disque's
+        updateJobAwakeTime): expiry always; the requeue (or the WILLQUEUE
+        just before it) while active; the next GC attempt while acked."""
+        at = job.etime_ms
+        state = job.state
+        if state == ACTIVE:
+            qtime = job.qtime_ms
+            if qtime:
+                if job.flags & BCAST_WILLQUEUE and self.cluster.size() > 1:
+                    qtime -= WILLQUEUE_ADVANCE_MS
+                if qtime < at:
+                    at = qtime
+        elif state == ACKED:
+            gc_ms = self.cluster.next_gc_ms(job)
+            if gc_ms < at:
+                at = gc_ms
+        self.deadlines.set(job, at)
+
+    def _timers_changed(self):
+        if self.on_timers_changed is not None:
+            self.on_timers_changed()
+
+    def run_timers(self):
+        """Run every due deadline; return the next one (ms) or None."""
+        now_ms = self.now_ms()
+        for item in self.deadlines.pop_due(now_ms, MAX_TIMERS_PER_RUN):
+            if item.__class__ is Job:
+                self.process_job(item, now_ms)
+            else:
+                self.blocked_timeout(item)
+        return self.deadlines.next_ms()
+
+    def blocked_timeout(self, client):
+        blocked = client.blocked
+        if blocked is None:
+            return
+        if blocked.__class__ is BlockedGet:
+            self.unblock(client)
+            self.reply(client, resp.null_array(client.proto))
+        else:
+            blocked.timeout(self, client)
+
+    def process_job(self, job, now_ms):
+        """A job's deadline arrived (Disque's processJob)."""
+        if job.etime_ms <= now_ms:
+            self.stats.expired_jobs += 1
+            self.unregister(job)
+            return
+        state = job.state
+        if (state == ACTIVE and job.flags & BCAST_WILLQUEUE
+                and job.qtime_ms
+                and job.qtime_ms - WILLQUEUE_ADVANCE_MS <= now_ms
+                and self.cluster.size() > 1):
+            # Rule: tell the other holders we are about to requeue it.
+            self.cluster.will_queue(job)
+            job.flags &= ~BCAST_WILLQUEUE
+        if state == ACTIVE and job.qtime_ms and job.qtime_ms <= now_ms:
+            queue = self.queues.get(job.queue)
+            if job.retry_s and queue is not None and queue.paused & PAUSED_IN:
+                job.qtime_ms = now_ms + job.retry_s * 1000 + self.jitter_ms()
+            else:
+                self.enqueue(job)
+        elif state == ACKED:
+            self.cluster.try_gc(job)
+            if job.id not in self.jobs:
+                return
+        if job.wake_ms is None:
+            self.schedule(job)
+
+    # --------------------------------------------------------------- acks
+
+    def ack(self, job):
+        """A consumer acknowledged the job: it will never be queued again."""
+        if job.state == QUEUED:
+            self._remove_from_queue(job)
+        job.state = ACKED
+        job.qtime_ms = 0
+        self.log.job_deleted(job)
+        self.cluster.try_gc(job)
+        if job.id in self.jobs:
+            self.schedule(job)
+
+    # --------------------------------------------------------------- cron
+
+    def cron(self):
+        """Housekeeping every 100 ms: idle queues, federation for blocked
+        clients, the cluster's own cron."""
+        now_ms = self.now_ms()
+        self.evict_idle_queues(now_ms)
+        self.cluster.cron(now_ms)
+
+    def evict_idle_queues(self, now_ms):
+        """Drop empty queues idle for 300 s (10 s above 75% of maxmemory,
+        2 s above 95%), by sampling, as Disque does."""
+        if not self.queues:
+            return
+        max_idle_s = 300
+        level = self.memory_level()
+        if level > 1:
+            max_idle_s = 2
+        elif level > 0:
+            max_idle_s = 10
+        now_s = now_ms // 1000
+        sample = list(self.queues.values())
+        if len(sample) > 200:
+            sample = self.random.sample(sample, 200)
+        for queue in sample:
+            if (not queue.jobs and not queue.blocked and not queue.paused
+                    and now_s - queue.atime_s >= max_idle_s):
+                self.drop_queue(queue)
+
+    # ---------------------------------------------------------- invariants
+
+    def check_invariants(self):
+        """Assert the core's rules (used by tests and the simulator)."""
+        in_queues = 0
+        for queue in self.queues.values():
+            for job in queue.jobs:
+                assert job.state == QUEUED, job
+                assert self.jobs.get(job.id) is job, job
+                assert job.queue == queue.name, job
+            in_queues += len(queue.jobs)
+        queued = 0
+        for job in self.jobs.values():
+            if job.state == QUEUED:
+                queued += 1
+            assert job.wake_ms is not None, job
+        assert queued == in_queues, (queued, in_queues)
+
+
+def job_reply(job, withcounters=False):
+    """One job as GETJOB returns it: [queue, id, body (, counters)]."""
+    queue, body = job.queue, job.body
+    if withcounters:
+        return b"*7\r\n$%d\r\n%s\r\n$40\r\n%s\r\n$%d\r\n%s\r\n$5\r\nnacks\r\n:%d\r\n$21\r\nadditional-deliveries\r\n:%d\r\n" % (
+            len(queue), queue, job.id, len(body), body, job.nacks, job.deliveries)
+    return b"*3\r\n$%d\r\n%s\r\n$40\r\n%s\r\n$%d\r\n%s\r\n" % (
+        len(queue), queue, job.id, len(body), body)
+
+
+from time import perf_counter_ns as _perf_ns  # noqa: E402

@@ -1,0 +1,48 @@
+"""The command table: name, arity, flags, handler, as Redis and Disque
+keep theirs.  Arity checks, COMMAND output and flag-driven refusals (OOM,
+loading) come from here, not from each handler.
+
+Arity is Redis's: N means exactly N arguments including the name, -N at
+least N.  Flags: write, readonly, denyoom, admin, loading (allowed while
+loading), fast, noauth (allowed before AUTH).
+"""
+
+
+class Command:
+    __slots__ = ("name", "lname", "arity", "flags", "handler", "deny_oom",
+                 "ok_loading", "stats", "first_key", "last_key", "key_step")
+
+    def __init__(self, name, arity, flags, handler, keys=(0, 0, 0)):
+        self.name = name
+        self.lname = name.lower()
+        self.arity = arity
+        self.flags = flags
+        self.handler = handler
+        self.deny_oom = "denyoom" in flags
+        self.ok_loading = "loading" in flags
+        self.stats = [0, 0]  # calls, microseconds
+        self.first_key, self.last_key, self.key_step = keys
+
+
+COMMANDS = {}
+
+
+def command(name, arity, flags="", keys=(0, 0, 0)):
+    """Register the decorated handler ``(node, client, argv) -> reply``."""
+    def register(handler):
+        entry = Command(name, arity, tuple(flags.split()), handler, keys)
+        COMMANDS[name.encode()] = entry
+        COMMANDS[name.lower().encode()] = entry
+        return handler
+    return register
+
+
+def unique_commands():
+    seen = {}
+    for entry in COMMANDS.values():
+        seen[entry.name] = entry
+    return [seen[name] for name in sorted(seen)]
+
+
+# Registering happens on import; the keyspace joins the same table later.
+from . import commands_jobs, commands_queues, commands_server  # noqa: E402,F401

@@ -1,0 +1,183 @@
+"""``trisque-server [config-file] [--directive value ...]``: start a node.
+
+Wires the node core, the cluster rules and the persistence log together
+and runs the trio shell until SHUTDOWN, SIGTERM or SIGINT.
+"""
+
+import os
+import signal
+import sys
+import time
+
+import trio
+
+from .core.commands_server import VERSION
+from .core.config import Config, ConfigError
+from .core.node import Node
+from .shell import log
+from .shell.connection import ClientServer
+
+USAGE = """\
+Usage: trisque-server [/path/to/disque.conf] [--directive value ...]
+       trisque-server --version
+       trisque-server --help
+
+Examples:
+       trisque-server                      (a node on 127.0.0.1:7711)
+       trisque-server /etc/trisque/disque.conf
+       trisque-server --port 7777 --dir /var/lib/trisque
+       trisque-server disque.conf --loglevel verbose --cluster-join 10.0.0.2:7711
+
+Directives are Disque's (port, bind, dir, logfile, loglevel, appendonly,
+appendfsync, maxmemory, requirepass, cluster-node-timeout, ...); on the
+command line they override the file.
+"""
+
+
+def parse_command_line(args):
+    """Load the config file (if any) and the --directive overrides."""
+    config = Config()
+    if args and not args[0].startswith("--"):
+        config.load_file(args[0])
+        args = args[1:]
+    lines = []
+    for arg in args:
+        if arg.startswith("--"):
+            lines.append([arg[2:]])
+        elif lines:
+            lines[-1].append(arg)
+        else:
+            raise ConfigError(f"Invalid argument '{arg}': options start with --")
+    from .core.config import quote
+    text = "\n".join(" ".join([words[0]] + [quote(w) for w in words[1:]])
+                     for words in lines)
+    config.load_text(text, origin="(command line)")
+    return config
+
+
+def main(argv=None):
+    args = sys.argv[1:] if argv is None else argv
+    if args and args[0] in ("-h", "--help"):
+        print(USAGE, end="")
+        return 0
+    if args and args[0] in ("-v", "--version"):
+        print(f"trisque-server v={VERSION} (Disque-compatible job broker, "
+              f"Python {sys.version.split()[0]})")
+        return 0
+    try:
+        config = parse_command_line(args)
+    except (ConfigError, OSError) as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    try:
+        log.configure(config.loglevel, config.logfile)
+    except OSError as exc:
+        print(f"Can't open the log file: {exc}", file=sys.stderr)
+        return 1
+    try:
+        return trio.run(run, config)
+    except KeyboardInterrupt:
+        return 0
+
+
+async def run(config):
+    from ..cluster.wiring import attach_cluster  # floor 3, wired in here
+    from .shell.aof import attach_log
+
+    node = Node(config, os.urandom(20).hex(), time.time)
+    config.on_change["loglevel"] = log.set_level
+    server = ClientServer(node)
+    try:
+        server.bind(config.bind, config.port, config.tcp_backlog)
+    except OSError as exc:
+        log.warning(f"Could not create server TCP listening socket "
+                    f"{config.bind}:{config.port}: {exc.strerror}")
+        return 1
+    shutdown = trio.Event()
+    shutdown_mode = []
+
+    def on_shutdown(mode):
+        shutdown_mode.append(mode)
+        shutdown.set()
+    node.on_shutdown = on_shutdown
+
+    log.notice(f"trisque {VERSION} starting, pid {os.getpid()}, port {config.port}")
+    if config.pidfile:
+        _write_pidfile(config.pidfile)
+    status = 0
+    try:
+        async with trio.open_nursery() as nursery:
+            cluster_service = attach_cluster(node, nursery)
+            persistence = attach_log(node)
+            if cluster_service is not None:
+                await cluster_service.start(nursery)
+            await persistence.load()
+            await server.serve(nursery)
+            nursery.start_soon(timer_loop, node, server)
+            nursery.start_soon(persistence.run)
+            nursery.start_soon(_watch_signals, shutdown, shutdown_mode)
+            log.notice("Ready to accept connections")
+            await shutdown.wait()
+            mode = shutdown_mode[0] if shutdown_mode else ""
+            log.warning("User requested shutdown...")
+            await persistence.close(rewrite=(mode == "REWRITE-AOF"))
+            if cluster_service is not None:
+                cluster_service.save()
+            nursery.cancel_scope.cancel()
+    except ConfigError as exc:
+        log.warning(str(exc))
+        status = 1
+    finally:
+        if config.pidfile:
+            try:
+                os.unlink(config.pidfile)
+            except OSError:
+                pass
+    log.warning("trisque is now ready to exit, bye bye...")
+    return status
+
+
+async def _watch_signals(shutdown, shutdown_mode):
+    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for signum in signals:
+            name = "SIGTERM" if signum == signal.SIGTERM else "SIGINT"
+            log.warning(f"Received {name} scheduling shutdown...")
+            shutdown.set()
+
+
+async def timer_loop(node, server):
+    """Run due deadlines and the 100 ms cron; sleep until the next one."""
+    cron_period_ms = 1000 // node.config.hz
+    next_cron_ms = node.now_ms()
+    woken = trio.CancelScope
+    state = {"scope": None}
+
+    def wake_timers():
+        if state["scope"] is not None:
+            state["scope"].cancel()
+    node.on_timers_changed = wake_timers
+    while True:
+        next_job_ms = node.run_timers()
+        now_ms = node.now_ms()
+        if now_ms >= next_cron_ms:
+            node.cron()
+            cron_period_ms = 1000 // node.config.hz
+            next_cron_ms = now_ms + cron_period_ms
+        server.flush_dirty()
+        wake_ms = next_cron_ms if next_job_ms is None else min(next_job_ms, next_cron_ms)
+        delay_s = max(0.001, (wake_ms - node.now_ms()) / 1000)
+        with woken() as state["scope"]:
+            await trio.sleep(delay_s)
+        state["scope"] = None
+
+
+def _write_pidfile(path):
+    try:
+        with open(path, "w") as f:
+            f.write(f"{os.getpid()}\n")
+    except OSError as exc:
+        log.warning(f"Failed to write PID file: {exc}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

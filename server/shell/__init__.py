@@ -1,0 +1,1 @@
+"""The trio shell: sockets, timers, files and signals around the core."""

@@ -1,0 +1,221 @@
+"""Client connections: the listener and one trio task per client.
+
+The hot path has no task switch: read what the kernel has, parse every
+complete request, run them all against the core, send every reply with one
+``send``.  Sockets are plain non-blocking stdlib sockets driven through
+``trio.lowlevel``: we try the syscall first and only wait for readiness
+when it would block, as the design notes measured.
+"""
+
+import collections
+import errno
+import socket
+
+import trio
+
+from ...protocol.resp import ProtocolError, RequestParser
+
+from . import log
+
+RECV_SIZE = 16 * 1024
+OUTPUT_HIGH_WATER = 1024 * 1024  # stop reading a client with this much unsent
+
+
+class Connection:
+    """The shell's half of a client: socket, parser, unsent bytes."""
+
+    __slots__ = ("sock", "client", "parser", "pending", "outbuf", "wait_scope",
+                 "closed")
+
+    def __init__(self, sock, max_bulk_len):
+        self.sock = sock
+        self.client = None
+        self.parser = RequestParser(max_bulk_len)
+        self.pending = collections.deque()  # requests not yet run
+        self.outbuf = b""
+        self.wait_scope = None
+        self.closed = False
+
+    def wake(self):
+        """Interrupt the task's wait so it re-examines its state."""
+        if self.wait_scope is not None:
+            self.wait_scope.cancel()
+
+    def flush(self, stats):
+        """Send as much output as the kernel takes without waiting."""
+        client = self.client
+        out = client.out
+        if out:
+            data = self.outbuf + (out[0] if len(out) == 1 else b"".join(out))
+            out.clear()
+        else:
+            data = self.outbuf
+            if not data:
+                return
+        try:
+            sent = self.sock.send(data)
+        except BlockingIOError:
+            sent = 0
+        except OSError:
+            self.closed = True
+            self.outbuf = b""
+            return
+        stats.net_out += sent
+        self.outbuf = data[sent:] if sent < len(data) else b""
+
+
+class ClientServer:
+    """Accepts clients on the configured addresses and serves them."""
+
+    def __init__(self, node):
+        self.node = node
+        self.dirty = []  # connections with output produced by others
+        node.on_wake = self.mark_dirty
+        self.listeners = []
+
+    # ----------------------------------------------------------- output
+
+    def mark_dirty(self, client):
+        conn = client.transport
+        if conn is not None:
+            self.dirty.append(conn)
+
+    def flush_dirty(self):
+        if not self.dirty:
+            return
+        stats = self.node.stats
+        dirty, self.dirty = self.dirty, []
+        for conn in dirty:
+            if not conn.closed:
+                conn.flush(stats)
+                if (conn.outbuf or conn.client.killed or conn.pending
+                        or conn.client.close_after_reply):
+                    conn.wake()
+
+    # --------------------------------------------------------- listening
+
+    def bind(self, addresses, port, backlog):
+        """Open the listening sockets now, so a bind error stops start-up."""
+        for address in addresses:
+            family = socket.AF_INET6 if ":" in address else socket.AF_INET
+            sock = socket.socket(family, socket.SOCK_STREAM)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            sock.bind((address, port))
+            sock.listen(backlog)
+            sock.setblocking(False)
+            self.listeners.append(sock)
+
+    async def serve(self, nursery):
+        for sock in self.listeners:
+            nursery.start_soon(self._accept_loop, sock, nursery)
+
+    async def _accept_loop(self, listener, nursery):
+        node = self.node
+        while True:
+            try:
+                sock, addr = listener.accept()
+            except BlockingIOError:
+                await trio.lowlevel.wait_readable(listener)
+                continue
+            except OSError as exc:
+                if exc.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
+                    log.warning(f"Error accepting a client connection: {exc.strerror}")
+                    await trio.sleep(0.1)
+                    continue
+                raise
+            if len(node.clients) >= node.config.maxclients:
+                node.stats.rejected += 1
+                try:
+                    sock.send(b"-ERR max number of clients reached\r\n")
+                finally:
+                    sock.close()
+                continue
+            nursery.start_soon(self._serve_client, sock, addr)
+
+    # ------------------------------------------------------------ a client
+
+    async def _serve_client(self, sock, addr):
+        node = self.node
+        sock.setblocking(False)
+        if sock.family != socket.AF_UNIX:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            keepalive = node.config.tcp_keepalive
+            if keepalive:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+        conn = Connection(sock, node.config.proto_max_bulk_len)
+        client = node.add_client(_addr(addr), _addr(sock.getsockname()), conn)
+        conn.client = client
+        try:
+            await self._client_loop(conn)
+        except (ConnectionError, OSError):
+            pass
+        finally:
+            node.remove_client(client)
+            conn.closed = True
+            sock.close()
+
+    async def _client_loop(self, conn):
+        node = self.node
+        client = conn.client
+        sock = conn.sock
+        stats = node.stats
+        execute = node.execute
+        pending = conn.pending
+        checkpoint = trio.lowlevel.checkpoint
+        waited = True
+        while True:
+            # 1. run what we can: stop at a blocking command
+            if pending and client.blocked is None:
+                client.last_ms = node.now_ms()
+                while pending and client.blocked is None:
+                    execute(client, pending.popleft())
+                    if client.close_after_reply or client.killed:
+                        pending.clear()
+                        break
+            conn.flush(stats)
+            self.flush_dirty()
+            if client.killed or conn.closed:
+                return
+            if client.close_after_reply and not conn.outbuf:
+                return
+            # 2. wait until the kernel takes our output, if it did not
+            if conn.outbuf:
+                with trio.CancelScope() as conn.wait_scope:
+                    await trio.lowlevel.wait_writable(sock)
+                conn.wait_scope = None
+                if len(conn.outbuf) > OUTPUT_HIGH_WATER:
+                    continue  # no more input until the client reads
+            # 3. read
+            try:
+                data = sock.recv(RECV_SIZE)
+            except BlockingIOError:
+                with trio.CancelScope() as conn.wait_scope:
+                    await trio.lowlevel.wait_readable(sock)
+                conn.wait_scope = None
+                waited = True
+                continue
+            if not data:
+                return
+            stats.net_in += len(data)
+            try:
+                pending.extend(conn.parser.feed(data))
+            except ProtocolError as exc:
+                # Run what came before the bad bytes, then say why and close.
+                while pending and client.blocked is None:
+                    execute(client, pending.popleft())
+                client.out.append(b"-ERR " + str(exc).encode() + b"\r\n")
+                conn.flush(stats)
+                log.verbose(f"Protocol error from client {client.addr}: {exc}")
+                return
+            if not waited:
+                await checkpoint()  # fairness: a busy client yields once a batch
+            waited = False
+
+
+def _addr(addr):
+    if isinstance(addr, tuple):
+        host, port = addr[0], addr[1]
+        return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    return str(addr)

@@ -1,0 +1,51 @@
+"""Redis-style log lines: ``pid:M 22 Nov 2026 00:46:17.123 * message``."""
+
+import os
+import sys
+import time
+
+LEVELS = {"debug": 0, "verbose": 1, "notice": 2, "warning": 3}
+_MARKS = ".-*#"
+
+_state = {"level": 2, "file": None}
+
+
+def configure(level="notice", logfile=""):
+    _state["level"] = LEVELS[level]
+    if _state["file"] not in (None, sys.stdout):
+        _state["file"].close()
+    _state["file"] = open(logfile, "a", buffering=1) if logfile else sys.stdout
+
+
+def set_level(level):
+    _state["level"] = LEVELS[level]
+
+
+def _write(level, message):
+    if level < _state["level"]:
+        return
+    out = _state["file"] or sys.stdout
+    now = time.time()
+    stamp = time.strftime("%d %b %Y %H:%M:%S", time.localtime(now))
+    try:
+        out.write(f"{os.getpid()}:M {stamp}.{int(now * 1000) % 1000:03d} "
+                  f"{_MARKS[level]} {message}\n")
+        out.flush()
+    except (OSError, ValueError):
+        pass
+
+
+def debug(message):
+    _write(0, message)
+
+
+def verbose(message):
+    _write(1, message)
+
+
+def notice(message):
+    _write(2, message)
+
+
+def warning(message):
+    _write(3, message)
