@@ -1,0 +1,30 @@
+# Two commands on a fresh machine:
+#   make run     create the environment and start a node on 127.0.0.1:7711
+#   make test    create the environment and run the whole test suite
+PYTHON ?= python3
+VENV   ?= .venv
+BIN     = $(VENV)/bin
+STAMP   = $(VENV)/.installed
+
+.PHONY: run cluster test bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[test]'
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/trisque-server $(ARGS)
+
+cluster: $(STAMP)
+	$(BIN)/python -m deploy.local_cluster $(ARGS)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q $(ARGS)
+
+bench: $(STAMP)
+	$(BIN)/python -m bench $(ARGS)
+
+clean:
+	rm -rf $(VENV) *.egg-info .pytest_cache

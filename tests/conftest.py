@@ -1,0 +1,40 @@
+import pytest
+
+from tests.harness import Server
+
+
+@pytest.fixture
+def server():
+    srv = Server().start()
+    yield srv
+    srv.cleanup()
+
+
+@pytest.fixture
+def make_server():
+    """Start servers with custom config; all are cleaned up afterwards."""
+    started = []
+
+    def make(config="", args=(), **kwargs):
+        srv = Server(config=config, args=args, **kwargs).start()
+        started.append(srv)
+        return srv
+    yield make
+    for srv in started:
+        srv.cleanup()
+
+
+@pytest.fixture
+def r(server):
+    """A RESP2 redis-py client of a fresh server."""
+    client = server.client()
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def r3(server):
+    """A RESP3 redis-py client (HELLO 3) of the same fresh server."""
+    client = server.client(protocol=3)
+    yield client
+    client.close()

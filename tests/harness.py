@@ -1,0 +1,129 @@
+"""Real trisque-server processes for tests: free loopback ports, a private
+directory each, start/stop/kill -9/restart, redis-py clients."""
+
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+import redis
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# Client ports stay low so port + 10000 (the bus) stays below Linux's
+# ephemeral range (32768+), where an outgoing connection may hold it.
+PORT_RANGE = (12000, 22000)
+
+
+def server_command():
+    exe = shutil.which("trisque-server", path=os.path.dirname(sys.executable))
+    if exe:
+        return [exe]
+    return [sys.executable, "-m", "trisque.server.main"]
+
+
+def port_free(port):
+    for p in (port, port + 10000):
+        with socket.socket() as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                s.bind(("127.0.0.1", p))
+            except OSError:
+                return False
+    return True
+
+
+def free_port():
+    for _ in range(1000):
+        port = random.randrange(*PORT_RANGE)
+        if port_free(port):
+            return port
+    raise RuntimeError("no free port")
+
+
+def wait_for(condition, timeout=10.0, interval=0.02, message="condition"):
+    """Poll ``condition`` until it returns a true value or time runs out."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {message}")
+        time.sleep(interval)
+
+
+class Server:
+    """One trisque-server process in its own directory."""
+
+    def __init__(self, directory=None, port=None, config="", args=()):
+        self.port = port or free_port()
+        self.dir = directory or tempfile.mkdtemp(prefix="trisque-test-")
+        self.config_path = os.path.join(self.dir, "disque.conf")
+        self.args = list(args)
+        if not os.path.exists(self.config_path):
+            with open(self.config_path, "w") as f:
+                f.write(f"port {self.port}\nbind 127.0.0.1\ndir {self.dir}\n"
+                        f"logfile log.txt\nloglevel verbose\n{config}")
+        self.proc = None
+
+    def start(self, wait=True):
+        self.proc = subprocess.Popen(
+            server_command() + [self.config_path] + self.args,
+            cwd=self.dir, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        if wait:
+            self.wait_ready()
+        return self
+
+    def wait_ready(self, timeout=15.0):
+        def up():
+            if self.proc.poll() is not None:
+                raise AssertionError(f"server exited with {self.proc.returncode}: "
+                                     f"{self.proc.stderr.read().decode()}\n{self.log()}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1) as s:
+                    s.sendall(b"PING\r\n")
+                    return s.recv(100).startswith(b"+PONG")
+            except OSError:
+                return False
+        wait_for(up, timeout, message=f"server on port {self.port}")
+
+    def client(self, **kwargs):
+        kwargs.setdefault("protocol", 2)
+        kwargs.setdefault("socket_timeout", 30)
+        return redis.Redis(host="127.0.0.1", port=self.port, **kwargs)
+
+    def log(self):
+        try:
+            with open(os.path.join(self.dir, "log.txt")) as f:
+                return f.read()
+        except OSError:
+            return ""
+
+    def kill(self):
+        """kill -9, as a crash."""
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait()
+
+    def stop(self, timeout=10):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        if self.proc and self.proc.stderr:
+            self.proc.stderr.close()
+
+    def restart(self):
+        self.stop()
+        return self.start()
+
+    def cleanup(self):
+        self.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
