@@ -6,6 +6,8 @@ replica), ``queued`` when in a local queue, ``acked`` while its ack is being
 garbage-collected across the cluster.
 """
 
+from ...protocol import jobcodec
+
 WAIT_REPL = 0
 ACTIVE = 1
 QUEUED = 2
@@ -58,3 +60,24 @@ class Job:
 
     def __repr__(self):
         return f"<Job {self.id.decode()} {STATE_NAMES[self.state]} q={self.queue!r}>"
+
+
+def serialize(job, etime_ms):
+    """The job as bytes (protocol.jobcodec), with the given expiry field."""
+    return jobcodec.encode(job.id, job.state, job.flags & ~DUMMY_ACK, job.repl,
+                           job.ctime, etime_ms, job.delay_s, job.retry_s,
+                           job.nacks, job.deliveries, job.queue, job.body,
+                           job.nodes_delivered)
+
+
+def deserialize(data, offset=0):
+    """(Job, offset after it) from bytes; etime_ms is as stored."""
+    fields, offset = jobcodec.decode(data, offset)
+    (job_id, state, flags, repl, ctime, etime_ms, delay_s, retry_s, nacks,
+     deliveries, queue, body, nodes) = fields
+    job = Job(job_id, queue, body, state, repl, ctime, etime_ms, delay_s, retry_s)
+    job.flags = flags
+    job.nacks = nacks
+    job.deliveries = deliveries
+    job.nodes_delivered = nodes
+    return job, offset
