@@ -14,6 +14,7 @@ from .table import command
 
 TTL_DEFAULT_S = 24 * 3600
 RETRY_DEFAULT_MAX_S = 300
+U32_MAX = 2**32 - 1
 
 
 def parse_timeout_ms(arg):
@@ -70,6 +71,11 @@ def addjob(node, client, argv):
             raise CommandError(errors.SYNTAX)
         i += 1
     timeout_ms = parse_timeout_ms(argv[3])
+    # Disque keeps these in 32-bit fields (and so does our job record):
+    # larger values (over 136 years) are clamped, not wrapped.
+    ttl_s = min(ttl_s, U32_MAX)
+    retry_s = min(retry_s, U32_MAX)
+    delay_s = min(delay_s, U32_MAX)
     if replicate > 1 and retry_s == 0:
         raise CommandError("ERR With RETRY set to 0 please explicitly set  "
                            "REPLICATE to 1 (at-most-once delivery)")
@@ -187,7 +193,7 @@ def getjob(node, client, argv):
     return None
 
 
-@command("ACKJOB", -2, "write fast")
+@command("ACKJOB", -1, "write fast")
 def ackjob(node, client, argv):
     ids = argv[1:]
     validate_ids(ids)
@@ -207,7 +213,7 @@ def ackjob(node, client, argv):
     return b":%d\r\n" % known
 
 
-@command("FASTACK", -2, "write fast")
+@command("FASTACK", -1, "write fast")
 def fastack(node, client, argv):
     ids = argv[1:]
     validate_ids(ids)
@@ -232,17 +238,17 @@ def _enqueue_generic(node, argv, nack):
     return b":%d\r\n" % enqueued
 
 
-@command("ENQUEUE", -2, "write denyoom fast")
+@command("ENQUEUE", -1, "write denyoom fast")
 def enqueue(node, client, argv):
     return _enqueue_generic(node, argv, nack=False)
 
 
-@command("NACK", -2, "write denyoom fast")
+@command("NACK", -1, "write denyoom fast")
 def nack(node, client, argv):
     return _enqueue_generic(node, argv, nack=True)
 
 
-@command("DEQUEUE", -2, "write fast")
+@command("DEQUEUE", -1, "write fast")
 def dequeue(node, client, argv):
     ids = argv[1:]
     validate_ids(ids)
@@ -254,7 +260,7 @@ def dequeue(node, client, argv):
     return b":%d\r\n" % dequeued
 
 
-@command("DELJOB", -2, "write fast")
+@command("DELJOB", -1, "write fast")
 def deljob(node, client, argv):
     ids = argv[1:]
     validate_ids(ids)
@@ -308,7 +314,7 @@ def job_info(node, job):
         "queue": job.queue,
         "state": STATE_NAMES[job.state],
         "repl": job.repl,
-        "ttl": max(0, (job.etime_ms - now_ms) // 1000),
+        "ttl": max(0, -((now_ms - job.etime_ms) // 1000)),  # rounded up
         "ctime": job.ctime,
         "delay": job.delay_s,
         "retry": job.retry_s,
@@ -317,7 +323,7 @@ def job_info(node, job):
         "nodes-delivered": list(job.nodes_delivered),
         "nodes-confirmed": list(job.nodes_confirmed or ()),
         "next-requeue-within": (max(0, job.qtime_ms - now_ms)
-                                if job.qtime_ms and job.state != QUEUED else None),
+                                if job.qtime_ms else None),
         "next-awake-within": (max(0, job.wake_ms - now_ms)
                               if job.wake_ms is not None else None),
         "body": job.body,
@@ -375,7 +381,7 @@ def jscan(node, client, argv):
     if reply_all:
         items = [job_info(node, job) for job in jobs]
     else:
-        items = [job.id for job in jobs]
+        items = [resp.Status(job.id.decode()) for job in jobs]
     return resp.encode([str(cursor), items], client.proto)
 
 

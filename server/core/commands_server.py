@@ -1,6 +1,7 @@
 """Connection and server commands: PING, ECHO, QUIT, TIME, AUTH, HELLO, INFO,
 COMMAND, CLIENT, CONFIG, DEBUG, SLOWLOG, LATENCY, MONITOR, SHUTDOWN."""
 
+import hmac
 import os
 import time
 
@@ -43,11 +44,14 @@ def time_(node, client, argv):
     return resp.encode([str(seconds), str(int((now - seconds) * 1000000))])
 
 
-def _check_password(node, password):
+WRONGPASS = "WRONGPASS invalid username-password pair or user is disabled."
+
+
+def _check_password(node, password, wrong=WRONGPASS):
     if not node.config.requirepass:
         raise CommandError("ERR Client sent AUTH, but no password is set")
-    if password != node.config.requirepass.encode():
-        raise CommandError("WRONGPASS invalid username-password pair or user is disabled.")
+    if not hmac.compare_digest(password, node.config.requirepass.encode()):
+        raise CommandError(wrong)
 
 
 @command("AUTH", -2, "readonly fast loading noauth")
@@ -57,9 +61,11 @@ def auth(node, client, argv):
     # AUTH password, or AUTH default password (Redis 6 form)
     password = argv[-1]
     if len(argv) == 3 and argv[1] != b"default":
-        raise CommandError("WRONGPASS invalid username-password pair or user is disabled.")
+        raise CommandError(WRONGPASS)
+    # Disque's text for AUTH password; Redis 6's for AUTH user password.
+    wrong = "ERR invalid password" if len(argv) == 2 else WRONGPASS
     try:
-        _check_password(node, password)
+        _check_password(node, password, wrong)
     except CommandError:
         client.authenticated = not node.config.requirepass
         raise
@@ -87,7 +93,7 @@ def hello(node, client, argv):
         opt = argv[i].upper()
         if opt == b"AUTH" and i + 2 < len(argv):
             if argv[i + 1] != b"default":
-                raise CommandError("WRONGPASS invalid username-password pair or user is disabled.")
+                raise CommandError(WRONGPASS)
             _check_password(node, argv[i + 2])
             client.authenticated = True
             i += 3
@@ -291,6 +297,9 @@ def config_(node, client, argv):
         except (ConfigError, OSError) as exc:
             raise CommandError(f"ERR Rewriting config file: {exc}") from None
         return resp.OK
+    if sub in ("GET", "SET", "RESETSTAT", "REWRITE"):
+        raise CommandError("ERR Wrong number of arguments for CONFIG "
+                           + argv[1].decode(errors="replace"))
     raise CommandError("ERR CONFIG subcommand must be one of GET, SET, RESETSTAT, REWRITE")
 
 
@@ -326,7 +335,8 @@ def debug(node, client, argv):
         return resp.encode(["DEBUG FLUSHALL", "DEBUG SLEEP <seconds>",
                             "DEBUG ERROR <text>", "DEBUG SEGFAULT", "DEBUG CHECK",
                             "DEBUG LOADAOF"])
-    raise CommandError("ERR Syntax error, try DEBUG HELP")
+    raise CommandError("ERR Unknown DEBUG subcommand or wrong number of "
+                       f"arguments for '{argv[1].decode(errors='replace')}'")
 
 
 def flushall(node):

@@ -14,14 +14,23 @@ _POSITION_BITS = 40
 _DELETIONS_MASK = (1 << 23) - 1
 
 
+_CURSOR_ERROR = "ERR invalid cursor or option name"
+_U64 = 1 << 64
+
+
 def parse_cursor(arg):
+    """An unsigned 64-bit cursor, parsed as C's strtoul: a leading minus
+    wraps around (Disque accepts ``-1``), anything else not a number is an
+    error (which is also how an unknown option is reported)."""
+    if not arg or arg[:1].isspace():
+        raise CommandError(_CURSOR_ERROR)
     try:
-        cursor = to_int(arg)
-    except CommandError:
-        raise CommandError("ERR invalid cursor") from None
-    if cursor < 0:
-        raise CommandError("ERR invalid cursor")
-    return cursor
+        cursor = int(arg)
+    except ValueError:
+        raise CommandError(_CURSOR_ERROR) from None
+    if b"_" in arg or abs(cursor) >= _U64:
+        raise CommandError(_CURSOR_ERROR)
+    return cursor % _U64
 
 
 def scan(mapping, cursor, count, busyloop, wanted, deletions):
@@ -30,9 +39,12 @@ def scan(mapping, cursor, count, busyloop, wanted, deletions):
     if cursor:
         then = cursor >> _POSITION_BITS
         position = max(0, position - ((deletions - then) & _DELETIONS_MASK))
+    if count < 0:
+        busyloop = True  # Disque's loop bound never trips for count < 0
+    count = max(count, 1)  # COUNT 0 still makes progress
     values = list(mapping.values())[position:] if busyloop else None
     if values is None:
-        budget = max(1, count) * 10  # bound the work, as Disque does
+        budget = count * 10  # bound the work, as Disque does
         from itertools import islice
         values = list(islice(mapping.values(), position, position + budget))
     found = []
