@@ -81,7 +81,7 @@ def main(argv=None):
 
 
 async def run(config):
-    from ..cluster.wiring import attach_cluster  # floor 3, wired in here
+    from .shell.bus_links import attach_cluster  # the cluster, wired in here
     from .shell.aof import attach_log
 
     node = Node(config, os.urandom(20).hex(), time.time)
@@ -107,7 +107,7 @@ async def run(config):
     status = 0
     try:
         async with trio.open_nursery() as nursery:
-            cluster_service = attach_cluster(node, nursery)
+            cluster_service = attach_cluster(node, nursery, server.flush_dirty)
             persistence = attach_log(node)
             if cluster_service is not None:
                 await cluster_service.start(nursery)

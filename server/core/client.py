@@ -17,7 +17,7 @@ class Client:
         "id", "addr", "laddr", "proto", "name", "lib_name", "lib_ver",
         "authenticated", "ctime_ms", "last_ms", "last_cmd", "out",
         "blocked", "wake_ms", "reply_mode", "close_after_reply", "monitor",
-        "killed", "transport",
+        "killed", "transport", "slots",
     )
 
     def __init__(self, client_id, addr="", laddr="", now_ms=0, transport=None):
@@ -40,6 +40,9 @@ class Client:
         self.monitor = False
         self.killed = False
         self.transport = transport  # whatever the shell needs to flush
+        # Replies queued behind a PendingReply (e.g. an ADDJOB waiting for
+        # replication): pipelined commands keep running, replies keep order.
+        self.slots = None
 
 
 class BlockedGet:
@@ -50,3 +53,23 @@ class BlockedGet:
     def __init__(self, queues, withcounters):
         self.queues = queues
         self.withcounters = withcounters
+
+
+class PendingReply:
+    """A reply that is not known yet; later replies of the same client wait
+    behind it.  ``node.resolve(pending, data)`` fills it in.  Subclasses
+    that set ``wake_ms`` through ``node.deadlines`` get ``fire(node)`` called
+    at that time; ``cancel(node)`` runs if the client goes away first."""
+
+    __slots__ = ("client", "data", "wake_ms")
+
+    def __init__(self, client):
+        self.client = client
+        self.data = None
+        self.wake_ms = None
+
+    def fire(self, node):
+        pass
+
+    def cancel(self, node):
+        pass

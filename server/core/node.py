@@ -19,12 +19,13 @@ tests and the simulator to a fake one.
 """
 
 import random as _random
+from collections import deque
 
 from ...protocol import jobid, resp
 from ...protocol.errors import CommandError
 from ...protocol import errors
 
-from .client import BlockedGet, REPLY_ON, REPLY_SKIP
+from .client import BlockedGet, PendingReply, REPLY_ON, REPLY_SKIP
 from .deadlines import Deadlines
 from .job import (ACKED, ACTIVE, BCAST_QUEUED, BCAST_WILLQUEUE, DELIVERED,
                   QUEUED, WAIT_REPL, Job)
@@ -116,6 +117,12 @@ class Node:
     def remove_client(self, client):
         if client.blocked is not None:
             self.unblock(client)
+        if client.slots:
+            for slot in client.slots:
+                if slot.__class__ is not bytes:
+                    self.deadlines.cancel(slot)
+                    slot.cancel(self)
+            client.slots = None
         self.clients.pop(client.id, None)
         if client.monitor:
             self.monitors.remove(client)
@@ -123,9 +130,36 @@ class Node:
 
     def reply(self, client, data):
         """Send ``data`` to a client outside its own request (it is blocked)."""
+        if client.slots:
+            client.slots.append(data)
+            self._release_slots(client)
+            return
         if client.reply_mode == REPLY_ON:
             client.out.append(data)
         if self.on_wake is not None:
+            self.on_wake(client)
+
+    def resolve(self, pending, data):
+        """A PendingReply is now known: send it and the replies behind it."""
+        self.deadlines.cancel(pending)
+        pending.data = data
+        self._release_slots(pending.client)
+
+    def _release_slots(self, client):
+        slots = client.slots
+        if not slots:
+            return
+        released = False
+        while slots:
+            slot = slots[0]
+            if slot.__class__ is not bytes:
+                if slot.data is None:
+                    break
+                slot = slot.data
+            slots.popleft()
+            client.out.append(slot)
+            released = True
+        if released and self.on_wake is not None:
             self.on_wake(client)
 
     def block(self, client, blocked, timeout_ms):
@@ -195,12 +229,20 @@ class Node:
         if reply is not None:
             mode = client.reply_mode
             if mode == REPLY_ON:
-                client.out.append(reply)
+                if client.slots:
+                    client.slots.append(reply)
+                elif reply.__class__ is bytes:
+                    client.out.append(reply)
+                else:
+                    client.slots = deque((reply,))
             elif mode == REPLY_SKIP:
                 client.reply_mode = REPLY_ON
 
     def _reply_error(self, client, message):
-        client.out.append(resp.error(message))
+        if client.slots:
+            client.slots.append(resp.error(message))
+        else:
+            client.out.append(resp.error(message))
 
     def _feed_monitors(self, client, argv):
         now = self.clock()
@@ -398,6 +440,8 @@ class Node:
         for item in self.deadlines.pop_due(now_ms, MAX_TIMERS_PER_RUN):
             if item.__class__ is Job:
                 self.process_job(item, now_ms)
+            elif isinstance(item, PendingReply):
+                item.fire(self)
             else:
                 self.blocked_timeout(item)
         return self.deadlines.next_ms()
@@ -442,15 +486,21 @@ class Node:
     # --------------------------------------------------------------- acks
 
     def ack(self, job):
-        """A consumer acknowledged the job: it will never be queued again."""
+        """A consumer acknowledged the job (ACK-JOB then START-GC)."""
+        self.mark_acked(job)
+        self.cluster.try_gc(job)
+        if job.id in self.jobs:
+            self.schedule(job)
+
+    def mark_acked(self, job):
+        """The job will never be queued again; GC will free it."""
         if job.state == QUEUED:
             self._remove_from_queue(job)
         job.state = ACKED
         job.qtime_ms = 0
+        job.nodes_confirmed = None
         self.log.job_deleted(job)
-        self.cluster.try_gc(job)
-        if job.id in self.jobs:
-            self.schedule(job)
+        self.schedule(job)
 
     # --------------------------------------------------------------- cron
 

@@ -1,0 +1,239 @@
+"""The cluster as the node core sees it.
+
+``Cluster`` answers the hooks of ``server.core.standalone.Standalone``
+(size, replicate, broadcast_queued, try_gc, ...) with the rules in
+membership.py, replication.py, requeue.py, acks.py and federation.py, and
+dispatches the messages that arrive from the bus to them.
+
+It does no I/O itself: a *transport* carries frames.  The real one is
+server/shell/bus_links.py (TCP); the simulator's is in-memory.  A transport
+provides ``send(node_id, frame)``, ``ensure_link(node)``,
+``drop_link(node_id)``, ``rename_link(old_id, new_id)`` and
+``flush_soon()``, and calls ``receive(frame, link)``, ``link_up(node_id)``
+and ``link_down(node_id)`` here.
+
+Job messages to one peer produced in one turn of the event loop are
+coalesced: consecutive messages of the same type travel in one frame.
+"""
+
+from ..protocol import bus
+from ..server.core.job import serialize
+from . import acks, federation, replication, requeue
+from .membership import Membership
+
+
+class Cluster:
+    def __init__(self, node, transport, ip, port, bus_port):
+        self.node = node
+        self.transport = transport
+        self.local_ip = ip
+        self.membership = Membership(self, node.id, ip, port, bus_port, node.now_ms())
+        self.outbox = {}  # node id -> [[type, mflags, items]...], in order
+        self.federation = federation.Federation(self)
+        self._header = None
+        node.cluster = self
+
+    # ----------------------------------------------------------- identity
+
+    def header(self):
+        me = self.membership.myself
+        flags = me.wire_flags()
+        header = self._header
+        if header is None or header.flags != flags or header.node_id != me.id.encode():
+            header = self._header = bus.Header(me.id, me.port, me.bus_port, flags)
+        return header
+
+    def set_node_id(self, node_id):
+        """Adopt ``node_id`` (from nodes.conf, or a hard reset)."""
+        from ..protocol.jobid import IdGenerator
+        self.node.id = node_id
+        self.node.ids = IdGenerator(node_id)
+        self._header = None
+
+    # ------------------------------------------------- hooks of the core
+
+    def size(self):
+        return self.membership.size()
+
+    def reachable_count(self):
+        return len(self.membership.reachable)
+
+    def leaving(self):
+        return self.membership.myself.leaving
+
+    def replicate(self, job, client, timeout_ms, asynchronous, external):
+        return replication.replicate(self, job, client, timeout_ms, asynchronous, external)
+
+    def replication_achieved(self, job):
+        return replication.replication_achieved(self, job)
+
+    def replication_aborted(self, job):
+        replication.replication_aborted(self, job)
+
+    def broadcast_queued(self, job, nack):
+        requeue.broadcast_queued(self, job, nack)
+
+    def will_queue(self, job):
+        requeue.will_queue(self, job)
+
+    def working(self, job):
+        requeue.working(self, job)
+
+    def try_gc(self, job):
+        acks.try_gc(self, job)
+
+    def next_gc_ms(self, job):
+        return acks.next_gc_ms(self, job)
+
+    def dummy_ack(self, job_id):
+        acks.dummy_ack(self, job_id)
+
+    def fast_ack(self, job, job_id):
+        acks.fast_ack(self, job, job_id)
+
+    def need_jobs(self, queue_name):
+        self.federation.need_jobs(queue_name)
+
+    def queue_drained(self, queue):
+        self.federation.queue_drained(queue)
+
+    def import_rate(self, queue):
+        return self.federation.import_rate(queue)
+
+    def pause_broadcast(self, queue_name, flags):
+        frame = bus.queue_op(self.header(), bus.PAUSE, queue_name, flags)
+        for other in self.membership.others():
+            if other.link_ok and not other.handshake:
+                self.transport.send(other.id, frame)
+
+    def hello_nodes(self):
+        membership = self.membership
+        nodes = sorted(membership.nodes.values(), key=lambda n: not n.myself)
+        return [[n.id, n.ip, str(n.port), str(membership.priority(n))]
+                for n in nodes if not n.handshake]
+
+    def info_fields(self):
+        membership = self.membership
+        return [
+            ("cluster_state", "ok"),
+            ("cluster_known_nodes", len(membership.nodes)),
+            ("cluster_reachable_nodes", len(membership.reachable)),
+            ("cluster_size", membership.size()),
+            ("cluster_stats_messages_sent", membership.messages_sent),
+            ("cluster_stats_messages_received", membership.messages_received),
+        ]
+
+    def cron(self, now_ms):
+        self.membership.cron(now_ms)
+        self.federation.cron(now_ms)
+
+    def delete_everywhere(self, job):
+        """Best-effort delete of every copy (DELJOB), then ours."""
+        self.send_to_holders(job, bus.DELJOB)
+        self.node.unregister(job)
+
+    # ---------------------------------------------------------- sending
+
+    def send_jobid(self, node_id, type_, job_id, aux=0, mflags=0):
+        self._enqueue(node_id, type_, mflags, (job_id, aux))
+
+    def send_job(self, node_id, type_, record, mflags=0):
+        self._enqueue(node_id, type_, mflags, record)
+
+    def send_to_holders(self, job, type_, aux=0, mflags=0):
+        my_id = self.node.id
+        for node_id in job.nodes_delivered:
+            if node_id != my_id:
+                self._enqueue(node_id, type_, mflags, (job.id, aux))
+
+    def send_setack(self, node_id, job):
+        self._enqueue(node_id, bus.SETACK, 0, (job.id, len(job.nodes_delivered)))
+
+    def _enqueue(self, node_id, type_, mflags, item):
+        if node_id == self.node.id:
+            return
+        batches = self.outbox.get(node_id)
+        if batches is None:
+            if not self.outbox:
+                self.transport.flush_soon()
+            batches = self.outbox[node_id] = []
+        if batches and batches[-1][0] == type_ and batches[-1][1] == mflags:
+            batches[-1][2].append(item)
+        else:
+            batches.append([type_, mflags, [item]])
+
+    def flush(self):
+        """Encode and hand to the transport what this turn produced."""
+        outbox, self.outbox = self.outbox, {}
+        header = self.header()
+        send = self.transport.send
+        for node_id, batches in outbox.items():
+            for type_, mflags, items in batches:
+                if type_ in bus.JOBS_TYPES:
+                    send(node_id, bus.jobs(header, type_, items, mflags))
+                else:
+                    send(node_id, bus.jobids(header, type_, items, mflags))
+
+    def serialize_for_bus(self, job):
+        return serialize(job, max(1, job.etime_ms - self.node.now_ms()))
+
+    # -------------------------------------------------------- receiving
+
+    def link_up(self, node_id):
+        node = self.membership.nodes.get(node_id)
+        if node is not None:
+            self.membership.link_up(node, self.node.now_ms())
+
+    def link_down(self, node_id):
+        node = self.membership.nodes.get(node_id)
+        if node is not None:
+            self.membership.link_down(node)
+
+    def receive(self, frame, link):
+        """One frame from ``link``.  Raises bus.BusError if malformed."""
+        msg = bus.decode(frame)
+        type_ = msg.type
+        if type_ in bus.GOSSIP_TYPES:
+            self.membership.on_gossip_message(msg, link)
+            return
+        sender = self.membership.nodes.get(msg.sender)
+        if sender is None or sender.handshake or sender.myself:
+            return  # only known nodes may talk about jobs
+        self.membership.messages_received += 1
+        body = msg.body
+        if type_ == bus.REPLJOB:
+            replication.on_repljob(self, sender, body, msg.mflags)
+        elif type_ == bus.GOTJOB:
+            replication.on_gotjob(self, sender, body)
+        elif type_ in (bus.QUEUED, bus.WORKING):
+            requeue.on_queued_or_working(self, sender, body, type_, msg.mflags)
+        elif type_ == bus.WILLQUEUE:
+            requeue.on_willqueue(self, sender, body)
+        elif type_ == bus.ENQUEUE:
+            requeue.on_enqueue(self, sender, body)
+        elif type_ == bus.SETACK:
+            acks.on_setack(self, sender, body)
+        elif type_ == bus.GOTACK:
+            acks.on_gotack(self, sender, body)
+        elif type_ == bus.DELJOB:
+            acks.on_deljob(self, sender, body)
+        elif type_ == bus.FAIL:
+            self.membership.on_fail(msg)
+        elif type_ == bus.NEEDJOBS:
+            count, queue_name = body
+            self.federation.on_needjobs(sender, queue_name, count)
+        elif type_ == bus.YOURJOBS:
+            self.federation.on_yourjobs(sender, body)
+        elif type_ == bus.PAUSE:
+            flags, queue_name = body
+            self._on_pause(queue_name, flags)
+
+    def _on_pause(self, queue_name, flags):
+        from ..server.core.commands_queues import set_paused
+        node = self.node
+        queue = node.queues.get(queue_name)
+        if queue is None:
+            if not flags:
+                return
+            queue = node.get_queue(queue_name)
+        set_paused(node, queue, flags & 3)

@@ -1,0 +1,188 @@
+"""Federation: jobs move to where the consumers are (NEEDJOBS/YOURJOBS).
+
+- A consumer finding a queue empty, clients blocked on it (checked every
+  cron tick), or a queue that just drained while jobs were flowing in, make
+  the node ask for jobs:
+  * to every node, for one job, to discover sources: at most every 2 s,
+    doubling up to 30 s while nothing new answers;
+  * to the known sources (nodes that sent jobs for this queue in the last
+    5 s), for import rate / sources jobs (5..100): at most every 25 ms,
+    doubling up to 2 s, and at once when the queue just drained.
+- A node asked for jobs answers YOURJOBS with ``count`` of them if it has
+  twice that many, else half its queue (at least one); it keeps its copies
+  (they stay replicated, now active with a requeue timer) except RETRY 0
+  jobs, which must exist once.  It stays silent if it is importing the
+  queue itself, or the queue is paused OUT.
+- YOURJOBS jobs are queued here without a QUEUED broadcast and their sender
+  recorded as a source; a new source resets the broadcast backoff.
+- A leaving node never asks for jobs.
+"""
+
+from ..protocol import bus
+from ..server.core.job import ACTIVE, BCAST_QUEUED, Job
+from ..server.core.queue import PAUSED_IN, PAUSED_OUT
+
+MIN_REQUEST = 5
+MAX_REQUEST = 100
+BCAST_MIN_MS = 2000
+BCAST_MAX_MS = 30000
+ADHOC_MIN_MS = 25
+ADHOC_MAX_MS = 2000
+SOURCE_VALID_MS = 5000
+RATE_WINDOW_MS = 5000
+
+CLIENTS_WAITING = 0
+REACHED_ZERO = 1
+
+
+class Federation:
+    def __init__(self, cluster):
+        self.cluster = cluster
+        self.messages_sent = 0  # NEEDJOBS frames, for measuring storms
+
+    # ----------------------------------------------------- import rate
+
+    def import_rate(self, queue):
+        """Jobs/s received from other nodes over the last two 1 s buckets."""
+        buckets = queue.import_buckets
+        if buckets is None:
+            return 0
+        now_ms = self.cluster.node.now_ms()
+        prev_ms, prev_count, cur_ms, cur_count = buckets
+        if now_ms - cur_ms > RATE_WINDOW_MS:
+            return 0
+        elapsed = max(50, now_ms - prev_ms)
+        return -(-(prev_count + cur_count) * 1000 // elapsed)  # ceil
+
+    def _count_import(self, queue, now_ms):
+        buckets = queue.import_buckets
+        if buckets is None:
+            buckets = queue.import_buckets = [now_ms, 0, now_ms, 0]
+        if now_ms - buckets[2] > 1000:
+            buckets[0], buckets[1] = buckets[2], buckets[3]
+            buckets[2], buckets[3] = now_ms, 0
+        buckets[3] += 1
+
+    def _valid_sources(self, queue, now_ms):
+        sources = queue.import_from
+        for node_id, last_ms in list(sources.items()):
+            if now_ms - last_ms > SOURCE_VALID_MS or node_id not in self.cluster.membership.nodes:
+                del sources[node_id]
+        return list(sources)
+
+    # ------------------------------------------------------- asking
+
+    def need_jobs(self, queue_name):
+        """A consumer found ``queue_name`` empty here."""
+        cluster = self.cluster
+        if cluster.size() <= 1 or cluster.leaving():
+            return
+        self._need_jobs(cluster.node.get_queue(queue_name), CLIENTS_WAITING)
+
+    def queue_drained(self, queue):
+        cluster = self.cluster
+        if cluster.size() > 1 and not cluster.leaving():
+            self._need_jobs(queue, REACHED_ZERO)
+
+    def _need_jobs(self, queue, reason):
+        node = self.cluster.node
+        if queue.paused & PAUSED_IN:
+            return
+        rate = self.import_rate(queue)
+        if reason == REACHED_ZERO and rate == 0:
+            return
+        now_ms = node.now_ms()
+        sources = self._valid_sources(queue, now_ms)
+        count = rate // len(sources) if sources else MIN_REQUEST
+        count = max(MIN_REQUEST, min(MAX_REQUEST, count))
+        bcast_delay = min(BCAST_MIN_MS << min(queue.needjobs_bcast_attempt, 16), BCAST_MAX_MS)
+        if now_ms - queue.needjobs_bcast_ms > bcast_delay:
+            queue.needjobs_bcast_ms = now_ms
+            queue.needjobs_bcast_attempt += 1
+            targets = [n.id for n in self.cluster.membership.others()
+                       if n.link_ok and not n.handshake]
+            self._send(targets, queue.name, 1)  # discovery: one job is enough
+        adhoc_delay = min(ADHOC_MIN_MS << min(queue.needjobs_adhoc_attempt, 16), ADHOC_MAX_MS)
+        if sources and (reason == REACHED_ZERO
+                        or now_ms - queue.needjobs_adhoc_ms > adhoc_delay):
+            queue.needjobs_adhoc_ms = now_ms
+            queue.needjobs_adhoc_attempt += 1
+            self._send(sources, queue.name, count)
+
+    def _send(self, node_ids, queue_name, count):
+        cluster = self.cluster
+        frame = bus.queue_op(cluster.header(), bus.NEEDJOBS, queue_name, count)
+        for node_id in node_ids:
+            cluster.transport.send(node_id, frame)
+            self.messages_sent += 1
+
+    def cron(self, now_ms):
+        """Clients still blocked keep asking (with the backoffs above)."""
+        node = self.cluster.node
+        if self.cluster.size() <= 1 or self.cluster.leaving():
+            return
+        asked = set()
+        for client in node.clients.values():
+            blocked = client.blocked
+            if blocked is None or not hasattr(blocked, "queues"):
+                continue
+            for name in blocked.queues:
+                if name not in asked:
+                    asked.add(name)
+                    queue = node.queues.get(name)
+                    if queue is not None and not queue.jobs:
+                        self._need_jobs(queue, CLIENTS_WAITING)
+
+    # ------------------------------------------------------ answering
+
+    def on_needjobs(self, sender, queue_name, count):
+        node = self.cluster.node
+        queue = node.queues.get(queue_name)
+        if queue is None or not queue.jobs or self.import_rate(queue) > 0:
+            return
+        if queue.paused & PAUSED_OUT:
+            return
+        size = len(queue.jobs)
+        count = min(max(count, 1), MAX_REQUEST)
+        give = count if size >= 2 * count else max(1, size // 2)
+        now_ms = node.now_ms()
+        records = []
+        sent = []
+        for _ in range(give):
+            job = node.fetch(queue, now_ms)
+            records.append(self.cluster.serialize_for_bus(job))
+            sent.append(job)
+        frame = bus.jobs(self.cluster.header(), bus.YOURJOBS, records)
+        self.cluster.transport.send(sender.id, frame)
+        for job in sent:
+            if job.retry_s == 0:
+                node.delete_job(job)  # at-most-once: it lives there now
+
+    def on_yourjobs(self, sender, records):
+        node = self.cluster.node
+        now_ms = node.now_ms()
+        for fields in records:
+            (job_id, _state, flags, repl, ctime, ttl_ms, delay_s, retry_s, nacks,
+             deliveries, queue_name, body, nodes) = fields
+            job = node.jobs.get(job_id)
+            if job is None:
+                job = Job(job_id, queue_name, body, ACTIVE, repl, ctime,
+                          now_ms + ttl_ms, delay_s, retry_s)
+                job.nacks = nacks
+                job.deliveries = deliveries
+                job.nodes_delivered = nodes if node.id in nodes else nodes + (node.id,)
+                node.register(job)
+                node.log.job_stored(job)
+            elif job.state not in (ACTIVE,):
+                continue
+            job.flags &= ~BCAST_QUEUED  # moving between queues, not a redelivery
+            if not job.qtime_ms:
+                job.qtime_ms = now_ms  # lets a RETRY 0 job be queued once
+            if not node.enqueue(job):
+                continue
+            queue = node.get_queue(job.queue)
+            if sender.id not in queue.import_from:
+                queue.needjobs_bcast_attempt = 0
+            queue.import_from[sender.id] = now_ms
+            self._count_import(queue, now_ms)
+            queue.needjobs_adhoc_attempt = 0

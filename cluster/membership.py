@@ -1,0 +1,421 @@
+"""Who is in the cluster, and who is alive: MEET, gossip, failure detection.
+
+Rules (after Disque's cluster.c, in our words):
+
+- CLUSTER MEET ip port adds a *handshake* node with a made-up ID and sends
+  it MEET.  A node receiving MEET from a stranger adds it.  Any PING or
+  MEET is answered with PONG on the same link; the PONG carries the real ID,
+  which replaces the made-up one.
+- Every PING/PONG/MEET carries a few gossip entries about other nodes
+  (max(3, n/10), PFAIL/FAIL nodes first).  A node learns strangers from
+  gossip of known nodes, so a chain of MEETs becomes a full mesh.
+- A node whose PING went unanswered for node-timeout is PFAIL.  Gossip
+  entries flagging it PFAIL/FAIL are failure reports (valid 2 x timeout);
+  PFAIL plus reports from a majority (myself included) makes it FAIL, which
+  is broadcast.  Any PONG from it clears both.
+- Reachable nodes (for replication) are the others not in handshake,
+  PFAIL, FAIL or leaving.
+- The node ID and the known peers persist in ``cluster-config-file`` so a
+  restarted node comes back as itself, knowing its peers.
+"""
+
+import os
+
+from ..protocol import bus
+
+HANDSHAKE_MIN_MS = 1000
+FORGET_BAN_MS = 60000
+FAIL_REPORT_VALIDITY_MULT = 2
+
+
+class ClusterNode:
+    __slots__ = ("id", "ip", "port", "bus_port", "myself", "handshake",
+                 "pfail", "fail", "leaving", "noaddr", "ping_sent_ms",
+                 "pong_received_ms", "ctime_ms", "fail_reports", "link_ok",
+                 "meet_pending", "link_since_ms")
+
+    def __init__(self, node_id, ip, port, bus_port, now_ms):
+        self.id = node_id
+        self.ip = ip
+        self.port = port
+        self.bus_port = bus_port
+        self.myself = False
+        self.handshake = False
+        self.pfail = False
+        self.fail = False
+        self.leaving = False
+        self.noaddr = False
+        self.ping_sent_ms = 0  # 0: no PING waiting for its PONG
+        self.pong_received_ms = 0
+        self.ctime_ms = now_ms
+        self.fail_reports = {}  # reporter id -> ms of the report
+        self.link_ok = False  # our outgoing link to it is connected
+        self.meet_pending = False  # send MEET, not PING, on the next link
+        self.link_since_ms = 0
+
+    def flag_names(self):
+        names = []
+        if self.myself:
+            names.append("myself")
+        if self.pfail:
+            names.append("fail?")
+        if self.fail:
+            names.append("fail")
+        if self.handshake:
+            names.append("handshake")
+        if self.noaddr:
+            names.append("noaddr")
+        if self.leaving:
+            names.append("leaving")
+        return ",".join(names) or "noflags"
+
+    def wire_flags(self):
+        return ((bus.F_LEAVING if self.leaving else 0) | (bus.F_PFAIL if self.pfail else 0)
+                | (bus.F_FAIL if self.fail else 0) | (bus.F_NOADDR if self.noaddr else 0))
+
+    def reachable(self):
+        return not (self.myself or self.handshake or self.pfail or self.fail
+                    or self.leaving or self.noaddr)
+
+    def address(self):
+        addr = f"{self.ip}:{self.port}"
+        if self.bus_port != self.port + 10000:
+            addr += f"@{self.bus_port}"
+        return addr
+
+
+class Membership:
+    """The node table and the gossip/failure-detection rules."""
+
+    def __init__(self, cluster, myself_id, ip, port, bus_port, now_ms):
+        self.cluster = cluster
+        me = ClusterNode(myself_id, ip, port, bus_port, now_ms)
+        me.myself = True
+        me.link_ok = True
+        self.myself = me
+        self.nodes = {myself_id: me}
+        self.banned = {}  # forgotten node id -> ms until it may come back
+        self.cron_runs = 0
+        self.reachable = []  # cached list of reachable other nodes
+        self.messages_sent = 0
+        self.messages_received = 0
+        self.dirty = False  # nodes.conf needs saving
+
+    # --------------------------------------------------------- queries
+
+    def size(self):
+        """Known nodes but handshakes, myself and failed ones included."""
+        return sum(1 for n in self.nodes.values() if not n.handshake)
+
+    def update_reachable(self):
+        self.reachable = [n for n in self.nodes.values() if n.reachable()]
+
+    def others(self):
+        return [n for n in self.nodes.values() if not n.myself]
+
+    def priority(self, node):
+        """HELLO's priority: 1 ok, 5 no link, 10 PFAIL, 100 FAIL or leaving."""
+        if node.fail or node.leaving:
+            return 100
+        if node.pfail:
+            return 10
+        if not node.myself and not node.link_ok:
+            return 5
+        return 1
+
+    # --------------------------------------------------------- changes
+
+    def add(self, node):
+        self.nodes[node.id] = node
+        self.dirty = True
+        self.update_reachable()
+
+    def delete(self, node):
+        if self.nodes.get(node.id) is node:
+            del self.nodes[node.id]
+        self.cluster.transport.drop_link(node.id)
+        for other in self.nodes.values():
+            other.fail_reports.pop(node.id, None)
+        self.dirty = True
+        self.update_reachable()
+
+    def rename(self, node, new_id):
+        """A handshake node told us its real ID."""
+        self.cluster.transport.rename_link(node.id, new_id)
+        del self.nodes[node.id]
+        node.id = new_id
+        node.handshake = False
+        self.nodes[new_id] = node
+        self.dirty = True
+        self.update_reachable()
+
+    def meet(self, ip, port, bus_port, now_ms):
+        """CLUSTER MEET: start a handshake with ip:port."""
+        for node in self.nodes.values():
+            if node.handshake and node.ip == ip and node.bus_port == bus_port:
+                return  # already meeting it
+        node = ClusterNode(os.urandom(20).hex(), ip, port, bus_port, now_ms)
+        node.handshake = True
+        node.meet_pending = True
+        self.add(node)
+
+    def forget(self, node, now_ms):
+        self.banned[node.id] = now_ms + FORGET_BAN_MS
+        self.delete(node)
+
+    def reset(self, new_id=None):
+        for node in self.others():
+            self.delete(node)
+        self.banned.clear()
+        if new_id is not None:
+            me = self.myself
+            del self.nodes[me.id]
+            me.id = new_id
+            self.nodes[new_id] = me
+        self.dirty = True
+        self.update_reachable()
+
+    # --------------------------------------------------------- messages
+
+    def gossip_entries(self, receiver_id):
+        """A few nodes to tell ``receiver_id`` about, failing ones first."""
+        candidates = [n for n in self.nodes.values()
+                      if not n.myself and not n.handshake and n.id != receiver_id]
+        wanted = max(3, len(self.nodes) // 10)
+        wanted = min(wanted, len(candidates))
+        rng = self.cluster.node.random
+        failing = [n for n in candidates if n.pfail or n.fail]
+        rest = [n for n in candidates if not (n.pfail or n.fail)]
+        rng.shuffle(rest)
+        chosen = (failing + rest)[:wanted]
+        now_ms = self.cluster.node.now_ms()
+        me = self.myself
+        entries = [(me.id, me.wire_flags(), me.ip, me.port, me.bus_port, 0)]
+        for n in chosen:
+            age = (now_ms - n.pong_received_ms) // 1000 if n.pong_received_ms else 0xFFFFFFFF
+            entries.append((n.id, n.wire_flags(), n.ip, n.port, n.bus_port, age))
+        return entries
+
+    def send_ping(self, node, type_=bus.PING):
+        now_ms = self.cluster.node.now_ms()
+        if type_ == bus.PING or type_ == bus.MEET:
+            if node.ping_sent_ms == 0:
+                node.ping_sent_ms = now_ms
+        frame = bus.gossip(self.cluster.header(), type_, self.gossip_entries(node.id))
+        self.cluster.transport.send(node.id, frame)
+        self.messages_sent += 1
+
+    def on_gossip_message(self, msg, link):
+        """PING, PONG or MEET arrived on ``link`` (which can answer with
+        ``link.send(frame)``; ``link.peer_ip`` is where it came from, and
+        ``link.node_id`` the node an outgoing link was opened to)."""
+        peer_ip = link.peer_ip
+        cluster = self.cluster
+        now_ms = cluster.node.now_ms()
+        sender = self.nodes.get(msg.sender)
+        self.messages_received += 1
+        if msg.sender == self.myself.id:
+            return
+        if msg.type == bus.MEET and sender is None and msg.sender not in self.banned:
+            # Rule: a MEET from a stranger adds it.
+            ip = _sender_ip(msg, peer_ip)
+            sender = ClusterNode(msg.sender, ip, msg.port, msg.bus_port, now_ms)
+            self.add(sender)
+            if self.myself.ip in ("", "0.0.0.0") and peer_ip:
+                self.myself.ip = cluster.local_ip or self.myself.ip
+        if msg.type in (bus.PING, bus.MEET):
+            # Rule: answer any PING or MEET with PONG on the same link.
+            link.send(bus.gossip(cluster.header(), bus.PONG, self.gossip_entries(msg.sender)))
+            self.messages_sent += 1
+        if msg.type == bus.PONG:
+            link_node = self.nodes.get(link.node_id) if link.node_id else None
+            if link_node is not None and link_node.handshake:
+                existing = self.nodes.get(msg.sender)
+                if existing is not None and existing is not link_node:
+                    self.delete(link_node)  # we knew it under its real ID
+                    sender = existing
+                else:
+                    self.rename(link_node, msg.sender)
+                    sender = link_node
+            if sender is not None:
+                sender.pong_received_ms = now_ms
+                sender.ping_sent_ms = 0
+                if sender.pfail or sender.fail:
+                    sender.pfail = sender.fail = False
+                    sender.fail_reports.clear()
+                    self.dirty = True
+                    self.update_reachable()
+        if sender is None:
+            return
+        # The sender's header tells us about the sender itself.
+        leaving = bool(msg.sender_flags & bus.F_LEAVING)
+        if sender.leaving != leaving:
+            sender.leaving = leaving
+            self.dirty = True
+            self.update_reachable()
+        if msg.port and (sender.port != msg.port or sender.bus_port != msg.bus_port):
+            sender.port, sender.bus_port = msg.port, msg.bus_port
+            if peer_ip:
+                sender.ip = peer_ip
+            cluster.transport.drop_link(sender.id)
+            self.dirty = True
+        self._process_gossip(sender, msg.body, now_ms)
+
+    def _process_gossip(self, sender, entries, now_ms):
+        for node_id, flags, ip, port, bus_port, _age in entries:
+            if node_id == sender.id:
+                continue
+            node = self.nodes.get(node_id)
+            if node is not None:
+                if node.myself:
+                    continue
+                # Rule: a gossip entry flagging a node failing is a report.
+                if flags & (bus.F_PFAIL | bus.F_FAIL):
+                    node.fail_reports[sender.id] = now_ms
+                    self.maybe_mark_failed(node, now_ms)
+                else:
+                    node.fail_reports.pop(sender.id, None)
+                continue
+            if node_id in self.banned or flags & bus.F_NOADDR or not port:
+                continue
+            # Rule: learn strangers from the gossip of known nodes.
+            node = ClusterNode(node_id, ip or sender.ip, port, bus_port, now_ms)
+            node.leaving = bool(flags & bus.F_LEAVING)
+            self.add(node)
+
+    def link_up(self, node, now_ms):
+        """Our link to ``node`` connected: greet it at once."""
+        node.link_ok = True
+        node.link_since_ms = now_ms
+        if node.meet_pending:
+            node.meet_pending = False
+            self.send_ping(node, bus.MEET)
+        else:
+            self.send_ping(node)
+
+    def link_down(self, node):
+        node.link_ok = False
+
+    def on_fail(self, msg):
+        node = self.nodes.get(msg.body)
+        if node is None or node.myself or node.fail:
+            return
+        if self.nodes.get(msg.sender) is None:
+            return
+        node.fail = True
+        self.dirty = True
+        self.update_reachable()
+
+    # ------------------------------------------------------------- cron
+
+    def cron(self, now_ms):
+        """Every 100 ms: links, pings, failure detection, handshake expiry."""
+        cluster = self.cluster
+        transport = cluster.transport
+        timeout = cluster.node.config.cluster_node_timeout
+        self.cron_runs += 1
+        for ban_id, until in list(self.banned.items()):
+            if until <= now_ms:
+                del self.banned[ban_id]
+        for node in self.others():
+            if node.handshake and now_ms - node.ctime_ms > max(timeout, HANDSHAKE_MIN_MS):
+                self.delete(node)
+                continue
+            transport.ensure_link(node)
+        # Every 10th run, ping the stalest of five random nodes.
+        if self.cron_runs % 10 == 0:
+            candidates = [n for n in self.others()
+                          if n.link_ok and not n.handshake and n.ping_sent_ms == 0]
+            if candidates:
+                sample = cluster.node.random.sample(candidates, min(5, len(candidates)))
+                self.send_ping(min(sample, key=lambda n: n.pong_received_ms))
+        changed = False
+        for node in self.others():
+            if node.handshake:
+                continue
+            if (node.link_ok and node.ping_sent_ms == 0
+                    and now_ms - node.pong_received_ms > timeout // 2):
+                self.send_ping(node)
+            waited = now_ms - node.ping_sent_ms if node.ping_sent_ms else 0
+            if (node.ping_sent_ms and waited > timeout // 2
+                    and node.link_ok and now_ms - node.link_since_ms > timeout):
+                transport.drop_link(node.id)  # maybe a stuck link: reconnect
+                node.link_ok = False
+            if not node.link_ok and node.ping_sent_ms == 0:
+                node.ping_sent_ms = now_ms  # waiting for a link counts too
+            if node.ping_sent_ms and waited > timeout and not node.pfail:
+                node.pfail = True
+                changed = True
+            if node.pfail:
+                self.maybe_mark_failed(node, now_ms)
+        if changed:
+            self.update_reachable()
+
+    def maybe_mark_failed(self, node, now_ms):
+        """Rule: PFAIL (as seen by me) + a majority of reports => FAIL."""
+        if not node.pfail or node.fail:
+            return
+        validity = self.cluster.node.config.cluster_node_timeout * FAIL_REPORT_VALIDITY_MULT
+        for reporter, at in list(node.fail_reports.items()):
+            if now_ms - at > validity or reporter not in self.nodes:
+                del node.fail_reports[reporter]
+        needed = self.size() // 2 + 1
+        if len(node.fail_reports) + 1 >= needed:
+            node.fail = True
+            self.dirty = True
+            self.update_reachable()
+            frame = bus.fail(self.cluster.header(), node.id)
+            for other in self.others():
+                if other.link_ok and not other.handshake:
+                    self.cluster.transport.send(other.id, frame)
+
+    # --------------------------------------------------------- describe
+
+    def nodes_lines(self, for_config=False):
+        lines = []
+        for node in self.nodes.values():
+            if for_config and node.handshake:
+                continue
+            link = "connected" if node.myself or node.link_ok else "disconnected"
+            lines.append(f"{node.id} {node.address()} {node.flag_names()} "
+                         f"{node.ping_sent_ms} {node.pong_received_ms} {link}")
+        return lines
+
+    def config_text(self):
+        return "\n".join(self.nodes_lines(for_config=True)) + "\n"
+
+    def load_config_text(self, text, now_ms):
+        """Restore myself and the peers from nodes.conf."""
+        me = None
+        for line in text.splitlines():
+            parts = line.split()
+            if len(parts) < 3 or len(parts[0]) != 40:
+                continue
+            node_id, addr, flags = parts[0], parts[1], parts[2].split(",")
+            ip, _, ports = addr.rpartition(":")
+            port_text, _, bus_text = ports.partition("@")
+            try:
+                port = int(port_text)
+            except ValueError:
+                continue
+            bus_port = int(bus_text) if bus_text else port + 10000
+            if "myself" in flags:
+                me = node_id
+                continue
+            if "handshake" in flags:
+                continue
+            node = ClusterNode(node_id, ip, port, bus_port, now_ms)
+            node.leaving = "leaving" in flags
+            node.fail = "fail" in flags
+            self.nodes[node_id] = node
+        if me is not None:
+            old = self.myself.id
+            del self.nodes[old]
+            self.myself.id = me
+            self.nodes[me] = self.myself
+        self.update_reachable()
+        return me
+
+
+def _sender_ip(msg, peer_ip):
+    return peer_ip or "127.0.0.1"

@@ -1,0 +1,195 @@
+"""Job replication (Disque README, "Job replication state machine").
+
+ON ADDJOB with REPLICATE n (synchronous):
+  1. The job is registered in ``wait-repl`` and REPLJOB goes to n-1 other
+     reachable nodes (n nodes, none of them us, when replicating
+     externally: memory warning or leaving).
+  2. The client's reply waits (a PendingReply: the client's later
+     pipelined commands keep running, their replies queue behind it).
+  3. Every 50 ms while waiting, one more node is added and REPLJOB is sent
+     again to all of them, so slow or full nodes can be worked around.
+  4. GOTJOB from a node adds it to ``nodes_confirmed``; at n confirmations
+     the job becomes ``active``, is queued (or handed to one holder with
+     ENQUEUE when we keep no copy), logged, and the client gets its ID.
+  5. At the ADDJOB timeout the client gets -NOREPL and the copies are
+     deleted, best effort (DELJOB).
+ON REPLJOB: store the job ``active`` (or merge ``nodes_delivered`` if we
+  already have it), log it, then answer GOTJOB unless the sender said
+  NOREPLY (ASYNC).  Refused at memory warning, when leaving, or when the
+  queue is paused IN.
+"""
+
+from ..protocol import bus, errors, resp
+from ..server.core.client import PendingReply
+from ..server.core.job import (ACTIVE, BCAST_QUEUED, WAIT_REPL, Job,
+                               serialize)
+from ..server.core.queue import PAUSED_IN
+
+ADD_NODE_PERIOD_MS = 50
+
+
+class PendingAddJob(PendingReply):
+    """The reply to a synchronous ADDJOB, waiting for replication."""
+
+    __slots__ = ("job", "deadline_ms")
+
+    def __init__(self, client, job, deadline_ms):
+        super().__init__(client)
+        self.job = job
+        self.deadline_ms = deadline_ms  # 0: wait forever
+
+    def fire(self, node):
+        job = self.job
+        if job.waiter is not self:
+            return
+        now_ms = node.now_ms()
+        if self.deadline_ms and now_ms >= self.deadline_ms:
+            # Rule 5: timeout, delete the copies, best effort.
+            job.waiter = None
+            node.resolve(self, resp.error(errors.NOREPL_TIMEOUT))
+            node.cluster.delete_everywhere(job)
+            return
+        # Rule 3: one more node every 50 ms.
+        add_nodes(node.cluster, job, 1, noreply=False)
+        self.schedule(node, now_ms)
+
+    def schedule(self, node, now_ms):
+        at = now_ms + ADD_NODE_PERIOD_MS
+        if self.deadline_ms and self.deadline_ms < at:
+            at = self.deadline_ms
+        node.deadlines.set(self, at)
+        node._timers_changed()
+
+    def cancel(self, node):
+        """The client went away: the job would have no one to report to."""
+        job = self.job
+        if job.waiter is self:
+            job.waiter = None
+            node.cluster.delete_everywhere(job)
+
+
+def replicate(cluster, job, client, timeout_ms, asynchronous, external):
+    node = cluster.node
+    my_id = node.id
+    others = job.repl if external else job.repl - 1
+    job.nodes_delivered = () if external else (my_id,)
+    if not asynchronous:
+        job.nodes_confirmed = set() if external else {my_id}
+        node.register(job)
+        now_ms = node.now_ms()
+        pending = PendingAddJob(client, job, now_ms + timeout_ms if timeout_ms else 0)
+        job.waiter = pending
+        add_nodes(cluster, job, others, noreply=False)
+        pending.schedule(node, now_ms)
+        return pending
+    if external:
+        # ASYNC and no local copy: hand it over and forget it.
+        add_nodes(cluster, job, others, noreply=True)
+        if job.nodes_delivered:
+            target = node.random.choice(job.nodes_delivered)
+            cluster.send_jobid(target, bus.ENQUEUE, job.id, job.delay_s)
+        return b"+%s\r\n" % job.id
+    job.state = ACTIVE
+    node.register(job)
+    node.log.job_stored(job)
+    if job.delay_s:
+        node.schedule(job)
+    else:
+        node.enqueue(job)
+    add_nodes(cluster, job, others, noreply=True)
+    return b"+%s\r\n" % job.id
+
+
+def add_nodes(cluster, job, count, noreply):
+    """Add up to ``count`` reachable nodes to the job's holders, then send
+    REPLJOB to every holder (new and old: they learn about each other)."""
+    node = cluster.node
+    added = 0
+    if count > 0:
+        delivered = set(job.nodes_delivered)
+        candidates = [n for n in cluster.membership.reachable
+                      if n.link_ok and n.id not in delivered]
+        node.random.shuffle(candidates)
+        new = tuple(n.id for n in candidates[:count])
+        added = len(new)
+        job.nodes_delivered += new
+    now_ms = node.now_ms()
+    record = serialize(job, max(1, job.etime_ms - now_ms))
+    mflags = bus.NOREPLY if noreply else 0
+    for target in job.nodes_delivered:
+        if target != node.id:
+            cluster.send_job(target, bus.REPLJOB, record, mflags)
+    return added
+
+
+def on_repljob(cluster, sender, records, mflags):
+    node = cluster.node
+    if node.memory_level() > 0 or cluster.leaving():
+        return  # no room, or on our way out: let the sender find others
+    now_ms = node.now_ms()
+    for fields in records:
+        (job_id, _state, flags, repl, ctime, ttl_ms, delay_s, retry_s, nacks,
+         deliveries, queue_name, body, nodes) = fields
+        queue = node.queues.get(queue_name)
+        if queue is not None and queue.paused & PAUSED_IN:
+            continue
+        job = node.jobs.get(job_id)
+        if job is not None:
+            merged = job.nodes_delivered + tuple(n for n in nodes if n not in job.nodes_delivered)
+            job.nodes_delivered = merged
+        else:
+            job = Job(job_id, queue_name, body, ACTIVE, repl, ctime,
+                      now_ms + ttl_ms, delay_s, retry_s)
+            job.flags = BCAST_QUEUED  # only the origin queues it first
+            job.nacks = nacks
+            job.deliveries = deliveries
+            job.nodes_delivered = nodes if node.id in nodes else nodes + (node.id,)
+            job.qtime_ms = (now_ms + (delay_s + retry_s) * 1000 + node.jitter_ms()
+                            if retry_s else 0)
+            node.register(job)
+            node.log.job_stored(job)
+            node.schedule(job)
+        if not mflags & bus.NOREPLY:
+            cluster.send_jobid(sender.id, bus.GOTJOB, job_id)
+
+
+def on_gotjob(cluster, sender, items):
+    jobs = cluster.node.jobs
+    for job_id, _aux in items:
+        job = jobs.get(job_id)
+        if job is None or job.state != WAIT_REPL:
+            continue
+        job.nodes_confirmed.add(sender.id)
+        if len(job.nodes_confirmed) >= job.repl:
+            replication_achieved(cluster, job)
+
+
+def replication_achieved(cluster, job):
+    """Rule 4.  Returns False if we kept no copy (external replication)."""
+    node = cluster.node
+    job.state = ACTIVE
+    pending = job.waiter
+    job.waiter = None
+    if pending is not None:
+        node.resolve(pending, b"+%s\r\n" % job.id)
+    if node.id not in job.nodes_delivered:
+        if job.nodes_confirmed:
+            target = node.random.choice(sorted(job.nodes_confirmed))
+            cluster.send_jobid(target, bus.ENQUEUE, job.id, job.delay_s)
+        node.unregister(job)
+        return False
+    job.nodes_confirmed = None
+    node.log.job_stored(job)
+    if job.delay_s:
+        node.schedule(job)
+    else:
+        node.enqueue(job)
+    return True
+
+
+def replication_aborted(cluster, job):
+    """The job went away (TTL, DELJOB) while its ADDJOB waited."""
+    pending = job.waiter
+    job.waiter = None
+    if pending is not None:
+        cluster.node.resolve(pending, resp.error(errors.NOREPL_REMOVED))

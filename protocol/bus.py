@@ -1,0 +1,222 @@
+"""The cluster bus wire format: versioned, length-checked frames.
+
+Every frame is a fixed header followed by a payload whose layout depends on
+the message type:
+
+    magic "TQB" | version u8 | total length u32 | type u16 | mflags u8 |
+    sender flags u8 | sender id 40s | client port u16 | bus port u16 |
+    payload
+
+Payloads (all integers little endian):
+
+    gossip     PING, PONG, MEET: u16 count, then per node:
+               id 40s, flags u16, port u16, bus port u16, pong age s u32,
+               ip length u8, ip
+    node       FAIL: id 40s
+    jobs       REPLJOB, YOURJOBS: u32 count, then job records (jobcodec)
+    jobids     GOTJOB, ENQUEUE, QUEUED, SETACK, WILLQUEUE, GOTACK, DELJOB,
+               WORKING: u32 count, then per job: id 40s, aux u32
+    queue      NEEDJOBS, PAUSE: aux u32, name length u32, name
+
+A frame that is short, long, of an unknown version or type, or whose
+payload does not add up to its length raises BusError; the link that sent
+it is dropped.
+"""
+
+import struct
+
+from . import jobcodec
+
+MAGIC = b"TQB"
+VERSION = 1
+MAX_FRAME = 64 * 1024 * 1024  # a frame larger than this is refused
+
+HEADER = struct.Struct("<3sBIHBB40sHH")
+NODE_ID_LEN = 40
+
+# message types
+PING, PONG, MEET, FAIL = 0, 1, 2, 3
+REPLJOB, GOTJOB, ENQUEUE, QUEUED = 4, 5, 6, 7
+SETACK, WILLQUEUE, GOTACK, DELJOB = 8, 9, 10, 11
+NEEDJOBS, YOURJOBS, WORKING, PAUSE = 12, 13, 14, 15
+NAMES = ("PING", "PONG", "MEET", "FAIL", "REPLJOB", "GOTJOB", "ENQUEUE",
+         "QUEUED", "SETACK", "WILLQUEUE", "GOTACK", "DELJOB", "NEEDJOBS",
+         "YOURJOBS", "WORKING", "PAUSE")
+
+GOSSIP_TYPES = (PING, PONG, MEET)
+JOBS_TYPES = (REPLJOB, YOURJOBS)
+JOBID_TYPES = (GOTJOB, ENQUEUE, QUEUED, SETACK, WILLQUEUE, GOTACK, DELJOB, WORKING)
+QUEUE_TYPES = (NEEDJOBS, PAUSE)
+
+# mflags
+NOREPLY = 1  # REPLJOB: do not answer GOTJOB (ASYNC)
+INCR_NACKS = 2  # QUEUED: the requeue was a NACK
+INCR_DELIV = 4  # QUEUED: the requeue was an additional delivery
+
+# sender flags (also gossip entry flags)
+F_LEAVING = 1
+F_PFAIL = 2
+F_FAIL = 4
+F_NOADDR = 8
+
+_GOSSIP = struct.Struct("<40sHHHIB")
+_JOBID = struct.Struct("<40sI")
+_QUEUE = struct.Struct("<II")
+_U16 = struct.Struct("<H")
+_U32 = struct.Struct("<I")
+
+
+class BusError(Exception):
+    pass
+
+
+class Message:
+    """A decoded frame.  ``body`` depends on the type: a list of gossip
+    tuples, a node id, a list of job field tuples (protocol.jobcodec), a
+    list of (job id, aux) or (aux, queue name)."""
+
+    __slots__ = ("type", "mflags", "sender", "sender_flags", "port",
+                 "bus_port", "body")
+
+    def __init__(self, type_, mflags, sender, sender_flags, port, bus_port, body):
+        self.type = type_
+        self.mflags = mflags
+        self.sender = sender
+        self.sender_flags = sender_flags
+        self.port = port
+        self.bus_port = bus_port
+        self.body = body
+
+    def __repr__(self):
+        return f"<{NAMES[self.type]} from {self.sender[:8]} {self.body!r:.80}>"
+
+
+class Header:
+    """What every frame from this node carries about its sender."""
+
+    __slots__ = ("node_id", "port", "bus_port", "flags")
+
+    def __init__(self, node_id, port, bus_port, flags=0):
+        self.node_id = node_id.encode() if isinstance(node_id, str) else node_id
+        self.port = port
+        self.bus_port = bus_port
+        self.flags = flags
+
+
+def _frame(header, type_, payload, mflags=0):
+    return HEADER.pack(MAGIC, VERSION, HEADER.size + len(payload), type_, mflags,
+                       header.flags, header.node_id, header.port,
+                       header.bus_port) + payload
+
+
+def gossip(header, type_, entries):
+    """entries: (id str, flags, ip str, port, bus_port, pong_age_s)."""
+    parts = [_U16.pack(len(entries))]
+    for node_id, flags, ip, port, bus_port, pong_age_s in entries:
+        ip_bytes = ip.encode()
+        parts.append(_GOSSIP.pack(node_id.encode(), flags, port, bus_port,
+                                  min(pong_age_s, 0xFFFFFFFF), len(ip_bytes)))
+        parts.append(ip_bytes)
+    return _frame(header, type_, b"".join(parts))
+
+
+def fail(header, node_id):
+    return _frame(header, FAIL, node_id.encode())
+
+
+def jobs(header, type_, records, mflags=0):
+    """records: serialized jobs (protocol.jobcodec)."""
+    return _frame(header, type_, _U32.pack(len(records)) + b"".join(records), mflags)
+
+
+def jobids(header, type_, items, mflags=0):
+    """items: (job id bytes, aux) pairs, all of the same type and mflags."""
+    return _frame(header, type_, _U32.pack(len(items)) + b"".join(
+        _JOBID.pack(job_id, aux) for job_id, aux in items), mflags)
+
+
+def queue_op(header, type_, name, aux=0):
+    return _frame(header, type_, _QUEUE.pack(aux, len(name)) + name)
+
+
+def frame_length(buf, offset=0):
+    """Length of the frame starting at ``offset`` once its header is in, or
+    None if more bytes are needed.  Raises BusError on a bad header."""
+    if len(buf) - offset < 8:
+        return None
+    if buf[offset:offset + 3] != MAGIC:
+        raise BusError("bad magic")
+    if buf[offset + 3] != VERSION:
+        raise BusError(f"unsupported bus version {buf[offset + 3]}")
+    (length,) = _U32.unpack_from(buf, offset + 4)
+    if length < HEADER.size or length > MAX_FRAME:
+        raise BusError(f"bad frame length {length}")
+    return length
+
+
+def decode(frame):
+    """Decode one whole frame (bytes) into a Message."""
+    if len(frame) < HEADER.size:
+        raise BusError("short frame")
+    (magic, version, length, type_, mflags, sflags, sender, port,
+     bus_port) = HEADER.unpack_from(frame)
+    if magic != MAGIC or version != VERSION or length != len(frame):
+        raise BusError("bad frame header")
+    if type_ >= len(NAMES):
+        raise BusError(f"unknown message type {type_}")
+    try:
+        sender = sender.decode("ascii")
+    except UnicodeDecodeError:
+        raise BusError("bad sender id") from None
+    payload = memoryview(frame)[HEADER.size:]
+    try:
+        body = _decode_body(type_, payload)
+    except (struct.error, ValueError, UnicodeDecodeError) as exc:
+        raise BusError(f"bad {NAMES[type_]} payload: {exc}") from None
+    return Message(type_, mflags, sender, sflags, port, bus_port, body)
+
+
+def _decode_body(type_, payload):
+    size = len(payload)
+    if type_ in GOSSIP_TYPES:
+        (count,) = _U16.unpack_from(payload)
+        pos = 2
+        entries = []
+        for _ in range(count):
+            node_id, flags, port, bus_port, pong_age, iplen = _GOSSIP.unpack_from(payload, pos)
+            pos += _GOSSIP.size
+            if pos + iplen > size:
+                raise ValueError("truncated gossip entry")
+            ip = bytes(payload[pos:pos + iplen]).decode("ascii")
+            pos += iplen
+            entries.append((node_id.decode("ascii"), flags, ip, port, bus_port, pong_age))
+        _expect_end(pos, size)
+        return entries
+    if type_ == FAIL:
+        _expect_end(NODE_ID_LEN, size)
+        return bytes(payload).decode("ascii")
+    if type_ in JOBS_TYPES:
+        (count,) = _U32.unpack_from(payload)
+        pos = 4
+        records = []
+        data = bytes(payload)
+        for _ in range(count):
+            fields, end = jobcodec.decode(data, pos)
+            records.append(fields)
+            pos = end
+        _expect_end(pos, size)
+        return records
+    if type_ in JOBID_TYPES:
+        (count,) = _U32.unpack_from(payload)
+        _expect_end(4 + count * _JOBID.size, size)
+        return [_JOBID.unpack_from(payload, 4 + i * _JOBID.size) for i in range(count)]
+    if type_ in QUEUE_TYPES:
+        aux, qlen = _QUEUE.unpack_from(payload)
+        _expect_end(_QUEUE.size + qlen, size)
+        return aux, bytes(payload[_QUEUE.size:])
+    raise ValueError("unknown type")
+
+
+def _expect_end(pos, size):
+    if pos != size:
+        raise ValueError(f"payload is {size} bytes, expected {pos}")
