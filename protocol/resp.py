@@ -139,28 +139,65 @@ class RequestParser:
         self._inline = b""  # unparsed inline text (never shared with hiredis)
         self._partial = bytearray()  # bytes of the multibulk hiredis holds
         self._in_multibulk = False
+        # The last chunk, if it ended after a complete request *or* between
+        # two elements of the next one: hiredis consumed every byte either
+        # way, and we only find out which (see _resolve) if what comes next
+        # does not start with '*'.
+        self._maybe_chunk = None
+        self._maybe_last = None
 
     def feed(self, data):
         """Parse ``data`` and return the list of complete requests."""
         out = []
-        while data:
-            if self._in_multibulk:
-                data = self._feed_multibulk(data, out)
-            elif data[0] == 42 and not self._inline:  # '*'
-                self._in_multibulk = True
-            else:
-                data = self._feed_inline(data, out)
+        try:
+            while data:
+                if self._in_multibulk:
+                    data = self._feed_multibulk(data, out)
+                elif data[0] == 42 and not self._inline:  # '*'
+                    if self._maybe_chunk is not None:
+                        # A new request, or (a protocol error hiredis reports)
+                        # a nested array inside the pending one.
+                        self._maybe_chunk = None
+                        self._partial.clear()
+                    self._in_multibulk = True
+                elif self._maybe_chunk is not None:
+                    self._resolve()
+                else:
+                    data = self._feed_inline(data, out)
+        except ProtocolError as exc:
+            exc.requests = out  # the complete requests before the bad bytes
+            raise
         return out
+
+    def _resolve(self):
+        """Did the last chunk end between requests, or inside one?"""
+        data, last = self._maybe_chunk, self._maybe_last
+        self._maybe_chunk = self._maybe_last = None
+        if last is None:
+            encoded = b"*-1\r\n"
+        else:
+            encoded = b"*%d\r\n%s" % (len(last), b"".join(
+                [b"$%d\r\n%s\r\n" % (len(arg), arg) for arg in last]))
+        seen = bytes(self._partial) + data if self._partial else data
+        if seen.endswith(encoded):
+            self._partial.clear()
+        else:
+            self._partial = bytearray(seen)
+            self._in_multibulk = True
+            self._check_partial()
 
     def _feed_multibulk(self, data, out):
         reader = self._reader
         reader.feed(data)
+        last = False  # the last complete request of this chunk
         try:
             request = reader.gets()
             while request is not False:
+                last = request
                 if request.__class__ is not list:
-                    raise ProtocolError("Protocol error: expected '$', got something else")
-                if request:
+                    if request is not None:  # "*-1\r\n": ignored, as Redis
+                        raise ProtocolError("Protocol error: expected '$', got something else")
+                elif request:
                     for arg in request:
                         if arg.__class__ is not bytes:
                             raise ProtocolError("Protocol error: expected '$', got '*'")
@@ -168,13 +205,17 @@ class RequestParser:
                 request = reader.gets()
         except hiredis.ProtocolError as exc:
             raise ProtocolError(f"Protocol error: {exc}") from None
-        if reader.has_data():
-            # hiredis waits for more of a request: check its header now, so a
-            # client cannot make us buffer a bulk we would refuse anyway.
+        if last is False or reader.has_data():
+            # hiredis holds part of a request: check its headers now, so a
+            # client cannot make us buffer a bulk or a multibulk count we
+            # would refuse anyway.
             self._partial += data
             self._check_partial()
         else:
-            self._partial.clear()
+            # Most often the chunk ended right after a request; resolved
+            # lazily, because checking costs more than parsing.
+            self._maybe_chunk = data
+            self._maybe_last = last
             self._in_multibulk = False
         return b""
 
@@ -219,6 +260,8 @@ class RequestParser:
                 break
             start = pos
         del buf[:start]
+        if not buf:
+            self._in_multibulk = False  # every request in it was complete
 
     def _feed_inline(self, data, out):
         buf = self._inline + data if self._inline else data

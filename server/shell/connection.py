@@ -203,6 +203,7 @@ class ClientServer:
                 pending.extend(conn.parser.feed(data))
             except ProtocolError as exc:
                 # Run what came before the bad bytes, then say why and close.
+                pending.extend(getattr(exc, "requests", ()))
                 while pending and client.blocked is None:
                     execute(client, pending.popleft())
                 client.out.append(b"-ERR " + str(exc).encode() + b"\r\n")
