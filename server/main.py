@@ -124,8 +124,11 @@ async def run(config):
             if cluster_service is not None:
                 cluster_service.save()
             nursery.cancel_scope.cancel()
-    except ConfigError as exc:
-        log.warning(str(exc))
+    except Exception as exc:  # trio wraps errors from the nursery in a group
+        error = _config_error(exc)
+        if error is None:
+            raise
+        log.warning(str(error))
         status = 1
     finally:
         if config.pidfile:
@@ -135,6 +138,17 @@ async def run(config):
                 pass
     log.warning("trisque is now ready to exit, bye bye...")
     return status
+
+
+def _config_error(exc):
+    """The ConfigError in ``exc`` (possibly inside an exception group)."""
+    if isinstance(exc, ConfigError):
+        return exc
+    for inner in getattr(exc, "exceptions", ()):
+        found = _config_error(inner)
+        if found is not None:
+            return found
+    return None
 
 
 async def _watch_signals(shutdown, shutdown_mode):

@@ -208,6 +208,11 @@ class Node:
         if command.deny_oom and self.memory_level() >= 3:
             self._reply_error(client, errors.OOM)
             return
+        if self.log.failing and ("write" in command.flags or command.name == "PING"):
+            # Disque: no writes (nor PING) while the AOF cannot be written.
+            self._reply_error(client, "MISCONF Errors writing to the AOF file: "
+                              + self.log.failing)
+            return
         if self.loading and not command.ok_loading:
             self._reply_error(client, errors.LOADING)
             return

@@ -83,6 +83,8 @@ class NoLog:
     """No append-only file: nothing is written."""
 
     enabled = False
+    failing = None  # why the last write failed (MISCONF), or None
+    end = durable = 0  # bytes logged / safe per the fsync policy (shell)
 
     def job_stored(self, job):
         pass

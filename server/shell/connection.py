@@ -25,7 +25,7 @@ class Connection:
     """The shell's half of a client: socket, parser, unsent bytes."""
 
     __slots__ = ("sock", "client", "parser", "pending", "outbuf", "wait_scope",
-                 "closed")
+                 "closed", "mark")
 
     def __init__(self, sock, max_bulk_len):
         self.sock = sock
@@ -35,6 +35,9 @@ class Connection:
         self.outbuf = b""
         self.wait_scope = None
         self.closed = False
+        # The AOF must be durable up to here before our output may go
+        # (node.log.end when output was produced; matters for appendfsync always).
+        self.mark = 0
 
     def wake(self):
         """Interrupt the task's wait so it re-examines its state."""
@@ -78,6 +81,7 @@ class ClientServer:
     def mark_dirty(self, client):
         conn = client.transport
         if conn is not None:
+            conn.mark = self.node.log.end
             self.dirty.append(conn)
 
     def flush_dirty(self):
@@ -85,12 +89,20 @@ class ClientServer:
             return
         stats = self.node.stats
         dirty, self.dirty = self.dirty, []
+        aof = self.node.log
         for conn in dirty:
             if not conn.closed:
+                if conn.mark > aof.durable:  # sent once the AOF has it on disk
+                    aof.hold(conn.mark, self._resume, conn)
+                    continue
                 conn.flush(stats)
                 if (conn.outbuf or conn.client.killed or conn.pending
                         or conn.client.close_after_reply):
                     conn.wake()
+
+    def _resume(self, conn):
+        self.dirty.append(conn)
+        self.flush_dirty()
 
     # --------------------------------------------------------- listening
 
@@ -164,16 +176,24 @@ class ClientServer:
         execute = node.execute
         pending = conn.pending
         checkpoint = trio.lowlevel.checkpoint
+        aof = node.log
         waited = True
         while True:
             # 1. run what we can: stop at a blocking command
             if pending and client.blocked is None:
                 client.last_ms = node.now_ms()
+                logged = aof.end
                 while pending and client.blocked is None:
                     execute(client, pending.popleft())
                     if client.close_after_reply or client.killed:
                         pending.clear()
                         break
+                if aof.end != logged:
+                    conn.mark = aof.end
+            if conn.mark > aof.durable:
+                # appendfsync always: replies wait for the fsync of the
+                # records they confirm (in a worker thread; others go on).
+                await aof.wait_durable(conn.mark)
             conn.flush(stats)
             self.flush_dirty()
             if client.killed or conn.closed:
@@ -207,6 +227,8 @@ class ClientServer:
                 while pending and client.blocked is None:
                     execute(client, pending.popleft())
                 client.out.append(b"-ERR " + str(exc).encode() + b"\r\n")
+                if aof.end > aof.durable:
+                    await aof.wait_durable(aof.end)
                 conn.flush(stats)
                 log.verbose(f"Protocol error from client {client.addr}: {exc}")
                 return
