@@ -35,7 +35,7 @@ from .standalone import Standalone, NoLog
 WILLQUEUE_ADVANCE_MS = 500  # WILLQUEUE goes out this long before a requeue
 TIME_ERROR_MS = 500  # requeue jitter: uniform in [-250, +250) ms
 MAX_TIMERS_PER_RUN = 10000  # bounded work per timer turn
-BASE_MEMORY = 4 * 1024 * 1024  # what an idle node reports as used_memory
+BASE_MEMORY = 1024 * 1024  # an idle node's used_memory: buffers, tables (not the interpreter)
 
 
 class Stats:
