@@ -81,28 +81,35 @@ class ClientServer:
     def mark_dirty(self, client):
         conn = client.transport
         if conn is not None:
-            conn.mark = self.node.log.end
             self.dirty.append(conn)
 
     def flush_dirty(self):
         if not self.dirty:
             return
-        stats = self.node.stats
         dirty, self.dirty = self.dirty, []
         aof = self.node.log
+        end = aof.end
         for conn in dirty:
             if not conn.closed:
-                if conn.mark > aof.durable:  # sent once the AOF has it on disk
-                    aof.hold(conn.mark, self._resume, conn)
-                    continue
-                conn.flush(stats)
-                if (conn.outbuf or conn.client.killed or conn.pending
-                        or conn.client.close_after_reply):
-                    conn.wake()
+                # Output made outside the client's own task (an ADDJOB
+                # answered once replicated, a blocked GETJOB served) may
+                # confirm anything logged so far: with appendfsync always
+                # it goes once the AOF has fsynced that.
+                if end > conn.mark:
+                    conn.mark = end
+                self._resume(conn)
 
     def _resume(self, conn):
-        self.dirty.append(conn)
-        self.flush_dirty()
+        if conn.closed:
+            return
+        aof = self.node.log
+        if conn.mark > aof.durable:
+            aof.hold(conn.mark, self._resume, conn)
+            return
+        conn.flush(self.node.stats)
+        if (conn.outbuf or conn.client.killed or conn.pending
+                or conn.client.close_after_reply):
+            conn.wake()
 
     # --------------------------------------------------------- listening
 
