@@ -401,6 +401,8 @@ class Membership:
             bus_port = int(bus_text) if bus_text else port + 10000
             if "myself" in flags:
                 me = node_id
+                # CLUSTER LEAVING yes survives a restart, as in Disque.
+                self.myself.leaving = "leaving" in flags
                 continue
             if "handshake" in flags:
                 continue
