@@ -46,9 +46,9 @@ import trio
 from ...protocol import aof
 from ...protocol.errors import CommandError
 from ..core.config import ConfigError
-from ..core.job import serialize
 
 from . import aof_load, aof_rewrite, log
+from .aof_job import loadjob_record
 
 OFF = "off"
 ON = "on"
@@ -102,6 +102,9 @@ class AppendOnlyLog:
         self._last_deleted = None
         self._last_error_log = 0.0
         self._last_write_try = 0.0
+        # True when a record only needs os.write: on, no rewrite, nothing
+        # pending, no fsync per write (see _refresh).
+        self._plain = False
 
     # ------------------------------------------------------- core hooks
 
@@ -113,7 +116,7 @@ class AppendOnlyLog:
         """A job is stored here: log it before anyone hears about it."""
         if self.state is OFF and self.rewriting is None:
             return
-        self.append(aof.loadjob(serialize(job, job.etime_ms)))
+        self.append(loadjob_record(job))
 
     def job_deleted(self, job):
         """Acked or evicted (an ack and the free that follows log once)."""
@@ -131,6 +134,18 @@ class AppendOnlyLog:
     def append(self, data):
         size = len(data)
         self.end += size
+        if self._plain:
+            try:
+                written = os.write(self.fd, data)
+            except OSError as exc:
+                self._write_failed(exc.errno, data)
+                return
+            if written == size:
+                self.current_size += size
+                self.written = self.durable = self.end
+            else:
+                self._short_write(data, written)
+            return
         rewriting = self.rewriting
         if rewriting is not None:
             rewriting.buffer.append(data)
@@ -153,23 +168,14 @@ class AppendOnlyLog:
             self._write_failed(exc.errno, data)
             return False
         if written != len(data):
-            # Short write (the disk filled up): take the partial record
-            # back out if we can, so the file never ends mid-record.
-            try:
-                os.ftruncate(self.fd, self.current_size)
-            except OSError as exc:
-                self._log_error(f"Could not remove short write from the "
-                                f"append-only file: {exc.strerror}")
-                self.current_size += written
-                self.written += written
-                data = data[written:]
-            self._write_failed(errno.ENOSPC, data)
+            self._short_write(data, written)
             return False
         self.current_size += written
         self.written += written
         if self.failing is not None:
             log.warning("AOF write error looks solved, trisque can write again.")
             self.failing = None
+            self._refresh()
         if self._sync_each_write():
             self._kick()
         else:
@@ -178,6 +184,19 @@ class AppendOnlyLog:
                 self._release()
         return True
 
+    def _short_write(self, data, written):
+        """The disk filled up mid-record: take the partial record back out
+        if we can, so the file never ends in the middle of one."""
+        try:
+            os.ftruncate(self.fd, self.current_size)
+        except OSError as exc:
+            self._log_error(f"Could not remove short write from the "
+                            f"append-only file: {exc.strerror}")
+            self.current_size += written
+            self.written += written
+            data = data[written:]
+        self._write_failed(errno.ENOSPC, data)
+
     def _write_failed(self, code, rest):
         reason = os.strerror(code)
         self._log_error(f"Error writing to the AOF file: {reason}")
@@ -185,6 +204,11 @@ class AppendOnlyLog:
         self.pending = [rest]
         self.pending_bytes = len(rest)
         self._last_write_try = time.monotonic()
+        self._refresh()
+
+    def _refresh(self):
+        self._plain = (self.state is ON and self.rewriting is None and not self.pending
+                       and self.config.appendfsync != "always")
 
     def _log_error(self, message):
         now = time.monotonic()
@@ -197,6 +221,7 @@ class AppendOnlyLog:
         data = b"".join(self.pending)
         self.pending = []
         self.pending_bytes = 0
+        self._refresh()
         return self._write(data)
 
     def rewrite(self):
@@ -317,7 +342,7 @@ class AppendOnlyLog:
         node = self.node
         self.path = os.path.abspath(config.appendfilename)
         config.on_change["appendonly"] = self._on_appendonly
-        config.on_change["appendfsync"] = lambda value: self._update_durable()
+        config.on_change["appendfsync"] = self._on_appendfsync
         self._remove_stale_temp_files()
         if config.appendonly or config.aof_enqueue_jobs_once:
             node.loading = True
@@ -356,6 +381,7 @@ class AppendOnlyLog:
             self.state = ON
             self.current_size = self.base_size = os.fstat(self.fd).st_size
             self._last_fsync_try = time.monotonic()
+            self._refresh()
 
     def _remove_stale_temp_files(self):
         """A rewrite killed by a crash leaves its temporary file behind."""
@@ -405,8 +431,13 @@ class AppendOnlyLog:
             os.close(self.fd)
             self.fd = -1
         self.state = OFF
+        self._refresh()
         self.written = self.durable = self.end
         self._release()
+
+    def _on_appendfsync(self, value):
+        self._refresh()
+        self._update_durable()
 
     def _on_appendonly(self, value):
         if value and self.state is OFF:
@@ -426,6 +457,7 @@ class AppendOnlyLog:
         os.close(fd)
         self.path = path
         self.state = WAIT_REWRITE
+        self._refresh()
         self.written = self.durable = self.end
         if self.rewriting is None:
             self._start_rewrite()
@@ -449,6 +481,7 @@ class AppendOnlyLog:
         self.pending_bytes = 0
         self.failing = None
         self.rewrite_scheduled = False
+        self._refresh()
         self.written = self.durable = self.end
         self._release()
 
@@ -462,6 +495,7 @@ class AppendOnlyLog:
         self.rewrite_scheduled = False
         rewriting = aof_rewrite.Rewrite(self, self.path)
         self.rewriting = rewriting
+        self._refresh()
         log.notice("Background append only file rewriting started")
         self._nursery.start_soon(rewriting.run)
         return True
@@ -507,6 +541,7 @@ class AppendOnlyLog:
         self._force_sync = True
         self._dir_sync = True
         self.rewriting = None
+        self._refresh()
         self.last_rewrite_status = "ok"
         self.last_rewrite_time_s = int(time.time() - rewriting.started)
         log.notice(f"Background AOF rewrite finished successfully "
@@ -518,6 +553,7 @@ class AppendOnlyLog:
         if self.rewriting is not rewriting:
             return
         self.rewriting = None
+        self._refresh()
         self.last_rewrite_status = "err"
         self.last_rewrite_time_s = int(time.time() - rewriting.started)
         if self.state is WAIT_REWRITE:

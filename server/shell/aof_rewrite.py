@@ -25,10 +25,10 @@ import time
 
 import trio
 
-from ...protocol import aof
-from ..core.job import ACTIVE, QUEUED, serialize
+from ..core.job import ACTIVE, QUEUED
 
 from . import log
+from .aof_job import loadjob_record
 
 CHUNK_JOBS = 2000  # jobs serialized per step of the event loop
 CATCH_UP_BYTES = 256 * 1024  # buffered records left for the final, atomic step
@@ -45,7 +45,7 @@ def job_snapshot(node):
             for job in jobs[i:i + CHUNK_JOBS]:
                 state = job.state
                 if (state == ACTIVE or state == QUEUED) and live.get(job.id) is job:
-                    parts.append(aof.loadjob(serialize(job, job.etime_ms)))
+                    parts.append(loadjob_record(job))
             yield b"".join(parts)
     return chunks()
 

@@ -9,6 +9,7 @@ import pytest
 from trisque.protocol import aof
 from trisque.server.core.job import ACTIVE, QUEUED, serialize
 from trisque.server.shell import aof_load
+from trisque.server.shell.aof_job import loadjob_record
 from trisque.server.shell.aof_rewrite import job_snapshot
 
 from tests.unit.conftest import Core
@@ -216,3 +217,17 @@ def test_snapshot_skips_acked_and_gone_jobs():
     assert len(loaded) == 2
     states = sorted(p[40] for p in loaded)
     assert states == [ACTIVE, QUEUED]
+
+
+def test_fast_record_matches_the_codec():
+    core = Core()
+    ids = [core("ADDJOB", "q", body, 0, *opts) for body, opts in (
+        ("", ()), ("x" * 1000, ("RETRY", 0)), ("\r\n", ("DELAY", 5, "TTL", 60)))]
+    for job_id in ids:
+        job = core.job(job_id)
+        for nodes in (job.nodes_delivered, ("b" * 40, "c" * 40),
+                      (b"d" * 40, "e" * 40), ()):
+            job.nodes_delivered = nodes
+            job.flags |= 8  # DUMMY_ACK never goes to the file
+            job.nacks, job.deliveries = 3, 4
+            assert loadjob_record(job) == aof.loadjob(serialize(job, job.etime_ms))
