@@ -21,8 +21,8 @@ ON REPLJOB: store the job ``active`` (or merge ``nodes_delivered`` if we
 
 from ..protocol import bus, errors, resp
 from ..server.core.client import PendingReply
-from ..server.core.job import (ACTIVE, BCAST_QUEUED, WAIT_REPL, Job,
-                               serialize)
+from ..server.core.job import (ACTIVE, BCAST_QUEUED, BCAST_WILLQUEUE,
+                               WAIT_REPL, Job, serialize)
 from ..server.core.queue import PAUSED_IN
 
 ADD_NODE_PERIOD_MS = 50
@@ -140,7 +140,10 @@ def on_repljob(cluster, sender, records, mflags):
         else:
             job = Job(job_id, queue_name, body, ACTIVE, repl, ctime,
                       now_ms + ttl_ms, delay_s, retry_s)
-            job.flags = BCAST_QUEUED  # only the origin queues it first
+            # Only the origin queues it first; a copy announces WILLQUEUE
+            # before its own requeue, so a holder that has it queued can
+            # answer QUEUED and keep it from being queued twice.
+            job.flags = BCAST_QUEUED | (BCAST_WILLQUEUE if retry_s else 0)
             job.nacks = nacks
             job.deliveries = deliveries
             job.nodes_delivered = nodes if node.id in nodes else nodes + (node.id,)

@@ -44,14 +44,27 @@ def is_valid(job_id):
             and job_id[10] == 45 and job_id[35] == 45)
 
 
+def _ttl_field(job_id):
+    """The 4 TTL digits as a number.  IDs are only shape-checked, so a
+    client may send any bytes here: a non-hex digit counts as 0 (as in
+    Disque), never an exception."""
+    value = 0
+    for c in job_id[36:40]:
+        value = value * 16 + _HEX_VALUE.get(c, 0)
+    return value
+
+
+_HEX_VALUE = {c: int(chr(c), 16) for c in b"0123456789abcdefABCDEF"}
+
+
 def ttl_s_from_id(job_id):
     """The TTL, in seconds, the ID was created with (rounded down to minutes)."""
-    return int(job_id[36:40], 16) * 60
+    return _ttl_field(job_id) * 60
 
 
 def has_retry(job_id):
     """Odd TTL digits: the job may be requeued, so acks matter."""
-    return int(job_id[36:40], 16) & 1 == 1
+    return _ttl_field(job_id) & 1 == 1
 
 
 def node_prefix(job_id):

@@ -1,0 +1,149 @@
+"""Synchronous replication: REPLICATE n copies, defaults, -NOREPL (at once
+and on timeout, with the copies deleted), ASYNC, pipelined ADDJOBs."""
+
+import socket
+import time
+
+import pytest
+import redis
+
+from tests.harness import wait_for
+
+from .conftest import addjob, show
+
+
+def _holders_by_show(c, job_id):
+    return {i: show(c[i], job_id) for i in c.alive() if show(c[i], job_id)}
+
+
+def test_replicate_3_of_5_leaves_exactly_3_copies(make_cluster):
+    c = make_cluster(5)
+    ids = c.ids()
+    for origin in (0, 3):
+        job_id = addjob(c[origin], "q", "body", "REPLICATE", 3)
+        copies = _holders_by_show(c, job_id)
+        assert len(copies) == 3 and origin in copies
+        delivered = set(copies[origin]["nodes-delivered"])
+        assert delivered == {ids[i] for i in copies}, "nodes-delivered = the holders"
+        for i, info in copies.items():
+            assert info["repl"] == 3
+            assert info["state"] == ("queued" if i == origin else "active")
+            assert set(info["nodes-delivered"]) == delivered
+        assert c[origin].execute_command("QLEN", "q") >= 1
+    # REPLICATE 5 in a 5-node cluster: every node.
+    job_id = addjob(c[1], "q", "body", "REPLICATE", 5)
+    assert len(_holders_by_show(c, job_id)) == 5
+
+
+def test_default_replicate_is_min_3_size(cluster3, make_cluster):
+    job_id = addjob(cluster3[0], "q", "body")
+    assert show(cluster3[0], job_id)["repl"] == 3
+    assert len(cluster3.job_holders(job_id)) == 3
+    pair = make_cluster(2)
+    job_id = addjob(pair[1], "q", "body")
+    assert show(pair[1], job_id)["repl"] == 2
+    assert pair.job_holders(job_id) == [0, 1]
+
+
+def test_norepl_at_once_when_not_enough_nodes(cluster3):
+    start = time.monotonic()
+    with pytest.raises(redis.ResponseError, match="^NOREPL Not enough reachable"):
+        addjob(cluster3[0], "q", "body", "REPLICATE", 4, timeout=10000)
+    assert time.monotonic() - start < 1, "refused at once, not at the timeout"
+    assert cluster3.registered_jobs() == [0, 0, 0]
+
+
+def test_norepl_at_timeout_deletes_the_copies(cluster3):
+    c = cluster3
+    # Node 2 refuses copies for this queue (paused IN); node 1 takes one.
+    c[2].execute_command("PAUSE", "q", "in")
+    start = time.monotonic()
+    with pytest.raises(redis.ResponseError, match="^NOREPL Timeout"):
+        addjob(c[0], "q", "body", "REPLICATE", 3, timeout=500)
+    elapsed = time.monotonic() - start
+    assert 0.4 < elapsed < 3, elapsed
+    # The best-effort delete reaches node 1's copy; nothing is left anywhere.
+    wait_for(lambda: c.registered_jobs() == [0, 0, 0], 5, message="copies deleted")
+    assert c[0].execute_command("QLEN", "q") == 0
+    # With the queue unpaused the same request succeeds.
+    c[2].execute_command("PAUSE", "q", "none")
+    job_id = addjob(c[0], "q", "body", "REPLICATE", 3, timeout=2000)
+    assert len(c.job_holders(job_id)) == 3
+
+
+def test_norepl_when_the_needed_nodes_die(make_cluster):
+    c = make_cluster(3)
+    c.kill(1)
+    c.kill(2)
+    # Until failure detection notices, the nodes still count as reachable:
+    # the ADDJOB waits and times out; afterwards it is refused at once.
+    with pytest.raises(redis.ResponseError, match="^NOREPL"):
+        addjob(c[0], "q", "body", "REPLICATE", 2, timeout=300)
+    wait_for(lambda: c.registered_jobs() == [0], 5, message="aborted job freed")
+    wait_for(lambda: int(c[0].execute_command("CLUSTER", "INFO").split(b"cluster_reachable_nodes:")[1].split(b"\r")[0]) == 0,
+             10, message="peers unreachable")
+    with pytest.raises(redis.ResponseError, match="^NOREPL Not enough"):
+        addjob(c[0], "q", "body", "REPLICATE", 2, timeout=5000)
+    # REPLICATE 1 still works alone.
+    job_id = addjob(c[0], "q", "body", "REPLICATE", 1)
+    assert show(c[0], job_id)["state"] == "queued"
+
+
+def test_async_replies_at_once_and_replicates_in_background(cluster3):
+    c = cluster3
+    c[2].execute_command("PAUSE", "q", "in")  # so sync replication could never finish
+    start = time.monotonic()
+    job_id = addjob(c[0], "q", "body", "REPLICATE", 3, "ASYNC", timeout=5000)
+    assert time.monotonic() - start < 1
+    assert show(c[0], job_id)["state"] == "queued"
+    wait_for(lambda: c.job_holders(job_id) == [0, 1], 5, message="async copy on node 1")
+    c[2].execute_command("PAUSE", "q", "none")
+    job_id = addjob(c[1], "q", "body", "REPLICATE", 3, "ASYNC")
+    wait_for(lambda: len(c.job_holders(job_id)) == 3, 5, message="3 async copies")
+    assert c[1].execute_command("GETJOB", "NOHANG", "FROM", "q")[0][1].decode() is not None
+
+
+def test_pipelined_addjobs_are_answered_in_order(cluster3):
+    c = cluster3
+    pipe = c[0].pipeline(transaction=False)
+    for i in range(100):
+        pipe.execute_command("ADDJOB", "pq", f"body-{i}", 5000, "REPLICATE", 3)
+        if i % 25 == 0:
+            pipe.execute_command("PING")
+    replies = pipe.execute()
+    assert len(replies) == 104
+    job_ids = [r.decode() for r in replies if r is not True]
+    assert len(job_ids) == 100 and len(set(job_ids)) == 100
+    for i, job_id in enumerate(job_ids):
+        assert show(c[0], job_id)["body"] == f"body-{i}".encode()
+    # Every job has its 3 copies and FIFO order is the pipeline's.
+    for i in (1, 2):
+        assert c[i].info()["registered_jobs"] == 100
+    got = c[0].execute_command("GETJOB", "COUNT", 100, "FROM", "pq")
+    assert [j[1].decode() for j in got] == job_ids
+
+
+def test_pipelined_addjobs_with_a_failure_in_the_middle(cluster3):
+    """A -NOREPL in the middle of a pipeline does not reorder the replies."""
+    c = cluster3
+    pipe = c[0].pipeline(transaction=False)
+    for i in range(10):
+        pipe.execute_command("ADDJOB", "pq", f"b{i}", 5000, "REPLICATE", 4 if i == 5 else 3)
+    replies = pipe.execute(raise_on_error=False)
+    assert isinstance(replies[5], redis.ResponseError)
+    assert all(isinstance(r, bytes) for i, r in enumerate(replies) if i != 5)
+    bodies = [show(c[0], r.decode())["body"] for i, r in enumerate(replies) if i != 5]
+    assert bodies == [f"b{i}".encode() for i in range(10) if i != 5]
+
+
+def test_client_gone_while_waiting_deletes_the_copies(cluster3):
+    c = cluster3
+    c[2].execute_command("PAUSE", "q", "in")
+    with socket.create_connection(("127.0.0.1", c.servers[0].port)) as sock:
+        sock.sendall(b"ADDJOB q body 0 REPLICATE 3\r\n")
+        wait_for(lambda: c.registered_jobs() == [1, 1, 0], 5, message="waiting ADDJOB")
+        sock.settimeout(0.3)
+        with pytest.raises(socket.timeout):
+            sock.recv(100)  # no reply: it waits for the third copy
+    wait_for(lambda: c.registered_jobs() == [0, 0, 0], 5,
+             message="abandoned ADDJOB cleaned up")
