@@ -23,6 +23,7 @@ payload does not add up to its length raises BusError; the link that sent
 it is dropped.
 """
 
+import ipaddress
 import struct
 
 from . import jobcodec
@@ -164,10 +165,9 @@ def decode(frame):
         raise BusError("bad frame header")
     if type_ >= len(NAMES):
         raise BusError(f"unknown message type {type_}")
-    try:
-        sender = sender.decode("ascii")
-    except UnicodeDecodeError:
-        raise BusError("bad sender id") from None
+    if not _HEX_DIGITS.issuperset(sender):
+        raise BusError("bad sender id")
+    sender = sender.decode("ascii")
     payload = memoryview(frame)[HEADER.size:]
     try:
         body = _decode_body(type_, payload)
@@ -187,14 +187,14 @@ def _decode_body(type_, payload):
             pos += _GOSSIP.size
             if pos + iplen > size:
                 raise ValueError("truncated gossip entry")
-            ip = bytes(payload[pos:pos + iplen]).decode("ascii")
+            ip = _check_ip(bytes(payload[pos:pos + iplen]))
             pos += iplen
-            entries.append((node_id.decode("ascii"), flags, ip, port, bus_port, pong_age))
+            entries.append((_check_node_id(node_id), flags, ip, port, bus_port, pong_age))
         _expect_end(pos, size)
         return entries
     if type_ == FAIL:
         _expect_end(NODE_ID_LEN, size)
-        return bytes(payload).decode("ascii")
+        return _check_node_id(bytes(payload))
     if type_ in JOBS_TYPES:
         (count,) = _U32.unpack_from(payload)
         pos = 4
@@ -215,6 +215,24 @@ def _decode_body(type_, payload):
         _expect_end(_QUEUE.size + qlen, size)
         return aux, bytes(payload[_QUEUE.size:])
     raise ValueError("unknown type")
+
+
+# Node IDs are 40 lowercase hex digits and addresses are IP literals: they
+# end up in nodes.conf and CLUSTER NODES lines, so nothing else may pass.
+_HEX_DIGITS = frozenset(b"0123456789abcdef")
+
+
+def _check_node_id(raw):
+    if len(raw) != NODE_ID_LEN or not _HEX_DIGITS.issuperset(raw):
+        raise ValueError("bad node id")
+    return raw.decode("ascii")
+
+
+def _check_ip(raw):
+    ip = raw.decode("ascii")
+    if ip:
+        ipaddress.ip_address(ip)  # ValueError if it is not an address
+    return ip
 
 
 def _expect_end(pos, size):
