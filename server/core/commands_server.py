@@ -9,6 +9,7 @@ from ...protocol import errors, resp
 from ...protocol.args import to_int, upper
 from ...protocol.errors import CommandError
 
+from . import command_docs
 from . import info as info_module
 from .client import REPLY_OFF, REPLY_ON, REPLY_SKIP
 from .config import ConfigError
@@ -140,7 +141,7 @@ def command_(node, client, argv):
     if sub == "COUNT":
         return resp.integer(len(commands))
     if sub == "INFO":
-        wanted = {a.upper() for a in argv[2:]}
+        wanted = [a.upper() for a in argv[2:]]  # in the order asked
         by_name = {c.name.encode(): c for c in commands}
         return resp.encode([_command_info(by_name[n]) if n in by_name else None
                             for n in wanted] if wanted else
@@ -150,8 +151,11 @@ def command_(node, client, argv):
         docs = {}
         for c in commands:
             if not names or c.name.encode() in names:
-                docs[c.lname] = {"summary": (c.handler.__doc__ or c.name).strip().splitlines()[0],
-                                 "since": "1.0.0", "group": "generic"}
+                group, summary, syntax = command_docs.docs_for(c)
+                entry = {"summary": summary, "since": "1.0.0", "group": group}
+                if syntax:
+                    entry["arguments"] = [{"name": syntax, "type": "string"}]
+                docs[c.lname] = entry
         return resp.encode(docs, client.proto)
     if sub == "LIST":
         return resp.encode([c.lname for c in commands], client.proto)
@@ -161,8 +165,14 @@ def command_(node, client, argv):
 
 
 def _command_info(c):
+    """Redis 7's ten fields (Disque gave the first six; RESP3 clients such
+    as redis-py expect the ACL categories too)."""
+    categories = ["@" + f for f in c.flags if f in ("write", "read", "fast", "admin")]
+    if "readonly" in c.flags:
+        categories.append("@read")
     return [c.lname, c.arity, [resp.Status(f) for f in c.flags],
-            c.first_key, c.last_key, c.key_step]
+            c.first_key, c.last_key, c.key_step,
+            [resp.Status(cat) for cat in categories], [], [], []]
 
 
 @command("CLIENT", -2, "admin readonly")

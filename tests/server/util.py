@@ -1,0 +1,84 @@
+"""Raw-socket RESP client for tests that need exact bytes on the wire."""
+
+import socket
+import time
+
+import hiredis
+
+
+def encode(*args):
+    out = [b"*%d\r\n" % len(args)]
+    for a in args:
+        a = a if isinstance(a, bytes) else str(a).encode()
+        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
+    return b"".join(out)
+
+
+class Raw:
+    """One TCP connection; ``call`` sends a multibulk request and returns
+    the decoded reply (errors as hiredis.ReplyError instances)."""
+
+    def __init__(self, port, timeout=10):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+        self.reader = hiredis.Reader()
+
+    def send(self, data):
+        self.sock.sendall(data)
+
+    def send_command(self, *args):
+        self.send(encode(*args))
+
+    def reply(self):
+        """The next reply; raises ConnectionError if the server closed."""
+        while True:
+            item = self.reader.gets()
+            if item is not False:
+                return item
+            data = self.sock.recv(65536)
+            if not data:
+                raise ConnectionError("closed by server")
+            self.reader.feed(data)
+
+    def call(self, *args):
+        self.send_command(*args)
+        return self.reply()
+
+    def read_line(self):
+        data = b""
+        while not data.endswith(b"\n"):
+            chunk = self.sock.recv(1)
+            if not chunk:
+                break
+            data += chunk
+        return data
+
+    def read_all_until_closed(self, timeout=5):
+        """Everything the server sends until it closes the connection."""
+        self.sock.settimeout(timeout)
+        out = b""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                return out
+            out += chunk
+        raise AssertionError(f"connection still open; got {out!r}")
+
+    def pending(self, wait=0.05):
+        """Whatever arrived within ``wait`` seconds (b"" if nothing)."""
+        self.sock.settimeout(wait)
+        try:
+            return self.sock.recv(65536)
+        except socket.timeout:
+            return b""
+        finally:
+            self.sock.settimeout(10)
+
+    def close(self):
+        self.sock.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
