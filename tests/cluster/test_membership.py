@@ -106,9 +106,13 @@ def test_nodes_conf_atomic_and_identity_survives_restart(make_cluster):
     ids = c.ids()
     server = c.servers[0]
     path = os.path.join(server.dir, "nodes.conf")
-    with open(path) as f:
-        lines = f.read().splitlines()
-    assert len(lines) == 3
+
+    def conf_lines():
+        with open(path) as f:
+            return f.read().splitlines()
+    # Saved within a cron tick of the change that made it dirty.
+    lines = wait_for(lambda: len(conf_lines()) == 3 and conf_lines(), 2,
+                     message="nodes.conf lists the 3 nodes")
     mine = [l for l in lines if "myself" in l]
     assert mine and mine[0].startswith(ids[0])
     assert not os.path.exists(path + ".tmp")
