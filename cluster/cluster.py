@@ -97,6 +97,9 @@ class Cluster:
     def queue_drained(self, queue):
         self.federation.queue_drained(queue)
 
+    def jobs_queued(self, queue):
+        self.federation.jobs_queued(queue)
+
     def import_rate(self, queue):
         return self.federation.import_rate(queue)
 
@@ -121,7 +124,7 @@ class Cluster:
             ("cluster_size", membership.size()),
             ("cluster_stats_messages_sent", membership.messages_sent),
             ("cluster_stats_messages_received", membership.messages_received),
-        ]
+        ] + self.federation.info_fields()
 
     def cron(self, now_ms):
         self.membership.cron(now_ms)
@@ -164,6 +167,8 @@ class Cluster:
 
     def flush(self):
         """Encode and hand to the transport what this turn produced."""
+        if self.federation.pending:
+            self.federation.before_flush()
         outbox, self.outbox = self.outbox, {}
         header = self.header()
         send = self.transport.send

@@ -1,8 +1,8 @@
 """Federation: jobs move to where the consumers are (NEEDJOBS/YOURJOBS).
 
-- A consumer finding a queue empty, clients blocked on it (checked every
-  cron tick), or a queue that just drained while jobs were flowing in, make
-  the node ask for jobs:
+- A consumer finding a queue empty (or paused OUT), clients blocked on it
+  (checked every cron tick), or a queue that just drained while jobs were
+  flowing in, make the node ask for jobs:
   * to every node, for one job, to discover sources: at most every 2 s,
     doubling up to 30 s while nothing new answers;
   * to the known sources (nodes that sent jobs for this queue in the last
@@ -13,14 +13,23 @@
   (they stay replicated, now active with a requeue timer) except RETRY 0
   jobs, which must exist once.  It stays silent if it is importing the
   queue itself, or the queue is paused OUT.
+- An ask that finds the queue empty stays open for ``ASK_OPEN_MS``: the
+  first jobs queued here in that time (and not taken by a local consumer)
+  answer it, once, with the same rule.  Disque answers only at once, so a
+  job produced between two asks waited for the next one (25 ms..2 s later
+  while jobs flow, up to 30 s when idle); this way it leaves at the end of
+  the event-loop turn that queued it.  On the wire it is an ordinary
+  YOURJOBS.
 - YOURJOBS jobs are queued here without a QUEUED broadcast and their sender
   recorded as a source; a new source resets the broadcast backoff.
+- Jobs for one peer produced in one event-loop turn travel in one YOURJOBS
+  (the cluster's outbox coalesces them).
 - A leaving node never asks for jobs.
 """
 
 from ..protocol import bus
 from ..server.core.job import ACTIVE, BCAST_QUEUED, Job
-from ..server.core.queue import PAUSED_IN, PAUSED_OUT
+from ..server.core.queue import PAUSED_OUT
 
 MIN_REQUEST = 5
 MAX_REQUEST = 100
@@ -30,6 +39,9 @@ ADHOC_MIN_MS = 25
 ADHOC_MAX_MS = 2000
 SOURCE_VALID_MS = 5000
 RATE_WINDOW_MS = 5000
+# An unanswered ask stays open a bit longer than the longest ad-hoc
+# backoff, so a requester that keeps asking is always covered.
+ASK_OPEN_MS = ADHOC_MAX_MS + 500
 
 CLIENTS_WAITING = 0
 REACHED_ZERO = 1
@@ -38,7 +50,23 @@ REACHED_ZERO = 1
 class Federation:
     def __init__(self, cluster):
         self.cluster = cluster
-        self.messages_sent = 0  # NEEDJOBS frames, for measuring storms
+        self.open_asks = {}  # queue name -> {node id: [count, expire_ms]}
+        self.ready = set()  # queues with open asks that got jobs this turn
+        self.drained = {}  # name -> queue that became empty this turn
+        # Counters (CLUSTER INFO / INFO cluster), for measuring storms.
+        self.messages_sent = 0  # NEEDJOBS messages
+        self.yourjobs_sent = 0  # YOURJOBS answers (one frame each)
+        self.jobs_exported = 0
+        self.jobs_imported = 0
+
+    def info_fields(self):
+        return [
+            ("cluster_stats_needjobs_sent", self.messages_sent),
+            ("cluster_stats_yourjobs_sent", self.yourjobs_sent),
+            ("cluster_stats_jobs_exported", self.jobs_exported),
+            ("cluster_stats_jobs_imported", self.jobs_imported),
+            ("cluster_needjobs_open_asks", sum(len(a) for a in self.open_asks.values())),
+        ]
 
     # ----------------------------------------------------- import rate
 
@@ -80,14 +108,18 @@ class Federation:
         self._need_jobs(cluster.node.get_queue(queue_name), CLIENTS_WAITING)
 
     def queue_drained(self, queue):
-        cluster = self.cluster
-        if cluster.size() > 1 and not cluster.leaving():
-            self._need_jobs(queue, REACHED_ZERO)
+        """The queue just became empty.  Asked at the end of this turn, if
+        it is still empty then: once per turn, however many jobs a YOURJOBS
+        batch or a pipeline of requests moved through it, and with the
+        import rate counting the jobs that just arrived."""
+        if queue.import_buckets is None:
+            return  # never imported: the rate is 0, nothing to do
+        if not self.pending:
+            self.cluster.transport.flush_soon()
+        self.drained[queue.name] = queue
 
     def _need_jobs(self, queue, reason):
         node = self.cluster.node
-        if queue.paused & PAUSED_IN:
-            return
         rate = self.import_rate(queue)
         if reason == REACHED_ZERO and rate == 0:
             return
@@ -117,7 +149,10 @@ class Federation:
             self.messages_sent += 1
 
     def cron(self, now_ms):
-        """Clients still blocked keep asking (with the backoffs above)."""
+        """Clients still blocked keep asking (with the backoffs above);
+        open asks past their time are forgotten."""
+        if self.open_asks:
+            self._expire_asks(now_ms)
         node = self.cluster.node
         if self.cluster.size() <= 1 or self.cluster.leaving():
             return
@@ -130,33 +165,105 @@ class Federation:
                 if name not in asked:
                     asked.add(name)
                     queue = node.queues.get(name)
-                    if queue is not None and not queue.jobs:
+                    # Blocked with jobs queued means paused OUT: as GETJOB,
+                    # ask elsewhere.
+                    if queue is not None and (not queue.jobs or queue.paused & PAUSED_OUT):
                         self._need_jobs(queue, CLIENTS_WAITING)
 
     # ------------------------------------------------------ answering
 
+    def _can_give(self, queue):
+        return (queue is not None and queue.jobs and not queue.paused & PAUSED_OUT
+                and self.import_rate(queue) == 0)
+
     def on_needjobs(self, sender, queue_name, count):
         node = self.cluster.node
         queue = node.queues.get(queue_name)
-        if queue is None or not queue.jobs or self.import_rate(queue) > 0:
+        if queue is not None and (queue.paused & PAUSED_OUT or self.import_rate(queue) > 0):
             return
-        if queue.paused & PAUSED_OUT:
+        if queue is not None and queue.jobs:
+            self._answer(queue, sender.id, count)
             return
+        # Nothing here now: the first jobs queued soon will answer.
+        asks = self.open_asks.get(queue_name)
+        if asks is None:
+            asks = self.open_asks[queue_name] = {}
+        asks.pop(sender.id, None)  # keep the order oldest ask first
+        asks[sender.id] = [count, node.now_ms() + ASK_OPEN_MS]
+
+    def jobs_queued(self, queue):
+        """``queue`` has jobs nobody here took: answer open asks at the end
+        of this turn (so a burst of ADDJOBs leaves in one YOURJOBS)."""
+        if queue.name in self.open_asks:
+            if not self.pending:
+                self.cluster.transport.flush_soon()
+            self.ready.add(queue.name)
+
+    @property
+    def pending(self):
+        return self.ready or self.drained
+
+    def before_flush(self):
+        """End of an event-loop turn, before the outbox leaves: ask for the
+        queues that drained, answer the open asks that jobs arrived for."""
+        node = self.cluster.node
+        if self.drained:
+            drained, self.drained = self.drained, {}
+            cluster = self.cluster
+            if cluster.size() > 1 and not cluster.leaving():
+                for name, queue in drained.items():
+                    if not queue.jobs and node.queues.get(name) is queue:
+                        self._need_jobs(queue, REACHED_ZERO)
+        if self.ready:
+            self._answer_open_asks()
+
+    def _answer_open_asks(self):
+        ready, self.ready = self.ready, set()
+        node = self.cluster.node
+        now_ms = node.now_ms()
+        nodes = self.cluster.membership.nodes
+        for name in ready:
+            asks = self.open_asks.get(name)
+            if not asks:
+                continue
+            queue = node.queues.get(name)
+            if queue is not None and queue.jobs and self.import_rate(queue) > 0:
+                del self.open_asks[name]  # importing ourselves: asks are void
+                continue
+            for node_id in list(asks):
+                if not self._can_give(queue):
+                    break
+                count, expire_ms = asks.pop(node_id)
+                peer = nodes.get(node_id)
+                if expire_ms >= now_ms and peer is not None and peer.link_ok:
+                    self._answer(queue, node_id, count)
+            if not asks:
+                del self.open_asks[name]
+
+    def _expire_asks(self, now_ms):
+        for name, asks in list(self.open_asks.items()):
+            for node_id, (_count, expire_ms) in list(asks.items()):
+                if expire_ms < now_ms:
+                    del asks[node_id]
+            if not asks:
+                del self.open_asks[name]
+
+    def _answer(self, queue, node_id, count):
+        """YOURJOBS: ``count`` jobs if we have twice as many, else half the
+        queue, at least one."""
+        node = self.cluster.node
+        cluster = self.cluster
         size = len(queue.jobs)
         count = min(max(count, 1), MAX_REQUEST)
         give = count if size >= 2 * count else max(1, size // 2)
         now_ms = node.now_ms()
-        records = []
-        sent = []
         for _ in range(give):
             job = node.fetch(queue, now_ms)
-            records.append(self.cluster.serialize_for_bus(job))
-            sent.append(job)
-        frame = bus.jobs(self.cluster.header(), bus.YOURJOBS, records)
-        self.cluster.transport.send(sender.id, frame)
-        for job in sent:
+            cluster.send_job(node_id, bus.YOURJOBS, cluster.serialize_for_bus(job))
             if job.retry_s == 0:
                 node.delete_job(job)  # at-most-once: it lives there now
+        self.yourjobs_sent += 1
+        self.jobs_exported += give
 
     def on_yourjobs(self, sender, records):
         node = self.cluster.node
@@ -180,6 +287,7 @@ class Federation:
                 job.qtime_ms = now_ms  # lets a RETRY 0 job be queued once
             if not node.enqueue(job):
                 continue
+            self.jobs_imported += 1
             queue = node.get_queue(job.queue)
             if sender.id not in queue.import_from:
                 queue.needjobs_bcast_attempt = 0

@@ -375,6 +375,8 @@ class Node:
         queue.jobs_in += 1
         if queue.blocked and not queue.paused & PAUSED_OUT:
             self.serve_blocked(queue)
+        if queue.jobs:
+            self.cluster.jobs_queued(queue)
         return True
 
     def dequeue(self, job):

@@ -59,6 +59,10 @@ class Standalone:
     def queue_drained(self, queue):
         """The queue just became empty (federation: ad-hoc NEEDJOBS)."""
 
+    def jobs_queued(self, queue):
+        """Jobs were queued and no local consumer took them (federation:
+        answer the NEEDJOBS that found the queue empty)."""
+
     def import_rate(self, queue):
         """Jobs per second this queue received from other nodes."""
         return 0
