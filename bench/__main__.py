@@ -1,0 +1,33 @@
+"""python -m bench [-n REQUESTS] [--disque PATH]
+python -m bench memory [--jobs N] [--body BYTES]"""
+
+import argparse
+import sys
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("mode", nargs="?", default="throughput",
+                        choices=["throughput", "memory"])
+    parser.add_argument("-n", "--requests", type=int, default=200000,
+                        help="requests per redis-benchmark run (default 200000)")
+    parser.add_argument("--cycle-jobs", type=int, default=None,
+                        help="jobs through the batch cycle (default: -n)")
+    parser.add_argument("--disque", metavar="PATH",
+                        help="also measure this disque-server binary")
+    parser.add_argument("--jobs", type=int, default=1000000,
+                        help="memory mode: jobs to queue (default 1000000)")
+    parser.add_argument("--body", type=int, default=100,
+                        help="memory mode: body size in bytes (default 100)")
+    args = parser.parse_args(argv)
+    if args.mode == "memory":
+        from . import memory
+        memory.run(args.jobs, args.body, disque=args.disque)
+    else:
+        from . import throughput
+        throughput.run(args.requests, disque=args.disque, cycle_jobs=args.cycle_jobs)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,124 @@
+"""Start trisque-server, redis-server (and optionally disque-server) on free
+loopback ports, and read what the benchmarks need from them."""
+
+import os
+import random
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+import redis
+
+# Client ports <= 22000, so port + 10000 (a cluster bus) stays below the
+# kernel's ephemeral range.
+PORT_RANGE = (12000, 22000)
+
+
+def port_free(port):
+    for p in (port, port + 10000):
+        with socket.socket() as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                s.bind(("127.0.0.1", p))
+            except OSError:
+                return False
+    return True
+
+
+def free_port():
+    for _ in range(1000):
+        port = random.randrange(*PORT_RANGE)
+        if port_free(port):
+            return port
+    raise RuntimeError("no free port")
+
+
+def trisque_command():
+    exe = shutil.which("trisque-server", path=os.path.dirname(sys.executable))
+    return [exe] if exe else [sys.executable, "-m", "trisque.server.main"]
+
+
+class Server:
+    """One server process in a private temporary directory."""
+
+    def __init__(self, kind, argv, port, directory):
+        self.kind = kind
+        self.port = port
+        self.dir = directory
+        self.proc = subprocess.Popen(argv, cwd=directory, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL)
+        self.client = redis.Redis(port=port, protocol=2)
+        deadline = time.monotonic() + 15
+        while True:
+            try:
+                if self.client.ping():
+                    break
+            except redis.ConnectionError:
+                pass
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"{kind} exited with {self.proc.returncode}")
+            if time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"{kind} did not answer PING on port {port}")
+            time.sleep(0.05)
+
+    def info(self):
+        return self.client.info()
+
+    def rss_bytes(self):
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+        raise RuntimeError("no VmRSS")
+
+    def cpu_seconds(self):
+        with open(f"/proc/{self.proc.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        ticks = os.sysconf("SC_CLK_TCK")
+        return (int(fields[11]) + int(fields[12])) / ticks
+
+    def stop(self):
+        self.client.close()
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+def start_trisque(extra=()):
+    port = free_port()
+    directory = tempfile.mkdtemp(prefix="trisque-bench-")
+    argv = trisque_command() + ["--port", str(port), "--bind", "127.0.0.1",
+                                "--dir", directory, "--loglevel", "warning",
+                                "--appendonly", "no", *extra]
+    return Server("trisque", argv, port, directory)
+
+
+def start_redis():
+    port = free_port()
+    directory = tempfile.mkdtemp(prefix="redis-bench-")
+    argv = ["redis-server", "--port", str(port), "--bind", "127.0.0.1",
+            "--save", "", "--appendonly", "no", "--dir", directory]
+    return Server("redis", argv, port, directory)
+
+
+def start_disque(exe):
+    port = free_port()
+    directory = tempfile.mkdtemp(prefix="disque-bench-")
+    argv = [exe, "--port", str(port), "--bind", "127.0.0.1",
+            "--appendonly", "no", "--dir", directory]
+    return Server("disque", argv, port, directory)

@@ -1,0 +1,192 @@
+"""Throughput of ADDJOB, GETJOB NOHANG and ACKJOB against redis-server's
+LPUSH and RPOP, measured in the same run on the same machine.
+
+Every figure comes from a closed loop of 50 clients (redis-benchmark -c 50),
+without pipelining and with -P 16:
+
+ADDJOB q <12-digit body> 0      vs  LPUSH q <12-digit body>
+GETJOB NOHANG FROM q            vs  RPOP q
+    (each run pops exactly the items the ADD/LPUSH run before it pushed,
+    so every GETJOB returns a job and every RPOP an element)
+ACKJOB <id>                     vs  RPOP q
+    redis-benchmark cannot name real job IDs, so the real acks come from
+    bench.client.load: the IDs of exactly the jobs the GETJOB run fetched
+    (listed with JSCAN STATE active), one per request, replayed over 50
+    connections with the same pipelining as redis-benchmark.  Every reply
+    is checked to be 1.  As a cross-check, both redis-benchmark and our
+    loader also send ACKJOB for well-formed IDs no node knows, so the two
+    loaders can be compared on the same command.
+
+Then a batch cycle with one client (bench.client.Connection), 100 jobs at
+a time: trisque pipelined ADDJOB x100, GETJOB COUNT 100, ACKJOB of the 100
+IDs; Redis pipelined LPUSH x100, RPOP q 100 (Redis has nothing to ack, so
+this ratio is conservative for trisque).
+"""
+
+import csv
+import io
+import subprocess
+import time
+
+from . import client, servers
+
+CLIENTS = 50
+PIPELINE = 16
+UNKNOWN_ID = "D-00000000-000000000000__rand_int__-0001"
+
+# (row, trisque figure, redis figure, target ratio unpipelined, pipelined)
+ROWS = [
+    ("ADDJOB vs LPUSH", "ADDJOB", "LPUSH", 0.5, 0.28),
+    ("GETJOB NOHANG vs RPOP", "GETJOB", "RPOP", 0.5, 0.20),
+    ("ACKJOB real jobs vs RPOP", "ACKJOB", "RPOP", 0.5, 0.30),
+    ("ACKJOB unknown id vs RPOP", "ACKJOB?", "RPOP", None, None),
+    ("  same, our loader", "ACKJOB?L", "RPOP", None, None),
+]
+
+
+def redis_benchmark(port, requests, pipeline, *command):
+    """Requests per second that redis-benchmark measured."""
+    argv = ["redis-benchmark", "-p", str(port), "-c", str(CLIENTS),
+            "-n", str(requests), "-P", str(pipeline), "-r", "1000000", "--csv",
+            *command]
+    out = subprocess.run(argv, check=True, capture_output=True, text=True).stdout
+    rows = list(csv.reader(io.StringIO(out)))
+    return float(rows[-1][1])
+
+
+def active_job_ids(server):
+    ids = []
+    cursor = 0
+    while True:
+        cursor, batch = server.client.execute_command(
+            "JSCAN", cursor, "COUNT", 10000, "STATE", "active")
+        ids.extend(batch)
+        if int(cursor) == 0:
+            return ids
+
+
+def jobs_round(trisque, requests, pipeline):
+    """ADDJOB, GETJOB NOHANG, ACKJOB (real and unknown IDs) on trisque."""
+    port = trisque.port
+    figures = {}
+    figures["ADDJOB"] = redis_benchmark(port, requests, pipeline,
+                                        "ADDJOB", "q", "__rand_int__", "0")
+    figures["GETJOB"] = redis_benchmark(port, requests, pipeline,
+                                        "GETJOB", "NOHANG", "FROM", "q")
+    left = trisque.client.execute_command("QLEN", "q")
+    ids = active_job_ids(trisque)
+    if left or len(ids) != requests:
+        raise RuntimeError(f"GETJOB run left {left} queued, {len(ids)} active "
+                           f"jobs (expected 0 and {requests})")
+    reqs = [client.encode("ACKJOB", job_id) for job_id in ids]
+    figures["ACKJOB"], replies = client.load(port, reqs, CLIENTS, pipeline)
+    if sum(replies) != requests or trisque.info()["registered_jobs"] != 0:
+        raise RuntimeError("ACKJOB run did not ack every job exactly once")
+    figures["ACKJOB?"] = redis_benchmark(port, requests, pipeline,
+                                         "ACKJOB", UNKNOWN_ID)
+    unknown = [client.encode("ACKJOB", "D-00000000-%024d-0001" % i)
+               for i in range(requests)]
+    figures["ACKJOB?L"], replies = client.load(port, unknown, CLIENTS, pipeline)
+    if any(replies):
+        raise RuntimeError("an unknown job ID was acked")
+    return figures
+
+
+def lists_round(redis_server, requests, pipeline):
+    port = redis_server.port
+    figures = {}
+    figures["LPUSH"] = redis_benchmark(port, requests, pipeline,
+                                       "LPUSH", "q", "__rand_int__")
+    figures["RPOP"] = redis_benchmark(port, requests, pipeline, "RPOP", "q")
+    left = redis_server.client.llen("q")
+    if left:
+        raise RuntimeError(f"RPOP run left {left} elements")
+    return figures
+
+
+def cycle(port, jobs, batch, kind):
+    """Jobs per second through add -> get -> ack, ``batch`` at a time."""
+    conn = client.Connection(port)
+    body = b"x" * 12
+    rounds = max(1, jobs // batch)
+    if kind == "redis":
+        push = b"".join(client.encode("LPUSH", "cycle", body) for _ in range(batch))
+        pop = client.encode("RPOP", "cycle", batch)
+    else:
+        push = b"".join(client.encode("ADDJOB", "cycle", body, 0) for _ in range(batch))
+        get = client.encode("GETJOB", "NOHANG", "COUNT", batch, "FROM", "cycle")
+    start = time.perf_counter()
+    for _ in range(rounds):
+        if kind == "redis":
+            conn.call(push, batch)
+            got = conn.call(pop, 1)[0]
+            assert len(got) == batch
+        else:
+            conn.call(push, batch)
+            got = conn.call(get, 1)[0]
+            assert len(got) == batch
+            acked = conn.call(client.encode("ACKJOB", *[job[1] for job in got]), 1)[0]
+            assert acked == batch
+    elapsed = time.perf_counter() - start
+    conn.close()
+    return rounds * batch / elapsed
+
+
+def run(requests=200000, disque=None, cycle_jobs=None):
+    cycle_jobs = cycle_jobs or requests
+    results = {}  # pipeline -> server kind -> figures
+    with servers.start_redis() as redis_server, servers.start_trisque() as trisque:
+        others = {}
+        if disque:
+            others["disque"] = servers.start_disque(disque)
+        try:
+            for pipeline in (1, PIPELINE):
+                print(f"running -P {pipeline} ...", flush=True)
+                results[pipeline] = {
+                    "redis": lists_round(redis_server, requests, pipeline),
+                    "trisque": jobs_round(trisque, requests, pipeline),
+                }
+                for kind, server in others.items():
+                    results[pipeline][kind] = jobs_round(server, requests, pipeline)
+            print("running the batch cycle ...", flush=True)
+            cycles = {"redis": cycle(redis_server.port, cycle_jobs, 100, "redis"),
+                      "trisque": cycle(trisque.port, cycle_jobs, 100, "trisque")}
+            for kind, server in others.items():
+                cycles[kind] = cycle(server.port, cycle_jobs, 100, kind)
+        finally:
+            for server in others.values():
+                server.stop()
+    print()
+    print(table(results, cycles, requests, cycle_jobs, list(others)))
+
+
+def table(results, cycles, requests, cycle_jobs, others):
+    head = f"{'':28}{'trisque':>10}{'redis':>10}{'ratio':>7}{'target':>8}"
+    for kind in others:
+        head += f"{kind:>10}{'ratio':>7}"
+    lines = [f"requests/s, redis-benchmark -c {CLIENTS} -n {requests}"
+             f" (-r 1000000), same run", head]
+    for pipeline in results:
+        lines.append(f"-P {pipeline}")
+        figures = results[pipeline]
+        for label, ours, theirs, target1, target16 in ROWS:
+            target = target1 if pipeline == 1 else target16
+            base = figures["redis"][theirs]
+            value = figures["trisque"][ours]
+            ratio = value / base
+            mark = "" if target is None else (
+                f"{'>=' if ratio >= target else '< '}{target:.2f}")
+            line = (f"  {label:26}{value:10,.0f}{base:10,.0f}{ratio:7.2f}"
+                    f"{mark:>8}")
+            for kind in others:
+                other = figures[kind][ours]
+                line += f"{other:10,.0f}{other / base:7.2f}"
+            lines.append(line)
+    lines.append(f"cycle, 1 client, batches of 100, {cycle_jobs} jobs (jobs/s)")
+    line = (f"  {'add->get->ack vs push->pop':26}{cycles['trisque']:10,.0f}"
+            f"{cycles['redis']:10,.0f}{cycles['trisque'] / cycles['redis']:7.2f}"
+            f"{'':8}")
+    for kind in others:
+        line += f"{cycles[kind]:10,.0f}{cycles[kind] / cycles['redis']:7.2f}"
+    lines.append(line)
+    return "\n".join(lines)
