@@ -6,10 +6,13 @@ Replies are encoded straight to bytes; the hot commands use the small
 helpers (``bulk``, ``integer``) and rare ones the generic ``encode``.
 """
 
+import re
+
 import hiredis
 
 MAX_MULTIBULK = 1024 * 1024  # elements in one request, as Redis
 MAX_INLINE = 64 * 1024  # bytes in one inline request line
+_LARGE_COUNT = re.compile(rb"\*[0-9]{7}")  # may exceed MAX_MULTIBULK
 
 
 class ProtocolError(Exception):
@@ -37,7 +40,11 @@ ONE = b":1\r\n"
 
 
 def error(message):
-    """``message`` starts with its code: ``ERR syntax error``, ``NOJOB ...``."""
+    """``message`` starts with its code: ``ERR syntax error``, ``NOJOB ...``.
+    CR and LF (from user text quoted in the message) become spaces, so the
+    reply stays one line."""
+    if "\r" in message or "\n" in message:
+        message = message.replace("\r", " ").replace("\n", " ")
     return b"-" + message.encode() + b"\r\n"
 
 
@@ -188,6 +195,16 @@ class RequestParser:
 
     def _feed_multibulk(self, data, out):
         reader = self._reader
+        # hiredis must never see a multibulk count we refuse: it would
+        # reserve room for that many elements (2e9 costs 13 s of CPU when
+        # freed).  So the headers are checked before hiredis gets the bytes
+        # whenever we are inside a request, or the chunk may hold a large
+        # count (one regex search; real clients almost never match).
+        checked = False
+        if self._partial or _LARGE_COUNT.search(data) is not None:
+            self._partial += data
+            self._check_partial()  # may raise; keeps only an incomplete tail
+            checked = True
         reader.feed(data)
         last = False  # the last complete request of this chunk
         try:
@@ -205,15 +222,18 @@ class RequestParser:
                 request = reader.gets()
         except hiredis.ProtocolError as exc:
             raise ProtocolError(f"Protocol error: {exc}") from None
-        if last is False or reader.has_data():
+        if checked:
+            pass  # _check_partial knows exactly where the chunk ended
+        elif last is False or reader.has_data():
             # hiredis holds part of a request: check its headers now, so a
-            # client cannot make us buffer a bulk or a multibulk count we
-            # would refuse anyway.
+            # client cannot make us buffer a bulk we would refuse anyway.
             self._partial += data
             self._check_partial()
         else:
-            # Most often the chunk ended right after a request; resolved
-            # lazily, because checking costs more than parsing.
+            # Most often the chunk ended right after a request, but it may
+            # also have ended between two elements of the next one (hiredis
+            # consumed every byte either way).  Resolved lazily, because
+            # checking costs more than parsing: see feed() and _resolve().
             self._maybe_chunk = data
             self._maybe_last = last
             self._in_multibulk = False

@@ -224,7 +224,7 @@ class Node:
         try:
             reply = command.handler(self, client, argv)
         except CommandError as exc:
-            reply = b"-" + exc.message.encode() + b"\r\n"
+            reply = resp.error(exc.message)
         elapsed_us = (_perf_ns() - start) // 1000
         stat = command.stats
         stat[0] += 1
