@@ -11,7 +11,7 @@ from ...protocol.errors import CommandError
 
 from . import command_docs
 from . import info as info_module
-from .client import REPLY_OFF, REPLY_ON, REPLY_SKIP
+from .client import REPLY_OFF, REPLY_ON, REPLY_SKIP, BlockedGet
 from .config import ConfigError
 from .table import command, unique_commands
 
@@ -128,6 +128,8 @@ def _valid_name(arg):
 
 @command("INFO", -1, "readonly loading")
 def info(node, client, argv):
+    if len(argv) > 2:
+        raise CommandError(errors.SYNTAX)
     section = argv[1].decode("utf-8", "replace").lower() if len(argv) > 1 else "default"
     return resp.encode(resp.Verbatim(info_module.render(node, section)), client.proto)
 
@@ -161,7 +163,7 @@ def command_(node, client, argv):
         return resp.encode([c.lname for c in commands], client.proto)
     if sub == "GETKEYS":
         return resp.encode([], client.proto)
-    raise CommandError(errors.unknown_subcommand(argv[1].decode(errors="replace"), "COMMAND"))
+    raise CommandError("ERR Unknown subcommand or wrong number of arguments.")
 
 
 def _command_info(c):
@@ -327,7 +329,7 @@ def debug(node, client, argv):
         time.sleep(max(0.0, seconds))  # blocks the node, on purpose
         return resp.OK
     if sub == "ERROR" and len(argv) == 3:
-        return b"-" + argv[2] + b"\r\n"
+        return b"-" + argv[2].replace(b"\r", b" ").replace(b"\n", b" ") + b"\r\n"
     if sub == "SEGFAULT":
         os.abort()
     if sub == "ASSERT":
@@ -350,7 +352,11 @@ def debug(node, client, argv):
 
 
 def flushall(node):
-    """Forget every job and queue; blocked clients stay blocked."""
+    """Forget every job and queue (DEBUG FLUSHALL, CLUSTER RESET, DEBUG
+    LOADAOF).  Clients blocked in GETJOB get a nil reply, as in Disque."""
+    for c in list(node.clients.values()):
+        if c.blocked is not None and c.blocked.__class__ is BlockedGet:
+            node.blocked_timeout(c)
     for job in list(node.jobs.values()):
         node.unregister(job)
     for queue in list(node.queues.values()):
@@ -364,7 +370,8 @@ def slowlog(node, client, argv):
     if sub == "GET":
         count = to_int(argv[2]) if len(argv) > 2 else 10
         entries = node.slowlog if count < 0 else node.slowlog[:count]
-        return resp.encode([[e[0], e[1], e[2], e[3], e[4], e[5]] for e in entries], client.proto)
+        # Disque's four fields: id, unix time, microseconds, arguments
+        return resp.encode([[e[0], e[1], e[2], e[3]] for e in entries], client.proto)
     if sub == "LEN":
         return resp.integer(len(node.slowlog))
     if sub == "RESET":
@@ -387,9 +394,10 @@ def latency(node, client, argv):
 
 @command("MONITOR", 1, "admin readonly")
 def monitor(node, client, argv):
-    if not client.monitor:
-        client.monitor = True
-        node.monitors.append(client)
+    if client.monitor:
+        return None  # a second MONITOR is ignored silently, as in Disque
+    client.monitor = True
+    node.monitors.append(client)
     return resp.OK
 
 

@@ -82,6 +82,8 @@ def section_fields(node, name):
             ("instantaneous_ops_per_sec", 0),
             ("total_net_input_bytes", stats.net_in),
             ("total_net_output_bytes", stats.net_out),
+            ("instantaneous_input_kbps", "0.00"),
+            ("instantaneous_output_kbps", "0.00"),
             ("rejected_connections", stats.rejected),
             ("expired_jobs", stats.expired_jobs),
             ("latest_fork_usec", 0),

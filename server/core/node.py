@@ -250,11 +250,9 @@ class Node:
             client.out.append(resp.error(message))
 
     def _feed_monitors(self, client, argv):
-        now = self.clock()
-        line = "+%.6f [0 %s] %s\r\n" % (now, client.addr, " ".join(
-            '"%s"' % a.decode("utf-8", "backslashreplace").replace('"', '\\"')
-            for a in argv))
-        data = line.encode()
+        # Disque's line: +<sec>.<usec> [<ip>:<port>] "ARG0" "ARG1" ...
+        data = b"+%.6f [%s] %s\r\n" % (self.clock(), client.addr.encode(),
+                                        b" ".join(map(_repr_arg, argv)))
         for monitor in self.monitors:
             if monitor is not client:
                 self.reply(monitor, data)
@@ -566,5 +564,22 @@ def job_reply(job, withcounters=False):
     return b"*3\r\n$%d\r\n%s\r\n$40\r\n%s\r\n$%d\r\n%s\r\n" % (
         len(queue), queue, job.id, len(body), body)
 
+
+def _repr_arg(arg):
+    """An argument quoted as C's repr (Disque's sdscatrepr): the MONITOR
+    line stays one line whatever the bytes."""
+    out = bytearray(b'"')
+    for byte in arg:
+        if byte == 34 or byte == 92:  # " and backslash
+            out += b"\\%c" % byte
+        elif 32 <= byte < 127:
+            out.append(byte)
+        else:
+            out += _REPR_ESCAPES.get(byte) or b"\\x%02x" % byte
+    out.append(34)
+    return bytes(out)
+
+
+_REPR_ESCAPES = {10: b"\\n", 13: b"\\r", 9: b"\\t", 7: b"\\a", 8: b"\\b"}
 
 from time import perf_counter_ns as _perf_ns  # noqa: E402

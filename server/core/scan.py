@@ -22,7 +22,9 @@ def parse_cursor(arg):
     """An unsigned 64-bit cursor, parsed as C's strtoul: a leading minus
     wraps around (Disque accepts ``-1``), anything else not a number is an
     error (which is also how an unknown option is reported)."""
-    if not arg or arg[:1].isspace():
+    if not arg:
+        return 0  # strtoul("") is 0
+    if arg[:1].isspace():
         raise CommandError(_CURSOR_ERROR)
     try:
         cursor = int(arg)

@@ -155,6 +155,8 @@ def test_info_sections(any_c):
     assert c.info("commandstats")["cmdstat_addjob"]["calls"] >= 2
     assert "cluster_state" in c.info("cluster") or c.info("cluster") == {}
     assert c.info("nosuchsection") == {}
+    with pytest.raises(redis.ResponseError, match="syntax error"):
+        c.execute_command("INFO", "jobs", "queues")
 
 
 def test_info_raw_shape(shared):
@@ -213,7 +215,8 @@ def test_command_docs_raw(shared):
         assert b"summary" in entry and entry[b"summary"]
         everything = raw.call("COMMAND", "DOCS")
         assert len(everything) == 2 * raw.call("COMMAND", "COUNT")
-        assert str(raw.call("COMMAND", "FOO")).startswith("ERR unknown subcommand")
+        assert str(raw.call("COMMAND", "FOO")) == \
+            "ERR Unknown subcommand or wrong number of arguments."
 
 
 # ---------------------------------------------------------------- CLIENT
@@ -279,13 +282,16 @@ def test_debug_flushall_and_sleep(c):
         c.execute_command("DEBUG", "NOSUCH")
 
 
-def test_debug_flushall_keeps_blocked_clients(c, shared):
+def test_debug_flushall_unblocks_getjob_with_nil(c, shared):
     with Raw(shared.port) as consumer:
         consumer.send_command("GETJOB", "FROM", "q")
         wait_for(lambda: c.info("clients")["blocked_clients"] == 1)
         c.execute_command("DEBUG", "FLUSHALL")
-        job_id = c.execute_command("ADDJOB", "q", "x", 0)
-        assert consumer.reply()[0][1] == job_id
+        assert consumer.reply() is None  # *-1, as Disque
+        assert c.info("clients")["blocked_clients"] == 0
+        c.execute_command("ADDJOB", "q", "x", 0)
+        assert c.execute_command("QLEN", "q") == 1
+        assert consumer.call("PING") == b"PONG"
 
 
 # --------------------------------------------------------------- SLOWLOG
@@ -320,10 +326,19 @@ def test_monitor(c, shared):
 def test_monitor_line_format(c, shared):
     with Raw(shared.port) as mon:
         mon.call("MONITOR")
+        mon.send_command("MONITOR")  # a second one is ignored: no reply
+        addr = c.client_info()["addr"]
         c.execute_command("QLEN", "watched")
+        c.execute_command("ECHO", b'a"b\\c\r\n\x00\xff')
         line = mon.read_line()
         while b"QLEN" not in line:
             line = mon.read_line()
-        assert line.startswith(b"+") and line.endswith(b'"QLEN" "watched"\r\n')
-        stamp = float(line[1:].split()[0])
-        assert abs(stamp - time.time()) < 5
+        # Disque's form: +<sec>.<usec> [ip:port] "ARG" ...
+        stamp, rest = line[1:].split(b" ", 1)
+        assert line.startswith(b"+") and abs(float(stamp) - time.time()) < 5
+        assert len(stamp.split(b".")[1]) == 6
+        assert rest == b'[%s] "QLEN" "watched"\r\n' % addr.encode()
+        # every byte quoted C-style: still one line
+        line = mon.read_line()
+        rest = line[1:].split(b" ", 1)[1]
+        assert rest == b'[%s] "ECHO" "a\\"b\\\\c\\r\\n\\x00\\xff"\r\n' % addr.encode()

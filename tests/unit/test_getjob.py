@@ -245,3 +245,17 @@ def test_queue_counters(core):
     fields = dict(zip(stat[::2], stat[1::2]))
     assert fields[b"jobs-in"] == 3 and fields[b"jobs-out"] == 2
     assert fields[b"len"] == 1
+
+
+def test_flushall_unblocks_getjob_with_null(core):
+    consumer = core.client()
+    c3 = core.client(proto=3)
+    core("GETJOB", "TIMEOUT", 5000, "FROM", "q", client=consumer)
+    core("GETJOB", "FROM", "q", "r", client=c3)
+    add(core, "other")
+    assert core("DEBUG", "FLUSHALL") == b"OK"
+    assert consumer.out == [b"*-1\r\n"] and c3.out == [b"_\r\n"]
+    assert core.node.blocked_clients() == 0
+    assert not core.node.queues and not core.node.jobs
+    core.advance(10)  # the old timeout does not fire again
+    assert consumer.out == [b"*-1\r\n"]

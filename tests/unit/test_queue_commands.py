@@ -268,10 +268,12 @@ def test_jscan_errors(core, args, error):
     assert str(core("JSCAN", *args)) == error
 
 
-def test_jscan_negative_cursor_accepted(core):
-    add(core)
-    reply = core("JSCAN", "-1")
+def test_jscan_negative_and_empty_cursor_accepted(core):
+    job_id = add(core)
+    reply = core("JSCAN", "-1")  # strtoul wraps it, as in Disque
     assert not is_error(reply)
+    assert core("JSCAN", "") == [b"0", [job_id]]  # strtoul("") is 0
+    assert core("QSCAN", "", "COUNT", 5) == [b"0", [b"q"]]
 
 
 def test_jscan_with_deletions_and_additions_in_between(core):
