@@ -173,6 +173,7 @@ class Node:
         if blocked is None:
             return
         client.blocked = None
+        client.last_ms = self.now_ms()  # idle time (timeout) counts from here
         self.deadlines.cancel(client)
         if blocked.__class__ is BlockedGet:
             for name in blocked.queues:
@@ -514,7 +515,20 @@ class Node:
         clients, the cluster's own cron."""
         now_ms = self.now_ms()
         self.evict_idle_queues(now_ms)
+        if self.config.timeout:
+            self.close_idle_clients(now_ms)
         self.cluster.cron(now_ms)
+
+    def close_idle_clients(self, now_ms):
+        """``timeout`` seconds without a request closes a client, unless it
+        is blocked or a monitor (as Redis and Disque do)."""
+        limit_ms = self.config.timeout * 1000
+        for client in list(self.clients.values()):
+            if (client.blocked is None and not client.monitor and not client.killed
+                    and now_ms - client.last_ms > limit_ms):
+                client.killed = True
+                if self.on_wake is not None:
+                    self.on_wake(client)
 
     def evict_idle_queues(self, now_ms):
         """Drop empty queues idle for 300 s (10 s above 75% of maxmemory,

@@ -202,3 +202,19 @@ def test_shutdown_command(make_server):
     assert srv.proc.wait(10) == 0
     assert not os.path.exists(pidfile)
     assert "User requested shutdown" in srv.log()
+
+
+def test_idle_timeout_and_maxclients(make_server):
+    srv = make_server(config="timeout 1\n")
+    with Raw(srv.port) as idle, Raw(srv.port) as waiting:
+        waiting.send_command("GETJOB", "TIMEOUT", 0, "FROM", "q")
+        assert idle.call("PING") == b"PONG"
+        assert idle.read_all_until_closed(timeout=5) == b""  # closed after ~1 s
+        assert waiting.pending(0.2) == b""  # a blocked client stays
+        with Raw(srv.port) as admin:
+            admin.call("ADDJOB", "q", "x", 0)
+            assert waiting.reply()[0][0] == b"q"
+            assert admin.call("CONFIG", "SET", "maxclients", 2) == b"OK"
+            with Raw(srv.port) as third:
+                assert third.read_all_until_closed() == \
+                    b"-ERR max number of clients reached\r\n"

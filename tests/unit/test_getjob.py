@@ -259,3 +259,31 @@ def test_flushall_unblocks_getjob_with_null(core):
     assert not core.node.queues and not core.node.jobs
     core.advance(10)  # the old timeout does not fire again
     assert consumer.out == [b"*-1\r\n"]
+
+
+def test_idle_client_timeout(make_core):
+    core = make_core(timeout=2)
+    idle = core.client()
+    busy = core.client()
+    blocked = core.client()
+    core("GETJOB", "FROM", "q", client=blocked)
+    core.advance(1.5)
+    busy.last_ms = core.node.now_ms()  # (the shell stamps it on each request)
+    core.advance(1.0)
+    core.cron()
+    assert idle.killed and not busy.killed and not blocked.killed
+    core.advance(30)
+    core.cron()
+    assert not blocked.killed  # blocked clients are never idle
+    add(core, "q")
+    assert len(core.replies(blocked)) == 1
+    core.advance(1)
+    core.cron()
+    assert not blocked.killed  # served a moment ago
+
+
+def test_timeout_zero_never_closes(core):
+    idle = core.client()
+    core.advance(100000)
+    core.cron()
+    assert not idle.killed
