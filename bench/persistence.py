@@ -74,8 +74,10 @@ def throughput(requests, rounds):
           f">= 0.75) -> {'OK' if ratio >= 0.75 else 'MISSED'}")
 
 
-def write_aof(path, jobs, body_size=100):
-    """N LOADJOB records written directly, with the server's codec."""
+def write_aof(path, jobs, body_size=100, retry_s=3600):
+    """N LOADJOB records written directly, with the server's codec.  RETRY
+    is long so the requeue of every loaded job (all due RETRY seconds after
+    the restart) does not fall inside the measurements."""
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     from trisque.protocol import aof, jobcodec, jobid
     node_id = os.urandom(20).hex()
@@ -86,9 +88,9 @@ def write_aof(path, jobs, body_size=100):
     with open(path, "wb") as f:
         chunk = []
         for i in range(jobs):
-            record = jobcodec.encode(ids.new(86400, 30), 2, 1, 1,
+            record = jobcodec.encode(ids.new(86400, retry_s), 2, 1, 1,
                                      (now_ms * 1000000) + i, now_ms + 86400000,
-                                     0, 30, 0, 0, queues[i % 3], body, (node_id,))
+                                     0, retry_s, 0, 0, queues[i % 3], body, (node_id,))
             chunk.append(aof.loadjob(record))
             if len(chunk) == 10000:
                 f.write(b"".join(chunk))
@@ -114,14 +116,14 @@ def load_time(jobs):
     started = time.monotonic()
     proc = subprocess.Popen(argv, cwd=directory, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
-    client = redis.Redis(port=port, protocol=2)
+    client = redis.Redis(port=port, protocol=2, socket_timeout=120)
     try:
         while True:
             try:
                 if client.ping():
                     break
-            except redis.ConnectionError:
-                pass
+            except (redis.ConnectionError, redis.TimeoutError):
+                pass  # not accepting before the load is done
             if proc.poll() is not None:
                 raise RuntimeError(f"server exited with {proc.returncode}")
             time.sleep(0.05)

@@ -15,7 +15,7 @@ with the offset where the problem starts.
 
 LOADJOB = b"LOADJOB"
 DELJOB = b"DELJOB"
-_LOADJOB_HEAD = b"*2\r\n$7\r\nLOADJOB\r\n$"
+LOADJOB_HEAD = _LOADJOB_HEAD = b"*2\r\n$7\r\nLOADJOB\r\n$"
 _DELJOB_HEAD = b"*2\r\n$6\r\nDELJOB\r\n$40\r\n"
 MAX_ARGS = 1024 * 1024
 MAX_HEADER = 32  # bytes in a "*<n>" or "$<n>" line, CRLF included

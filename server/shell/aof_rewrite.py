@@ -32,6 +32,7 @@ from .aof_job import loadjob_record
 
 CHUNK_JOBS = 2000  # jobs serialized per step of the event loop
 CATCH_UP_BYTES = 256 * 1024  # buffered records left for the final, atomic step
+AUTOSYNC_BYTES = 4 * 1024 * 1024  # aof-rewrite-incremental-fsync: fsync this often
 
 
 def job_snapshot(node):
@@ -58,6 +59,11 @@ def write_all(fd, data):
     while view:
         written = os.write(fd, view)
         view = view[written:]
+
+
+def _write_and_sync(fd, data):
+    write_all(fd, data)
+    os.fdatasync(fd)
 
 
 def fsync_dir(path):
@@ -133,12 +139,21 @@ class Rewrite:
             with self.scope:
                 self.fd = os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
                 fd = self.fd
+                incremental = self.log.config.aof_rewrite_incremental_fsync
+                unsynced = 0
                 for chunks in self.sources:
                     for chunk in chunks:  # serialized here, in the event loop
-                        if chunk:
-                            await to_thread(write_all, fd, chunk)
-                        else:
+                        if not chunk:
                             await trio.lowlevel.checkpoint()
+                            continue
+                        unsynced += len(chunk)
+                        if incremental and unsynced >= AUTOSYNC_BYTES:
+                            # Keep the kernel's dirty pages few: a burst of
+                            # them throttles every writer, the AOF's too.
+                            unsynced = 0
+                            await to_thread(_write_and_sync, fd, chunk)
+                        else:
+                            await to_thread(write_all, fd, chunk)
                 await to_thread(os.fsync, fd)
                 # Catch up with what was logged meanwhile, still serving.
                 for _ in range(50):

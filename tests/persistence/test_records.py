@@ -231,3 +231,21 @@ def test_fast_record_matches_the_codec():
             job.flags |= 8  # DUMMY_ACK never goes to the file
             job.nacks, job.deliveries = 3, 4
             assert loadjob_record(job) == aof.loadjob(serialize(job, job.etime_ms))
+
+
+def test_fast_decode_matches_the_codec():
+    from trisque.server.core.job import deserialize
+    core = Core()
+    job = core.job(core("ADDJOB", "q", "x\r\ny", 0, "DELAY", 3))
+    for nodes in ((), ("b" * 40,), ("b" * 40, "c" * 40, "d" * 40)):
+        job.nodes_delivered = nodes
+        data = b"pad" + serialize(job, 12345) + b"tail"
+        fast = aof_load.decode_job(data, 3, len(data) - 4)
+        slow, end = deserialize(data, 3)
+        assert end == len(data) - 4
+        for field in ("id", "queue", "body", "state", "flags", "repl", "ctime",
+                      "etime_ms", "delay_s", "retry_s", "nacks", "deliveries",
+                      "nodes_delivered"):
+            assert getattr(fast, field) == getattr(slow, field), field
+        with pytest.raises(ValueError):
+            aof_load.decode_job(data, 3, len(data) - 3)
