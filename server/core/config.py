@@ -264,13 +264,13 @@ class Config:
         args = text.split() if directive.kind == "list" else [text]
         try:
             value = directive.parse(args)
-        except ConfigError as exc:
-            raise ConfigError(f"Invalid argument '{text}' for CONFIG SET '{name}': {exc}") from None
+        except ConfigError:
+            raise ConfigError(f"Invalid argument '{text}' for CONFIG SET '{name}'") from None
         if directive.name == "dir":
             try:
                 os.chdir(value)
             except OSError as exc:
-                raise ConfigError(f"Invalid argument '{text}' for CONFIG SET 'dir': {exc.strerror}") from None
+                raise ConfigError(f"Changing directory: {exc.strerror}") from None
         old = getattr(self, directive.attr)
         setattr(self, directive.attr, value)
         hook = self.on_change.get(directive.name)
