@@ -31,6 +31,7 @@ class Link:
         self.out_bytes = 0
         self.has_output = trio.Event()
         self.closed = False
+        self.cancel_scope = None  # the link's reader and writer, once running
 
     def send(self, frame):
         if self.closed:
@@ -38,8 +39,20 @@ class Link:
         self.out.append(frame)
         self.out_bytes += len(frame)
         if self.out_bytes > MAX_LINK_BUFFER:
-            self.closed = True
+            self.close()
+            return
         self.has_output.set()
+
+    def close(self):
+        """Stop the link now, even if its writer is blocked in a send to a
+        peer that stopped reading (a stuck writer would otherwise keep the
+        socket and its buffer for as long as the peer stays stopped)."""
+        self.closed = True
+        self.out.clear()
+        self.out_bytes = 0
+        self.has_output.set()
+        if self.cancel_scope is not None:
+            self.cancel_scope.cancel()
 
 
 class TcpTransport:
@@ -77,8 +90,7 @@ class TcpTransport:
     def drop_link(self, node_id):
         link = self.out_links.pop(node_id, None)
         if link is not None:
-            link.closed = True
-            link.has_output.set()
+            link.close()
 
     def rename_link(self, old_id, new_id):
         link = self.out_links.pop(old_id, None)
@@ -86,8 +98,7 @@ class TcpTransport:
             link.node_id = new_id
             stale = self.out_links.pop(new_id, None)
             if stale is not None:
-                stale.closed = True
-                stale.has_output.set()
+                stale.close()
             self.out_links[new_id] = link
 
     def flush_soon(self):
@@ -147,6 +158,9 @@ class TcpTransport:
 
     async def _run_link(self, link):
         async with trio.open_nursery() as nursery:
+            link.cancel_scope = nursery.cancel_scope
+            if link.closed:
+                nursery.cancel_scope.cancel()
             nursery.start_soon(self._writer, link, nursery.cancel_scope)
             try:
                 await self._reader(link)

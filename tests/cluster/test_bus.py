@@ -2,6 +2,7 @@
 that link, and the node and its cluster keep working."""
 
 import os
+import signal
 import socket
 import struct
 import time
@@ -161,4 +162,56 @@ def test_half_frame_then_close_and_many_connections(cluster3):
         socks.append(sock)
     for sock in socks:
         sock.close()
+    _healthy(c)
+
+
+def _links_to(pid, port):
+    """Established TCP connections of process ``pid`` to 127.0.0.1:port."""
+    inodes = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    count = 0
+    with open("/proc/net/tcp") as f:
+        for line in f.readlines()[1:]:
+            parts = line.split()
+            remote, state, inode = parts[2], parts[3], parts[9]
+            if state == "01" and inode in inodes and int(remote.split(":")[1], 16) == port:
+                count += 1
+    return count
+
+
+def test_stopped_peer_does_not_pile_up_stuck_links(make_cluster):
+    """A peer that stops reading (SIGSTOP) while megabytes are on their way
+    to it: the node drops the link after node-timeout and must not keep the
+    old one (its writer blocked in a send) while it opens new ones."""
+    c = make_cluster(3)
+    stopped = c.servers[2]
+    pid0 = c.servers[0].proc.pid
+    bus2 = stopped.port + 10000
+    ids = c.ids()
+    os.kill(stopped.proc.pid, signal.SIGSTOP)
+    try:
+        pipe = c[0].pipeline(transaction=False)
+        for _ in range(20):
+            pipe.execute_command("ADDJOB", "q", b"x" * 1000000, 0, "REPLICATE", 3, "ASYNC")
+        pipe.execute(raise_on_error=False)  # some -NOREPL once node 2 is PFAIL
+        wait_for(lambda: "fail?" in cluster_nodes(c[0])[ids[2]]["flags"]
+                 or "fail" in cluster_nodes(c[0])[ids[2]]["flags"], 10,
+                 message="stopped node suspected")
+        most = 0
+        deadline = time.monotonic() + 3  # several link drops and reconnects
+        while time.monotonic() < deadline:
+            most = max(most, _links_to(pid0, bus2))
+            time.sleep(0.1)
+        assert most <= 1, f"{most} links to the stopped node at once"
+    finally:
+        os.kill(stopped.proc.pid, signal.SIGCONT)
+    c.wait_mesh(timeout=15)
+    wait_for(lambda: all(cluster_nodes(c[i])[ids[2]]["flags"] == {"noflags"}
+                         for i in (0, 1)), 10, message="flags cleared after SIGCONT")
     _healthy(c)
