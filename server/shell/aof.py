@@ -238,6 +238,12 @@ class AppendOnlyLog:
         from ..core.commands_server import flushall
         if self.pending:
             self._retry_pending()
+        if self.rewriting is not None:
+            # Its snapshot holds the jobs we are about to replace: start over.
+            self.rewriting.abort()
+            self.rewriting = None
+            self.rewrite_scheduled = True
+            self._refresh()
         flushall(self.node)
         try:
             _exhaust(aof_load.load(self.node, self.path,
