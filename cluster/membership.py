@@ -247,6 +247,11 @@ class Membership:
                     self.update_reachable()
         if sender is None:
             return
+        if not sender.link_ok and not sender.handshake:
+            # It talks to us but our link to it is down (it restarted, say):
+            # reconnect now rather than at the next cron tick, so the PONG
+            # that clears its PFAIL/FAIL comes as soon as possible.
+            cluster.transport.ensure_link(sender)
         # The sender's header tells us about the sender itself.
         leaving = bool(msg.sender_flags & bus.F_LEAVING)
         if sender.leaving != leaving:
@@ -302,6 +307,7 @@ class Membership:
             return
         if self.nodes.get(msg.sender) is None:
             return
+        node.pfail = False  # FAIL replaces the suspicion, as in Disque
         node.fail = True
         self.dirty = True
         self.update_reachable()
@@ -343,7 +349,8 @@ class Membership:
                 node.link_ok = False
             if not node.link_ok and node.ping_sent_ms == 0:
                 node.ping_sent_ms = now_ms  # waiting for a link counts too
-            if node.ping_sent_ms and waited > timeout and not node.pfail:
+            if (node.ping_sent_ms and waited > timeout
+                    and not node.pfail and not node.fail):
                 node.pfail = True
                 changed = True
             if node.pfail:
@@ -361,6 +368,7 @@ class Membership:
                 del node.fail_reports[reporter]
         needed = self.size() // 2 + 1
         if len(node.fail_reports) + 1 >= needed:
+            node.pfail = False  # CLUSTER NODES shows "fail", not "fail?,fail"
             node.fail = True
             self.dirty = True
             self.update_reachable()

@@ -16,7 +16,7 @@ from ...protocol import bus
 from . import log
 
 RECV_SIZE = 64 * 1024
-CONNECT_RETRY_MS = 100
+CONNECT_RETRY_MS = 20  # at most one connection attempt per peer this often
 MAX_LINK_BUFFER = 256 * 1024 * 1024  # drop a link whose peer stopped reading
 
 
@@ -229,6 +229,10 @@ class ClusterService:
             raise ConfigError(f"Could not bind the cluster bus port {config.bus_port()}: "
                               f"{exc.strerror}") from None
         nursery.start_soon(self.transport.flusher)
+        # Reach the peers of nodes.conf at once, before serving clients: a
+        # restarted node is announced (and its FAIL flag cleared) sooner.
+        for other in self.cluster.membership.others():
+            self.transport.ensure_link(other)
         nursery.start_soon(self._save_loop)
         if config.cluster_join:
             nursery.start_soon(self._join_loop, list(config.cluster_join))

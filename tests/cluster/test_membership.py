@@ -56,7 +56,7 @@ def test_kill_two_of_five_flags_exactly_them_then_restart_clears(make_cluster):
             for v in victims:
                 if "fail?" in flags[ids[v]]:
                     seen_pfail.add((s, v))
-            if not all("fail" in flags[ids[v]] for v in victims):
+            if not all(flags[ids[v]] == {"fail"} for v in victims):
                 return False
         return True
     wait_for(all_failed, 15, interval=0.05, message="victims flagged fail")
