@@ -48,6 +48,15 @@ def test_kill_two_of_five_flags_exactly_them_then_restart_clears(make_cluster):
     survivors = [0, 2, 4]
     for i in victims:
         c.kill(i)
+    # First the link is gone (HELLO priority 5), then PFAIL (10), then FAIL.
+    seen_prio = set()
+
+    def suspected():
+        prio = hello(c[0])[ids[1]]
+        seen_prio.add(prio)
+        return prio >= 10
+    wait_for(suspected, 10, interval=0.01, message="victim suspected")
+    assert 5 in seen_prio, seen_prio
     seen_pfail = set()
 
     def all_failed():
