@@ -54,7 +54,7 @@ def test_kill9_during_a_rewrite_loses_nothing(make_server):
     server = make_server(config="appendonly yes\n")
     c = server.client()
     pipe = c.pipeline(transaction=False)
-    for i in range(40000):
+    for i in range(25000):
         pipe.execute_command("ADDJOB", "big", "x" * 50, 0)
     first = pipe.execute()
     load = Load(server, threads=3)
