@@ -235,7 +235,9 @@ class Federation:
                     break
                 count, expire_ms = asks.pop(node_id)
                 peer = nodes.get(node_id)
-                if expire_ms >= now_ms and peer is not None and peer.link_ok:
+                # Not to a node that failed or is leaving since it asked.
+                if (expire_ms >= now_ms and peer is not None and peer.link_ok
+                        and peer.reachable()):
                     self._answer(queue, node_id, count)
             if not asks:
                 del self.open_asks[name]
@@ -258,7 +260,7 @@ class Federation:
         give = count if size >= 2 * count else max(1, size // 2)
         now_ms = node.now_ms()
         for _ in range(give):
-            job = node.fetch(queue, now_ms)
+            job = node.fetch(queue, now_ms, consumer=False)
             cluster.send_job(node_id, bus.YOURJOBS, cluster.serialize_for_bus(job))
             if job.retry_s == 0:
                 node.delete_job(job)  # at-most-once: it lives there now

@@ -284,3 +284,13 @@ def test_new_source_resets_broadcast_backoff_to_2s():
     net.advance(3000)
     # Attempt back to 0: the next broadcast 2 s after the last one.
     assert times(needjobs(net, src=0, dst=1)) == [0, 4100, 6200]
+
+
+def test_open_ask_of_a_node_now_leaving_is_not_answered():
+    net = Net(2)
+    net.run(0, "GETJOB", "NOHANG", "FROM", "q")
+    assert net.clusters[1].federation.open_asks
+    net.clusters[1].membership.nodes[net.nodes[0].id].leaving = True
+    add(net, 1, "q", 1)
+    assert yourjobs(net) == []
+    assert net.run(1, "QLEN", "q") == 1
