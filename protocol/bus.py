@@ -202,6 +202,7 @@ def _decode_body(type_, payload):
         data = bytes(payload)
         for _ in range(count):
             fields, end = jobcodec.decode(data, pos)
+            _check_job_id(fields[0])
             records.append(fields)
             pos = end
         _expect_end(pos, size)
@@ -226,6 +227,19 @@ def _check_node_id(raw):
     if len(raw) != NODE_ID_LEN or not _HEX_DIGITS.issuperset(raw):
         raise ValueError("bad node id")
     return raw.decode("ascii")
+
+
+# A job ID is "D-", 8 hex digits, "-", 24 base64 characters, "-", 4 hex
+# digits.  A stored job's ID is echoed in replies (JSCAN sends it as a
+# status line), so one from a peer must not hold other bytes.
+_JOB_ID_CHARS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                          b"0123456789+/-")
+
+
+def _check_job_id(job_id):
+    if (len(job_id) != 40 or job_id[:2] != b"D-" or job_id[10] != 45
+            or job_id[35] != 45 or not _JOB_ID_CHARS.issuperset(job_id)):
+        raise ValueError("bad job id")
 
 
 def _check_ip(raw):

@@ -83,6 +83,10 @@ def test_bad_frames_from_a_known_sender_id(cluster3):
         "bad-job-state": bus.jobs(header, bus.REPLJOB, [jobcodec.encode(
             b"D-0123abcd-0123456789abcdefghijklmn-05a1", 9, 0, 1, 1, 1000, 0, 1, 0, 0,
             b"q", b"b", ())]),
+        # A job ID that would break replies listing it (JSCAN status lines).
+        "bad-job-id": bus.jobs(header, bus.REPLJOB, [jobcodec.encode(
+            b"D-\xff\xff\xff\xff\xff\xff\xff\xff-0123456789abcdef\r\nijklmn-05a1", 1, 0, 1,
+            1, 60000, 0, 1, 0, 0, b"q", b"b", ())]),
     }
     frames["unknown-type"][8:10] = struct.pack("<H", 999)
     frames["non-ascii-sender"][12:14] = b"\xff\xfe"
@@ -98,6 +102,8 @@ def test_bad_frames_from_a_known_sender_id(cluster3):
         sock.sendall(bytes(frame))
         assert _closed_by_peer(sock), name
         sock.close()
+    assert c[0].info()["registered_jobs"] == 0
+    assert c[0].execute_command("JSCAN") == [b"0", []]
     _healthy(c)
 
 
