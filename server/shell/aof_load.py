@@ -19,6 +19,7 @@ refused with their offset.  Refusals raise ``LoadError``.
 import gc
 import mmap
 import os
+import stat
 import time
 
 from ...protocol import aof, jobcodec
@@ -197,10 +198,17 @@ def load(node, path, truncate_ok, enqueue_once):
         raise LoadError(f"Fatal error: can't open the append log file for "
                         f"reading: {exc.strerror}") from None
     try:
-        size = os.fstat(fd).st_size
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise LoadError(f"Fatal error: the append only file {path} is not "
+                            f"a regular file")
+        size = info.st_size
         if size == 0:
             return options
         buf = mmap.mmap(fd, size, prot=mmap.PROT_READ)
+    except OSError as exc:
+        raise LoadError(f"Fatal error: can't read the append only file {path}: "
+                        f"{exc.strerror}") from None
     finally:
         os.close(fd)
     started = time.monotonic()

@@ -205,4 +205,5 @@ def test_aof_path_that_cannot_be_opened(make_server):
         f.write("appendonly yes\n")
     server.start(wait=False)
     assert wait_exit(server) == 1
-    assert "Is a directory" in server.log()
+    assert "disque.aof is not a regular file" in server.log()
+    assert "Traceback" not in server.proc.stderr.read().decode()
