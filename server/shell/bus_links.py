@@ -7,6 +7,7 @@ produced for a peer leaves in one ``send``.
 """
 
 import os
+import traceback
 
 import trio
 
@@ -168,6 +169,12 @@ class TcpTransport:
                 pass
             except bus.BusError as exc:
                 log.warning(f"Bad cluster bus frame from {link.peer_ip or link.node_id}: {exc}")
+            except Exception:
+                # A frame that passed the codec but tripped a rule: a bug,
+                # logged loudly; the link goes, the node stays up.
+                log.warning(f"Error handling a cluster bus frame from "
+                            f"{link.peer_ip or link.node_id}, link dropped:\n"
+                            + traceback.format_exc())
             nursery.cancel_scope.cancel()
         link.closed = True
         with trio.CancelScope(shield=True):
