@@ -562,10 +562,11 @@ class AppendOnlyLog:
         self._refresh()
         self.last_rewrite_status = "err"
         self.last_rewrite_time_s = int(time.time() - rewriting.started)
+        # No new attempt (automatic, or for WAIT_REWRITE) for a while.
+        self.rewrite_not_before = time.monotonic() + REWRITE_RETRY_S
         if self.state is WAIT_REWRITE:
             # The AOF cannot be on without a complete file: try again.
             self.rewrite_scheduled = True
-            self.rewrite_not_before = time.monotonic() + REWRITE_RETRY_S
         self._update_durable()
 
     def _auto_rewrite_due(self):
@@ -593,7 +594,7 @@ class AppendOnlyLog:
             if self.rewrite_scheduled:
                 if now >= self.rewrite_not_before:
                     self._start_rewrite()
-            elif self._auto_rewrite_due():
+            elif now >= self.rewrite_not_before and self._auto_rewrite_due():
                 self._start_rewrite()
         self._update_durable()
         if self._sync_due(now):
