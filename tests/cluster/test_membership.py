@@ -2,6 +2,7 @@
 FORGET, RESET, LEAVING, cluster-join."""
 
 import os
+import threading
 import time
 
 import pytest
@@ -137,6 +138,36 @@ def test_nodes_conf_atomic_and_identity_survives_restart(make_cluster):
     # It knows its peers without any MEET.
     c.wait_mesh()
     assert set(cluster_nodes(c[0])) == set(ids)
+
+
+def test_kill_9_while_saving_nodes_conf_never_loses_identity(make_cluster):
+    """nodes.conf is replaced atomically: a kill -9 at any moment of a save
+    leaves the old or the new file, never a torn one."""
+    c = make_cluster(3)
+    ids = c.ids()
+    for delay in (0.05, 0.2, 0.4):
+        stop = threading.Event()
+
+        def hammer(port=c.servers[0].port):
+            client = redis.Redis(port=port, socket_timeout=2, retry=None)
+            try:
+                while not stop.is_set():
+                    client.execute_command("CLUSTER", "SAVECONFIG")
+            except (redis.ConnectionError, redis.TimeoutError):
+                pass
+            finally:
+                client.close()
+        threads = [threading.Thread(target=hammer) for _ in range(3)]
+        for t in threads:
+            t.start()
+        time.sleep(delay)
+        c.kill(0)
+        stop.set()
+        for t in threads:
+            t.join()
+        c.restart(0)
+        assert c[0].execute_command("CLUSTER", "MYID").decode() == ids[0]
+        assert set(cluster_nodes(c[0])) == set(ids)
 
 
 def test_corrupted_nodes_conf_refuses_to_start(tmp_path):
