@@ -47,7 +47,7 @@ class Cluster:
         """Adopt ``node_id`` (from nodes.conf, or a hard reset)."""
         from ..protocol.jobid import IdGenerator
         self.node.id = node_id
-        self.node.ids = IdGenerator(node_id)
+        self.node.ids = IdGenerator(node_id, self.node.random_bytes)
         self._header = None
 
     # ------------------------------------------------- hooks of the core
@@ -78,6 +78,9 @@ class Cluster:
 
     def working(self, job):
         requeue.working(self, job)
+
+    def delivered(self, job):
+        requeue.delivered(self, job)
 
     def try_gc(self, job):
         acks.try_gc(self, job)

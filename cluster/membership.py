@@ -19,8 +19,6 @@ Rules (after Disque's cluster.c, in our words):
   restarted node comes back as itself, knowing its peers.
 """
 
-import os
-
 from ..protocol import bus
 
 HANDSHAKE_MIN_MS = 1000
@@ -154,7 +152,8 @@ class Membership:
         for node in self.nodes.values():
             if node.handshake and node.ip == ip and node.bus_port == bus_port:
                 return  # already meeting it
-        node = ClusterNode(os.urandom(20).hex(), ip, port, bus_port, now_ms)
+        made_up_id = self.cluster.node.random_bytes(20).hex()
+        node = ClusterNode(made_up_id, ip, port, bus_port, now_ms)
         node.handshake = True
         node.meet_pending = True
         self.add(node)

@@ -76,6 +76,7 @@ def replicate(cluster, job, client, timeout_ms, asynchronous, external):
     if not asynchronous:
         job.nodes_confirmed = set() if external else {my_id}
         node.register(job)
+        node.schedule(job)  # its TTL runs while it waits, too
         now_ms = node.now_ms()
         pending = PendingAddJob(client, job, now_ms + timeout_ms if timeout_ms else 0)
         job.waiter = pending

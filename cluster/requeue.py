@@ -8,6 +8,12 @@
   RETRY; a receiver that has it queued too dequeues it if the sender's ID,
   mixed with the job ID, is greater: so at most one node keeps it queued.
 - WORKING (a consumer is still on it) is QUEUED that always dequeues.
+- Ours, beyond Disque: when a consumer takes the job (GETJOB), the node
+  sends WORKING to the other holders.  Their requeue timers started when
+  they got their copy, possibly long before; without this, a replica
+  could requeue a job a consumer is processing right now, a duplicate
+  delivery in a perfectly healthy cluster.  The messages are coalesced
+  per turn like all job messages.
 - ENQUEUE asks a holder to queue the job now (or after ``aux`` seconds):
   used when the node that took ADDJOB keeps no copy.
 """
@@ -29,6 +35,12 @@ def will_queue(cluster, job):
 
 def working(cluster, job):
     cluster.send_to_holders(job, bus.WORKING)
+
+
+def delivered(cluster, job):
+    """A consumer took the job here: the other holders hold back."""
+    if len(job.nodes_delivered) > 1:
+        cluster.send_to_holders(job, bus.WORKING)
 
 
 def sender_wins(sender_id, my_id, job_id):
@@ -78,6 +90,7 @@ def on_willqueue(cluster, sender, items):
             cluster.send_to_holders(job, bus.QUEUED)
         elif job.state == ACKED:
             cluster.send_setack(sender.id, job)
+
 
 
 def on_enqueue(cluster, sender, items):

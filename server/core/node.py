@@ -18,6 +18,7 @@ time comes from ``self.clock``, which the shell sets to the real clock and
 tests and the simulator to a fake one.
 """
 
+import os
 import random as _random
 from collections import deque
 
@@ -59,7 +60,8 @@ class Stats:
 
 
 class Node:
-    def __init__(self, config, node_id, clock, rng=None, table=None):
+    def __init__(self, config, node_id, clock, rng=None, table=None,
+                 random_bytes=None):
         from .table import COMMANDS  # the full table, commands import us
         self.config = config
         self.id = node_id  # 40 hex chars, str
@@ -71,7 +73,10 @@ class Node:
         self.deadlines = Deadlines()
         self.clients = {}  # id -> Client
         self.monitors = []
-        self.ids = jobid.IdGenerator(node_id)
+        # Where job IDs get their randomness: the OS, or a seeded generator
+        # in the simulator so a run can be replayed.
+        self.random_bytes = random_bytes or os.urandom
+        self.ids = jobid.IdGenerator(node_id, self.random_bytes)
         self.cluster = Standalone(self)
         self.log = NoLog()
         self.used_memory = BASE_MEMORY
@@ -82,6 +87,7 @@ class Node:
         self.deletions = 0  # jobs removed, so scan cursors never skip one
         self.queue_deletions = 0
         self._last_ctime = 0
+        self._last_etime = 0
         self.next_client_id = 1
         self.loading = False
         self.on_wake = None  # shell hook: a client has output to flush
@@ -291,8 +297,13 @@ class Node:
     # ------------------------------------------------------- job registry
 
     def create_job(self, queue, body, repl, ttl_s, retry_s, delay_s, now_ms):
+        etime_ms = now_ms + ttl_s * 1000
+        if etime_ms == self._last_etime:
+            etime_ms = self._last_etime  # jobs of the same ms share the int (memory)
+        else:
+            self._last_etime = etime_ms
         job = Job(self.ids.new(ttl_s, retry_s), queue, body, WAIT_REPL, repl,
-                  self.new_ctime(now_ms), now_ms + ttl_s * 1000, delay_s, retry_s)
+                  self.new_ctime(now_ms), etime_ms, delay_s, retry_s)
         job.qtime_ms = now_ms + (delay_s or retry_s) * 1000
         return job
 
@@ -386,9 +397,10 @@ class Node:
         self.schedule(job)
         return True
 
-    def fetch(self, queue, now_ms):
-        """Take the oldest job from ``queue`` for a consumer (Disque's
-        queueFetchJob); its requeue timer starts now."""
+    def fetch(self, queue, now_ms, consumer=True):
+        """Take the oldest job from ``queue`` (Disque's queueFetchJob) for
+        a consumer (or to send to another node); its requeue timer starts
+        now."""
         job = queue.jobs.pop(0)
         job.state = ACTIVE
         job.flags |= DELIVERED
@@ -399,6 +411,8 @@ class Node:
             if self.cluster.size() > 1:
                 job.qtime_ms += self.jitter_ms()
         self.schedule(job)
+        if consumer:
+            self.cluster.delivered(job)
         if not queue.jobs:
             self.cluster.queue_drained(queue)
         return job

@@ -36,6 +36,9 @@ class Standalone:
     def will_queue(self, job):
         """We will requeue the job in 500 ms (rule: WILLQUEUE)."""
 
+    def delivered(self, job):
+        """A consumer took the job (GETJOB): other holders hold back."""
+
     def working(self, job):
         """A consumer said WORKING: other holders postpone their requeue."""
 

@@ -1,0 +1,1 @@
+"""Deterministic simulation of a trisque cluster (see world.py)."""

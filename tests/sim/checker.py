@@ -1,0 +1,171 @@
+"""The at-least-once checker: what the cluster promised, and what it did.
+
+Recorded during a run:
+- every ADDJOB the cluster accepted (and which nodes held the job then);
+- every delivery (a job ID in a GETJOB reply) and why a later delivery of
+  the same job was expected (NACK, a consumer that died holding it, one
+  that worked longer than RETRY);
+- every ACKJOB answered, and every copy of every job coming and going on
+  every node, alive or on the disk of a crashed node.
+
+Checked at the end, after healing and quiescence:
+- *lost*: a job whose synchronous ADDJOB succeeded and was never delivered
+  although its TTL did not pass (unless every node that held it lost its
+  disk in a crash: beyond the promise);
+- *acked then delivered*: a delivery after the ack reached every holder
+  (no node, alive or on disk, still had an un-acked copy);
+- *leaks*: registered jobs left on any node once everything is acked or
+  expired;
+- duplicates (deliveries nobody asked for) are counted and reported; in a
+  run without faults they must be zero.
+"""
+
+from trisque.protocol import aof
+from trisque.server.core.job import ACKED, deserialize
+
+
+class JobRecord:
+    __slots__ = ("id", "accepted_ms", "synchronous", "ttl_ms", "holders",
+                 "deliveries", "expected_redeliveries", "acked_ms",
+                 "full_ack_ms", "duplicates")
+
+    def __init__(self, job_id):
+        self.id = job_id
+        self.accepted_ms = None
+        self.synchronous = False
+        self.ttl_ms = 0
+        self.holders = None
+        self.deliveries = []  # (time ms, node index)
+        self.expected_redeliveries = 0
+        self.acked_ms = None
+        self.full_ack_ms = None
+        self.duplicates = 0
+
+
+class Checker:
+    def __init__(self, world):
+        self.world = world
+        self.jobs = {}
+        self.live = {}  # job id -> node indexes holding an un-acked copy
+        self.on_disk = {}  # node index (crashed) -> job ids un-acked on its disk
+        self.wipes = {}  # node index -> times its disk was lost
+        self.violations = []
+        self.max_dummy_acks = 0
+
+    def record(self, job_id):
+        rec = self.jobs.get(job_id)
+        if rec is None:
+            rec = self.jobs[job_id] = JobRecord(job_id)
+        return rec
+
+    # --------------------------------------------------- copies
+
+    def copy_added(self, index, job_id):
+        self.live.setdefault(job_id, set()).add(index)
+
+    def copy_gone(self, index, job_id, crashed=False):
+        holders = self.live.get(job_id)
+        if holders is not None:
+            holders.discard(index)
+            if not holders:
+                del self.live[job_id]
+        self._check_fully_acked(job_id)
+
+    def disk_state(self, index, disk):
+        """A node crashed: which un-acked jobs survive on its disk."""
+        held = {}
+        buf = bytes(disk)
+        pos = 0
+        while pos < len(buf):
+            argv, pos = aof.parse(buf, pos, len(buf))
+            if argv[0] == aof.LOADJOB:
+                start, stop = argv[1]
+                job, _ = deserialize(buf, start)
+                if job.state != ACKED:
+                    held[job.id] = True
+            else:
+                for job_id in argv[1:]:
+                    held.pop(job_id, None)
+        self.on_disk[index] = set(held)
+
+    def node_started(self, index):
+        self.on_disk.pop(index, None)
+
+    def disk_wiped(self, index):
+        self.wipes.setdefault(index, []).append(self.world.now_ms)
+
+    def _held_anywhere(self, job_id):
+        if job_id in self.live:
+            return True
+        return any(job_id in ids for ids in self.on_disk.values())
+
+    def _check_fully_acked(self, job_id):
+        rec = self.jobs.get(job_id)
+        if (rec is not None and rec.acked_ms is not None and rec.full_ack_ms is None
+                and not self._held_anywhere(job_id)):
+            rec.full_ack_ms = self.world.now_ms
+
+    # -------------------------------------------------- workload events
+
+    def accepted(self, job_id, synchronous, ttl_ms, holders):
+        rec = self.record(job_id)
+        rec.accepted_ms = self.world.now_ms
+        rec.synchronous = synchronous
+        rec.ttl_ms = ttl_ms
+        rec.holders = holders
+
+    def delivered(self, job_id, index):
+        rec = self.record(job_id)
+        now = self.world.now_ms
+        if rec.full_ack_ms is not None and now > rec.full_ack_ms:
+            self.violations.append(
+                f"acked then delivered: {job_id.decode()} on node {index} at {now} ms, "
+                f"ack reached every holder at {rec.full_ack_ms} ms")
+        if rec.deliveries:
+            if rec.expected_redeliveries > 0:
+                rec.expected_redeliveries -= 1
+            else:
+                rec.duplicates += 1
+        rec.deliveries.append((now, index))
+
+    def redelivery_expected(self, job_id):
+        self.record(job_id).expected_redeliveries += 1
+
+    def acked(self, job_id):
+        rec = self.record(job_id)
+        if rec.acked_ms is None:
+            rec.acked_ms = self.world.now_ms
+        self._check_fully_acked(job_id)
+
+    # ---------------------------------------------------------- verdict
+
+    def _exempt(self, rec):
+        """Every holder lost its disk after the job was accepted."""
+        holders = rec.holders or range(len(self.world.nodes))
+        return all(any(t >= rec.accepted_ms for t in self.wipes.get(i, ()))
+                   for i in holders)
+
+    def finish(self):
+        now = self.world.now_ms
+        for rec in self.jobs.values():
+            if (rec.synchronous and rec.accepted_ms is not None and not rec.deliveries
+                    and now < rec.accepted_ms + rec.ttl_ms and not self._exempt(rec)):
+                self.violations.append(f"lost: {rec.id.decode()} accepted at "
+                                       f"{rec.accepted_ms} ms, never delivered")
+        for sim_node in self.world.nodes:
+            if sim_node.alive and sim_node.node.jobs:
+                sample = next(iter(sim_node.node.jobs.values()))
+                self.violations.append(
+                    f"leak: node {sim_node.index} still has {len(sim_node.node.jobs)} "
+                    f"jobs, e.g. {sample!r}")
+        return self.violations
+
+    def summary(self):
+        accepted = sum(1 for r in self.jobs.values() if r.accepted_ms is not None)
+        delivered = sum(1 for r in self.jobs.values() if r.deliveries)
+        deliveries = sum(len(r.deliveries) for r in self.jobs.values())
+        duplicates = sum(r.duplicates for r in self.jobs.values())
+        return {"accepted": accepted, "delivered": delivered,
+                "deliveries": deliveries, "duplicates": duplicates,
+                "max_dummy_acks": self.max_dummy_acks,
+                "violations": len(self.violations)}

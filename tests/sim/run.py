@@ -1,0 +1,83 @@
+"""One simulated run: form the cluster, run the workload under faults,
+heal, drain, settle, check."""
+
+import time
+
+from trisque.server.core.job import DUMMY_ACK
+
+from .faults import Faults
+from .workload import Workload
+from .world import World, frame_summary
+
+
+def run_seed(seed, nodes=5, profile="none", work_ms=15000, drain_ms=40000,
+             settle_ms=240000, trace_job=None, check_invariants=True):
+    started = time.monotonic()
+    world = World(seed, nodes=nodes, check_invariants=check_invariants)
+    trace = []
+    if trace_job is not None:
+        needle = trace_job.encode() if isinstance(trace_job, str) else trace_job
+
+        def tracer(now, src, dst, frame):
+            if needle in frame:
+                trace.append(f"{now:>8} ms  node {src} -> node {dst}  {frame_summary(frame)}")
+        world.network.trace = tracer
+    checker = world.checker
+    world.start_cluster()
+    world.run_until(20000, stop=world.cluster_formed)
+    if not world.cluster_formed():
+        checker.violations.append("the cluster did not form a full mesh in 20 s")
+        return _result(world, seed, nodes, profile, started, trace)
+    t0 = world.now_ms
+    faults = Faults(world, profile)
+    workload = Workload(world, **faults.workload_options)
+    faults.start(t0 + work_ms)
+    workload.start(t0 + work_ms)
+    _run_sampling(world, t0 + work_ms)
+    faults.heal()
+    workload.drain()
+    _run_sampling(world, t0 + work_ms + drain_ms)
+    lost_cutoff = world.now_ms
+    workload.stop()
+
+    def settled():
+        return all(s.alive and not s.node.jobs for s in world.nodes)
+    world.run_until(world.now_ms + settle_ms, stop=settled)
+    saved_now = world.now_ms
+    world.now_ms = lost_cutoff  # "lost" is judged when the drain ended
+    violations = [v for v in checker.finish() if not v.startswith("leak")]
+    world.now_ms = saved_now
+    checker.violations = violations
+    for sim_node in world.nodes:  # leaks are judged after settling
+        if sim_node.alive and sim_node.node.jobs:
+            sample = next(iter(sim_node.node.jobs.values()))
+            checker.violations.append(
+                f"leak: node {sim_node.index} still has {len(sim_node.node.jobs)} "
+                f"jobs, e.g. {sample!r}")
+    return _result(world, seed, nodes, profile, started, trace)
+
+
+def _run_sampling(world, end_ms):
+    """Run until end_ms, sampling the number of dummy acks each second."""
+    while world.now_ms < end_ms:
+        world.run_until(min(end_ms, world.now_ms + 1000))
+        for sim_node in world.nodes:
+            if sim_node.alive:
+                dummies = sum(1 for j in sim_node.node.jobs.values() if j.flags & DUMMY_ACK)
+                world.checker.max_dummy_acks = max(world.checker.max_dummy_acks, dummies)
+
+
+def _result(world, seed, nodes, profile, started, trace):
+    summary = world.checker.summary()
+    summary.update(seed=seed, nodes=nodes, profile=profile,
+                   events=world.events_run, frames=world.network.frames,
+                   virtual_s=world.now_ms / 1000, wall_s=round(time.monotonic() - started, 2),
+                   violations=list(world.checker.violations), trace=trace)
+    return summary
+
+
+def replay_command(seed, nodes, profile, job=None):
+    line = f"python -m tests.sim --seed {seed} --nodes {nodes} --faults {profile}"
+    if job:
+        line += f" --trace {job}"
+    return line

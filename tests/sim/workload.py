@@ -1,0 +1,220 @@
+"""Producers and consumers of a simulated run.
+
+Producers ADDJOB to random nodes with random REPLICATE, RETRY, TTL and
+ASYNC.  Consumers GETJOB on random nodes and then ACKJOB (sometimes on
+another node), FASTACK, NACK, WORKING then ACKJOB, or die without acking.
+"""
+
+from .world import SimClient
+
+QUEUES = (b"q0", b"q1", b"q2")
+
+
+class Workload:
+    def __init__(self, world, rate_per_s=40, consumers=6, faults=False,
+                 slow_consumers=False, burst=False):
+        self.world = world
+        self.rng = world.rng
+        self.rate_per_s = rate_per_s
+        self.consumer_count = consumers
+        self.faults = faults  # consumers may die, NACK, hop nodes
+        self.slow_consumers = slow_consumers
+        self.burst = burst
+        self.producing = False
+        self.draining = False
+        self.producers = {}  # node index -> SimClient
+        self.consumers = []
+
+    # --------------------------------------------------------- producing
+
+    def start(self, until_ms):
+        self.producing = True
+        self.until_ms = until_ms
+        self.world.at(self.world.now_ms, self._produce)
+        for _ in range(self.consumer_count):
+            self._start_consumer()
+
+    def _alive_nodes(self):
+        return [n for n in self.world.nodes if n.alive]
+
+    def _producer(self, sim_node):
+        client = self.producers.get(sim_node.index)
+        if client is None or not client.alive or client.sim_node.node is None \
+                or client.client.id not in sim_node.node.clients:
+            client = self.producers[sim_node.index] = SimClient(self.world, sim_node)
+        return client
+
+    def _produce(self):
+        world = self.world
+        if not self.producing or world.now_ms >= self.until_ms:
+            self.producing = False
+            return
+        batch = 1
+        if self.burst and self.rng.random() < 0.05:
+            batch = self.rng.randint(20, 60)
+        for _ in range(batch):
+            self._add_one()
+        gap = max(1, int(self.rng.expovariate(self.rate_per_s) * 1000))
+        world.at(world.now_ms + gap, self._produce)
+
+    def _add_one(self):
+        rng = self.rng
+        nodes = self._alive_nodes()
+        if not nodes:
+            return
+        sim_node = rng.choice(nodes)
+        size = len(self.world.nodes)
+        replicate = rng.randint(1, min(3, size))
+        retry = rng.randint(1, 4)
+        if replicate == 1 and rng.random() < 0.2:
+            retry = 0
+        ttl = rng.randint(40, 90)
+        asynchronous = rng.random() < 0.1
+        argv = [b"ADDJOB", rng.choice(QUEUES), b"body-%d" % world_counter(self),
+                b"2000", b"REPLICATE", replicate, b"RETRY", retry, b"TTL", ttl]
+        if asynchronous:
+            argv.append(b"ASYNC")
+        client = self._producer(sim_node)
+
+        def on_reply(reply):
+            if isinstance(reply, bytes):
+                origin = sim_node.node.jobs.get(reply) if sim_node.alive else None
+                holders = None
+                if origin is not None:
+                    holders = tuple(self.world.index_of(n) for n in origin.nodes_delivered)
+                self.world.checker.accepted(reply, not asynchronous, ttl * 1000, holders)
+        client.call(argv, on_reply)
+
+    # --------------------------------------------------------- consuming
+
+    def _start_consumer(self):
+        nodes = self._alive_nodes()
+        if not nodes:
+            self.world.at(self.world.now_ms + 500, self._start_consumer)
+            return
+        consumer = Consumer(self, self.rng.choice(nodes))
+        self.consumers.append(consumer)
+        consumer.fetch()
+
+    def drain(self):
+        """Stop misbehaving: every consumer acks promptly from now on, and
+        every node gets one."""
+        self.draining = True
+        self.slow_consumers = False
+        for sim_node in self._alive_nodes():
+            consumer = Consumer(self, sim_node)
+            self.consumers.append(consumer)
+            consumer.fetch()
+
+    def stop(self):
+        self.producing = False
+        for consumer in self.consumers:
+            consumer.stopped = True
+
+
+def world_counter(workload):
+    workload.world.counter = getattr(workload.world, "counter", 0) + 1
+    return workload.world.counter
+
+
+class Consumer:
+    def __init__(self, workload, sim_node):
+        self.workload = workload
+        self.world = workload.world
+        self.rng = workload.rng
+        self.sim_node = sim_node
+        self.client = SimClient(self.world, sim_node)
+        self.stopped = False
+        self.dead = False
+
+    def fetch(self):
+        if self.stopped or self.dead:
+            return
+        if not self.client.alive:
+            self._reconnect()
+            return
+        argv = [b"GETJOB", b"TIMEOUT", b"500", b"COUNT", self.rng.randint(1, 3),
+                b"WITHCOUNTERS", b"FROM", *QUEUES]
+        if not self.client.call(argv, self._on_jobs):
+            self._reconnect()
+
+    def _reconnect(self):
+        nodes = self.workload._alive_nodes()
+        if not nodes or self.stopped:
+            self.world.at(self.world.now_ms + 300, self.fetch)
+            return
+        self.sim_node = self.rng.choice(nodes)
+        self.client = SimClient(self.world, self.sim_node)
+        self.world.at(self.world.now_ms + 50, self.fetch)
+
+    def _on_jobs(self, reply):
+        if isinstance(reply, Exception) or reply is None:
+            self.world.at(self.world.now_ms + (50 if isinstance(reply, Exception) else 1),
+                          self.fetch)
+            return
+        checker = self.world.checker
+        for item in reply:
+            job_id = item[1]
+            checker.delivered(job_id, self.sim_node.index)
+            self._process(job_id)
+        self.world.at(self.world.now_ms + 1, self.fetch)
+
+    def _process(self, job_id):
+        rng = self.rng
+        workload = self.workload
+        checker = self.world.checker
+        if workload.slow_consumers and rng.random() < 0.2:
+            delay = rng.randint(1500, 6000)  # longer than most RETRY values
+            checker.redelivery_expected(job_id)
+        else:
+            delay = rng.randint(5, 300)
+        action = "ack"
+        if workload.faults and not workload.draining:
+            roll = rng.random()
+            if roll < 0.05:
+                action = "die"
+            elif roll < 0.10:
+                action = "nack"
+            elif roll < 0.15:
+                action = "ack-elsewhere"
+        roll = rng.random()
+        if action == "ack" and roll < 0.1:
+            action = "fastack"
+        elif action == "ack" and roll < 0.2:
+            action = "working"
+        if action == "die":
+            checker.redelivery_expected(job_id)
+            self.world.at(self.world.now_ms + delay, self._die)
+            return
+        if action == "nack":
+            checker.redelivery_expected(job_id)
+        self.world.at(self.world.now_ms + delay, self._finish, job_id, action)
+
+    def _finish(self, job_id, action):
+        checker = self.world.checker
+        client = self.client
+        if action == "ack-elsewhere":
+            nodes = self.workload._alive_nodes()
+            if nodes:
+                client = SimClient(self.world, self.rng.choice(nodes))
+            action = "ack"
+        if action == "working":
+            def on_working(reply, job_id=job_id):
+                self.world.at(self.world.now_ms + self.rng.randint(5, 200),
+                              self._finish, job_id, "ack")
+            if not client.call([b"WORKING", job_id], on_working):
+                checker.redelivery_expected(job_id)
+            return
+        command = {"ack": b"ACKJOB", "fastack": b"FASTACK", "nack": b"NACK"}[action]
+
+        def on_reply(reply):
+            if command != b"NACK" and not isinstance(reply, Exception):
+                checker.acked(job_id)
+        if not client.call([command, job_id], on_reply):
+            checker.redelivery_expected(job_id)  # the node died: we could not ack
+
+    def _die(self):
+        self.dead = True
+        self.client.close()
+        self.world.at(self.world.now_ms + self.rng.randint(100, 1000),
+                      self.workload._start_consumer)

@@ -1,0 +1,502 @@
+"""A simulated trisque cluster: many real node cores, virtual time, a
+network we control.
+
+Each simulated node is the real ``Node`` core with the real ``Cluster``
+rules; only the clock, the bus transport, the client connections and the
+disk are replaced.  Frames travel through the real bus codec.  One seeded
+``random.Random`` drives everything (the network, the workload, the nodes'
+jitter and job IDs), so a seed replays a run exactly.
+
+Time is an integer of milliseconds; events are (time, sequence, action) in
+a heap.  After every event the node involved flushes its cluster outbox,
+its clients' replies are read, and its next deadline is scheduled.
+"""
+
+import heapq
+import random
+
+import hiredis
+
+from trisque.cluster.cluster import Cluster
+from trisque.protocol import aof, bus
+from trisque.server.core.config import Config
+from trisque.server.core.job import ACKED, DUMMY_ACK, serialize
+from trisque.server.core.node import Node
+from trisque.server.shell import aof_load
+
+EPOCH_MS = 1_800_000_000_000  # virtual wall clock starts here
+CRON_MS = 100
+PORT = 7711
+
+
+class ObservedNode(Node):
+    """The real core, reporting copies coming and going to the checker."""
+
+    world = None
+    index = None
+
+    def register(self, job):
+        added = super().register(job)
+        if added and job.state != ACKED:
+            self.world.checker.copy_added(self.index, job.id)
+        return added
+
+    def unregister(self, job):
+        had = self.jobs.get(job.id) is job
+        super().unregister(job)
+        if had:
+            self.world.checker.copy_gone(self.index, job.id)
+
+    def mark_acked(self, job):
+        super().mark_acked(job)
+        self.world.checker.copy_gone(self.index, job.id)
+
+
+class SimLog:
+    """The node's append-only file, on a disk that survives crashes."""
+
+    enabled = True
+    failing = False  # the simulated disk never fills up
+
+    def __init__(self, disk):
+        self.disk = disk  # a bytearray kept by SimNode across restarts
+
+    def job_stored(self, job):
+        self.disk += aof.loadjob(serialize(job, job.etime_ms))
+
+    def job_deleted(self, job):
+        self.disk += aof.deljob(job.id)
+
+    def info(self):
+        return {"aof_enabled": 1}
+
+    def reload(self):
+        pass
+
+    def rewrite(self):
+        return "Background append only file rewriting started"
+
+
+class SimLink:
+    """One direction of a simulated TCP connection, as the cluster sees it:
+    ``send`` answers on the same connection."""
+
+    def __init__(self, world, owner, peer, node_id=None):
+        self.world = world
+        self.owner = owner  # SimNode holding this end
+        self.peer = peer  # SimNode at the other end
+        self.node_id = node_id  # for outgoing links: who we think it is
+        self.peer_ip = peer.ip
+        self.broken = False
+        self.reverse = None  # the peer's end (an inbound link)
+
+    def send(self, frame):
+        if not self.broken:
+            self.world.network.transmit(self, frame)
+
+
+class SimTransport:
+    """The transport interface of cluster/cluster.py, in memory."""
+
+    def __init__(self, world, sim_node):
+        self.world = world
+        self.sim_node = sim_node
+        self.out_links = {}  # node id -> SimLink
+        self.connecting = set()
+        self.flush_needed = False
+
+    def send(self, node_id, frame):
+        link = self.out_links.get(node_id)
+        if link is not None:
+            link.send(frame)
+
+    def ensure_link(self, node):
+        if node.id in self.out_links or node.id in self.connecting:
+            return
+        self.connecting.add(node.id)
+        self.world.network.connect(self.sim_node, node.id, node.ip, node.bus_port)
+
+    def drop_link(self, node_id):
+        link = self.out_links.pop(node_id, None)
+        self.connecting.discard(node_id)
+        if link is not None:
+            self.world.network.close(link)
+
+    def rename_link(self, old_id, new_id):
+        link = self.out_links.pop(old_id, None)
+        if link is not None:
+            link.node_id = new_id
+            stale = self.out_links.pop(new_id, None)
+            if stale is not None:
+                self.world.network.close(stale)
+            self.out_links[new_id] = link
+
+    def flush_soon(self):
+        self.flush_needed = True
+
+
+class SimNode:
+    def __init__(self, world, index):
+        self.world = world
+        self.index = index
+        self.ip = f"10.0.0.{index + 1}"
+        self.id = world.rng.getrandbits(160).to_bytes(20, "big").hex()
+        self.disk = bytearray()  # the AOF
+        self.nodes_conf = ""
+        self.clock_offset_ms = 0
+        self.alive = False
+        self.node = None
+        self.timer_at = None  # world time of the pending timer event
+        self.incarnation = 0
+
+    # ------------------------------------------------------------ life
+
+    def start(self, with_aof=True):
+        world = self.world
+        self.incarnation += 1
+        config = Config()
+        config.port = PORT
+        config.cluster_node_timeout = world.node_timeout_ms
+        config.maxmemory = 0
+        config.appendonly = True
+        rng = random.Random(world.rng.getrandbits(64))
+        node = ObservedNode(config, self.id, self.clock,
+                            rng=rng, random_bytes=rng.randbytes)
+        node.world = world
+        node.index = self.index
+        node.on_wake = world.client_woken
+        self.transport = SimTransport(world, self)
+        self.cluster = Cluster(node, self.transport, self.ip, PORT, PORT + 10000)
+        if self.nodes_conf:
+            my_id = self.cluster.membership.load_config_text(self.nodes_conf, node.now_ms())
+            self.cluster.set_node_id(my_id)
+        self.node = node
+        self.alive = True
+        world.checker.node_started(self.index)
+        if not with_aof:
+            self.disk.clear()
+        node.log = SimLog(self.disk)
+        if self.disk:
+            self._load_aof()
+        world.at(world.now_ms + world.rng.randrange(CRON_MS), self.cron, self.incarnation)
+        self.after_event()
+
+    def _load_aof(self):
+        node = self.node
+        options = aof_load.Options(node.now_ms(), enqueue_once=False)
+        buf = bytes(self.disk)
+        pos = 0
+        node.log = SimLog(bytearray())  # do not log the replay itself
+        while pos < len(buf):
+            argv, pos = aof.parse(buf, pos, len(buf))
+            if argv[0] == aof.LOADJOB:
+                start, stop = argv[1]
+                aof_load.replay_loadjob(node, (buf, start, stop), options)
+            else:
+                aof_load.replay_deljob(node, argv, options)
+        # A restarted node rewrites its log from what it holds (as a
+        # rewrite would): the live jobs, nothing else.
+        self.disk.clear()
+        node.log = SimLog(self.disk)
+        for job in node.jobs.values():
+            node.log.job_stored(job)
+
+    def crash(self, keep_aof=True):
+        """kill -9: memory gone; the disk stays unless keep_aof is False."""
+        if not self.alive:
+            return
+        checker = self.world.checker
+        self.nodes_conf = self.cluster.membership.config_text()
+        self.alive = False
+        if not keep_aof:
+            self.disk.clear()
+            checker.disk_wiped(self.index)
+        checker.disk_state(self.index, self.disk)  # before the copies go
+        for job_id, job in list(self.node.jobs.items()):
+            if job.state != ACKED:
+                checker.copy_gone(self.index, job_id, crashed=True)
+        self.world.network.node_down(self)
+        for client in list(self.node.clients.values()):
+            self.world.client_lost(client)
+        self.node = None
+
+    # ------------------------------------------------------------ time
+
+    def clock(self):
+        return (EPOCH_MS + self.world.now_ms + self.clock_offset_ms) / 1000.0
+
+    def cron(self, incarnation):
+        if not self.alive or incarnation != self.incarnation:
+            return
+        self.node.cron()
+        self.after_event()
+        self.world.at(self.world.now_ms + CRON_MS, self.cron, incarnation)
+
+    def timers(self, incarnation):
+        if not self.alive or incarnation != self.incarnation:
+            return
+        self.timer_at = None
+        self.node.run_timers()
+        self.after_event()
+
+    def after_event(self):
+        """End of one turn for this node: send what it produced, arm its
+        next deadline, check its invariants."""
+        if not self.alive:
+            return
+        world = self.world
+        if self.transport.flush_needed:
+            self.transport.flush_needed = False
+            self.cluster.flush()
+        next_ms = self.node.deadlines.next_ms()
+        if next_ms is not None:
+            at = max(world.now_ms, next_ms - self.clock_offset_ms - EPOCH_MS)
+            if self.timer_at is None or at < self.timer_at:
+                self.timer_at = at
+                world.at(at, self.timers, self.incarnation)
+        if world.check_invariants:
+            self.node.check_invariants()
+        world.deliver_client_output()
+
+
+class Network:
+    """Links between simulated nodes, with the faults of a real network."""
+
+    def __init__(self, world):
+        self.world = world
+        self.loss = 0.0  # probability a frame is lost
+        self.duplicate = 0.0
+        self.delay_ms = (1, 3)  # base one-way latency range
+        self.jitter_ms = 0  # extra random delay (reorders frames)
+        self.blocked = set()  # (from index, to index) pairs that cannot talk
+        self.frames = 0
+        self.trace = None  # callable(time, src, dst, message) or None
+
+    def reachable(self, a, b):
+        return (a.index, b.index) not in self.blocked
+
+    def _latency(self):
+        rng = self.world.rng
+        low, high = self.delay_ms
+        latency = rng.randint(low, high)
+        if self.jitter_ms:
+            latency += rng.randrange(self.jitter_ms + 1)
+        return latency
+
+    def connect(self, src, node_id, ip, bus_port):
+        world = self.world
+        dst = world.node_by_address(ip, bus_port)
+        ok = (dst is not None and dst.alive and self.reachable(src, dst)
+              and self.reachable(dst, src))
+        world.at(world.now_ms + self._latency(), self._connected, src,
+                 src.incarnation, node_id, dst if ok else None)
+
+    def _connected(self, src, incarnation, node_id, dst):
+        if not src.alive or src.incarnation != incarnation:
+            return
+        transport = src.transport
+        if node_id not in transport.connecting:
+            return
+        transport.connecting.discard(node_id)
+        if dst is None or not dst.alive:
+            return
+        link = SimLink(self.world, src, dst, node_id)
+        link.reverse = SimLink(self.world, dst, src)
+        link.reverse.reverse = link
+        link.dst_incarnation = dst.incarnation
+        link.reverse.dst_incarnation = src.incarnation
+        transport.out_links[node_id] = link
+        src.cluster.link_up(node_id)
+        src.after_event()
+
+    def transmit(self, link, frame):
+        world = self.world
+        src, dst = link.owner, link.peer
+        if not self.reachable(src, dst) or world.rng.random() < self.loss:
+            return
+        copies = 2 if world.rng.random() < self.duplicate else 1
+        for _ in range(copies):
+            world.at(world.now_ms + self._latency(), self._deliver, link, frame)
+
+    def _deliver(self, link, frame):
+        dst = link.peer
+        if (link.broken or not dst.alive or dst.incarnation != link.dst_incarnation
+                or not self.reachable(link.owner, dst)):
+            return
+        self.frames += 1
+        if self.trace is not None:
+            self.trace(self.world.now_ms, link.owner.index, dst.index, frame)
+        dst.cluster.receive(frame, link.reverse)
+        dst.after_event()
+
+    def close(self, link):
+        link.broken = True
+        if link.reverse is not None:
+            link.reverse.broken = True
+
+    def node_down(self, sim_node):
+        """Every connection of a crashed node resets."""
+        for other in self.world.nodes:
+            if other is sim_node or not other.alive:
+                continue
+            transport = other.transport
+            for node_id, link in list(transport.out_links.items()):
+                if link.peer is sim_node:
+                    link.broken = True
+                    del transport.out_links[node_id]
+                    other.cluster.link_down(node_id)
+                    other.after_event()
+
+
+class SimClient:
+    """A client connection to one node: commands in, decoded replies out."""
+
+    def __init__(self, world, sim_node):
+        self.world = world
+        self.sim_node = sim_node
+        self.client = sim_node.node.add_client(addr=f"client:{id(self)}")
+        self.client.transport = self
+        self.reader = hiredis.Reader()
+        self.waiting = []  # callbacks for replies, in order
+        self.pending = []  # commands not yet run (behind a blocked one)
+        self.alive = True
+
+    def call(self, argv, on_reply):
+        """Send one command; ``on_reply(value)`` gets the decoded reply
+        (an Exception instance for errors).  Like the real shell, commands
+        sent while a blocking command waits run after it."""
+        node = self.sim_node
+        if not self.alive or not node.alive:
+            self.alive = False
+            return False
+        self.waiting.append(on_reply)
+        self.pending.append([a if isinstance(a, bytes) else str(a).encode() for a in argv])
+        self.pump()
+        return True
+
+    def pump(self):
+        node = self.sim_node
+        ran = False
+        while self.pending and self.alive and node.alive and self.client.blocked is None:
+            node.node.execute(self.client, self.pending.pop(0))
+            node.after_event()
+            ran = True
+        if ran:
+            self.read_replies()
+
+    def read_replies(self):
+        out = self.client.out
+        if not out:
+            return
+        data = b"".join(out)
+        out.clear()
+        self.reader.feed(data)
+        while True:
+            reply = self.reader.gets()
+            if reply is False:
+                break
+            callback = self.waiting.pop(0)
+            callback(reply)
+        self.pump()
+
+    def close(self):
+        if self.alive and self.sim_node.alive:
+            self.sim_node.node.remove_client(self.client)
+            self.sim_node.after_event()
+        self.alive = False
+
+
+class World:
+    def __init__(self, seed, nodes=5, node_timeout_ms=3000, check_invariants=True):
+        from .checker import Checker
+        self.seed = seed
+        self.rng = random.Random(seed)
+        self.now_ms = 0
+        self.events = []
+        self.sequence = 0
+        self.node_timeout_ms = node_timeout_ms
+        self.check_invariants = check_invariants
+        self.network = Network(self)
+        self.checker = Checker(self)
+        self.clients_with_output = []
+        self.nodes = [SimNode(self, i) for i in range(nodes)]
+        self.events_run = 0
+
+    # ------------------------------------------------------------ events
+
+    def at(self, time_ms, action, *args):
+        self.sequence += 1
+        heapq.heappush(self.events, (time_ms, self.sequence, action, args))
+
+    def run_until(self, end_ms, stop=None):
+        events = self.events
+        while events and events[0][0] <= end_ms:
+            time_ms, _seq, action, args = heapq.heappop(events)
+            self.now_ms = time_ms
+            action(*args)
+            self.events_run += 1
+            if stop is not None and self.events_run % 200 == 0 and stop():
+                return
+        self.now_ms = max(self.now_ms, end_ms)
+
+    # ------------------------------------------------------------ nodes
+
+    def index_of(self, node_id):
+        for sim_node in self.nodes:
+            if sim_node.id == node_id:
+                return sim_node.index
+        return None
+
+    def node_by_address(self, ip, bus_port):
+        for sim_node in self.nodes:
+            if sim_node.ip == ip and bus_port == PORT + 10000:
+                return sim_node
+        return None
+
+    def start_cluster(self):
+        for sim_node in self.nodes:
+            sim_node.start()
+        first = self.nodes[0]
+        for other in self.nodes[1:]:
+            first.cluster.membership.meet(other.ip, PORT, PORT + 10000, first.node.now_ms())
+        first.after_event()
+
+    def cluster_formed(self):
+        n = len(self.nodes)
+        return all(s.alive and len(s.cluster.membership.reachable) == n - 1 for s in self.nodes)
+
+    # ----------------------------------------------------------- clients
+
+    def client_woken(self, client):
+        sim_client = client.transport
+        if sim_client is not None:
+            self.clients_with_output.append(sim_client)
+
+    def deliver_client_output(self):
+        while self.clients_with_output:
+            pending, self.clients_with_output = self.clients_with_output, []
+            for sim_client in pending:
+                if sim_client.alive:
+                    sim_client.read_replies()
+
+    def client_lost(self, client):
+        sim_client = client.transport
+        if sim_client is not None:
+            sim_client.alive = False
+
+
+def frame_summary(frame):
+    """A one-line description of a bus frame, for traces."""
+    try:
+        msg = bus.decode(frame)
+    except bus.BusError as exc:
+        return f"<bad frame: {exc}>"
+    name = bus.NAMES[msg.type]
+    if msg.type in bus.JOBID_TYPES:
+        return f"{name} " + " ".join(f"{i.decode()}:{a}" for i, a in msg.body)
+    if msg.type in bus.JOBS_TYPES:
+        return f"{name} " + " ".join(f[0].decode() for f in msg.body)
+    return name
+
+
+__all__ = ["World", "SimClient", "frame_summary", "DUMMY_ACK"]
