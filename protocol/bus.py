@@ -116,7 +116,7 @@ def gossip(header, type_, entries):
     for node_id, flags, ip, port, bus_port, pong_age_s in entries:
         ip_bytes = ip.encode()
         parts.append(_GOSSIP.pack(node_id.encode(), flags, port, bus_port,
-                                  min(pong_age_s, 0xFFFFFFFF), len(ip_bytes)))
+                                  min(max(pong_age_s, 0), 0xFFFFFFFF), len(ip_bytes)))
         parts.append(ip_bytes)
     return _frame(header, type_, b"".join(parts))
 

@@ -25,7 +25,7 @@ from trisque.server.core.job import ACKED, deserialize
 
 
 class JobRecord:
-    __slots__ = ("id", "accepted_ms", "synchronous", "ttl_ms", "holders",
+    __slots__ = ("id", "accepted_ms", "synchronous", "ttl_ms", "holders", "retry_s",
                  "deliveries", "expected_redeliveries", "acked_ms",
                  "full_ack_ms", "duplicates")
 
@@ -35,6 +35,7 @@ class JobRecord:
         self.synchronous = False
         self.ttl_ms = 0
         self.holders = None
+        self.retry_s = None
         self.deliveries = []  # (time ms, node index)
         self.expected_redeliveries = 0
         self.acked_ms = None
@@ -49,6 +50,7 @@ class Checker:
         self.live = {}  # job id -> node indexes holding an un-acked copy
         self.on_disk = {}  # node index (crashed) -> job ids un-acked on its disk
         self.wipes = {}  # node index -> times its disk was lost
+        self.crashes = []  # times any node crashed
         self.violations = []
         self.max_dummy_acks = 0
 
@@ -73,6 +75,7 @@ class Checker:
 
     def disk_state(self, index, disk):
         """A node crashed: which un-acked jobs survive on its disk."""
+        self.crashes.append(self.world.now_ms)
         held = {}
         buf = bytes(disk)
         pos = 0
@@ -107,8 +110,9 @@ class Checker:
 
     # -------------------------------------------------- workload events
 
-    def accepted(self, job_id, synchronous, ttl_ms, holders):
+    def accepted(self, job_id, synchronous, ttl_ms, holders, retry_s):
         rec = self.record(job_id)
+        rec.retry_s = retry_s
         rec.accepted_ms = self.world.now_ms
         rec.synchronous = synchronous
         rec.ttl_ms = ttl_ms
@@ -140,7 +144,13 @@ class Checker:
     # ---------------------------------------------------------- verdict
 
     def _exempt(self, rec):
-        """Every holder lost its disk after the job was accepted."""
+        """Every holder lost its disk after the job was accepted; or an
+        at-most-once job (RETRY 0) in a run with faults: it exists in one
+        place at a time, so a crash (after a restart the node cannot know
+        whether it was delivered) or a lost YOURJOBS frame loses it, by
+        contract."""
+        if rec.retry_s == 0 and self.world.faulty:
+            return True
         holders = rec.holders or range(len(self.world.nodes))
         return all(any(t >= rec.accepted_ms for t in self.wipes.get(i, ()))
                    for i in holders)

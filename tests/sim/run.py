@@ -18,9 +18,11 @@ def run_seed(seed, nodes=5, profile="none", work_ms=15000, drain_ms=40000,
     if trace_job is not None:
         needle = trace_job.encode() if isinstance(trace_job, str) else trace_job
 
-        def tracer(now, src, dst, frame):
+        def tracer(now, src, dst, frame, lost):
             if needle in frame:
-                trace.append(f"{now:>8} ms  node {src} -> node {dst}  {frame_summary(frame)}")
+                arrow = "-x" if lost else "->"
+                trace.append(f"{now:>8} ms  node {src} {arrow} node {dst}  "
+                             f"{frame_summary(frame)}{'  (lost)' if lost else ''}")
         world.network.trace = tracer
     checker = world.checker
     world.start_cluster()
@@ -30,6 +32,7 @@ def run_seed(seed, nodes=5, profile="none", work_ms=15000, drain_ms=40000,
         return _result(world, seed, nodes, profile, started, trace)
     t0 = world.now_ms
     faults = Faults(world, profile)
+    world.faulty = profile != "none"
     workload = Workload(world, **faults.workload_options)
     faults.start(t0 + work_ms)
     workload.start(t0 + work_ms)

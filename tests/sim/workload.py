@@ -82,7 +82,7 @@ class Workload:
                 holders = None
                 if origin is not None:
                     holders = tuple(self.world.index_of(n) for n in origin.nodes_delivered)
-                self.world.checker.accepted(reply, not asynchronous, ttl * 1000, holders)
+                self.world.checker.accepted(reply, not asynchronous, ttl * 1000, holders, retry)
         client.call(argv, on_reply)
 
     # --------------------------------------------------------- consuming

@@ -154,6 +154,7 @@ class SimNode:
     def start(self, with_aof=True):
         world = self.world
         self.incarnation += 1
+        self.timer_at = None  # the last incarnation's timer event is void
         config = Config()
         config.port = PORT
         config.cluster_node_timeout = world.node_timeout_ms
@@ -194,6 +195,7 @@ class SimNode:
                 aof_load.replay_loadjob(node, (buf, start, stop), options)
             else:
                 aof_load.replay_deljob(node, argv, options)
+        options.deferred.flush(node)
         # A restarted node rewrites its log from what it holds (as a
         # rewrite would): the live jobs, nothing else.
         self.disk.clear()
@@ -313,6 +315,8 @@ class Network:
         world = self.world
         src, dst = link.owner, link.peer
         if not self.reachable(src, dst) or world.rng.random() < self.loss:
+            if self.trace is not None:
+                self.trace(world.now_ms, src.index, dst.index, frame, lost=True)
             return
         copies = 2 if world.rng.random() < self.duplicate else 1
         for _ in range(copies):
@@ -325,7 +329,7 @@ class Network:
             return
         self.frames += 1
         if self.trace is not None:
-            self.trace(self.world.now_ms, link.owner.index, dst.index, frame)
+            self.trace(self.world.now_ms, link.owner.index, dst.index, frame, lost=False)
         dst.cluster.receive(frame, link.reverse)
         dst.after_event()
 
@@ -421,6 +425,7 @@ class World:
         self.clients_with_output = []
         self.nodes = [SimNode(self, i) for i in range(nodes)]
         self.events_run = 0
+        self.faulty = False  # set when a fault profile other than "none" runs
 
     # ------------------------------------------------------------ events
 
