@@ -1,0 +1,1 @@
+"""Running trisque: a local cluster script, Docker image, docker-compose."""
