@@ -13,7 +13,8 @@ import pytest
 
 from tests.harness import Server, wait_for
 
-NODE_TIMEOUT_MS = 1000  # small, so failure detection is quick to observe
+NODE_TIMEOUT_MS = 2000  # small, so failure detection is quick to observe,
+# but not so small that a loaded machine makes nodes miss it
 MESH_TIMEOUT_S = 20
 
 
