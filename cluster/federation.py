@@ -28,6 +28,7 @@
 """
 
 from ..protocol import bus
+from ..server.core.client import BlockedGet
 from ..server.core.job import ACTIVE, BCAST_QUEUED, Job
 from ..server.core.queue import PAUSED_OUT
 
@@ -159,7 +160,7 @@ class Federation:
         asked = set()
         for client in node.clients.values():
             blocked = client.blocked
-            if blocked is None or not hasattr(blocked, "queues"):
+            if blocked.__class__ is not BlockedGet:
                 continue
             for name in blocked.queues:
                 if name not in asked:

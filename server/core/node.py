@@ -21,10 +21,10 @@ tests and the simulator to a fake one.
 import os
 import random as _random
 from collections import deque
+from time import perf_counter_ns as _perf_ns
 
-from ...protocol import jobid, resp
+from ...protocol import errors, jobid, resp
 from ...protocol.errors import CommandError
-from ...protocol import errors
 
 from .client import BlockedGet, PendingReply, REPLY_ON, REPLY_SKIP
 from .deadlines import Deadlines
@@ -609,5 +609,3 @@ def _repr_arg(arg):
 
 
 _REPR_ESCAPES = {10: b"\\n", 13: b"\\r", 9: b"\\t", 7: b"\\a", 8: b"\\b"}
-
-from time import perf_counter_ns as _perf_ns  # noqa: E402
