@@ -105,6 +105,11 @@ class AppendOnlyLog:
         # True when a record only needs os.write: on, no rewrite, nothing
         # pending, no fsync per write (see _refresh).
         self._plain = False
+        # While a client's batch of requests runs (connection.py sets it),
+        # plain records are kept here and written with one os.write at the
+        # end of the batch, before any reply of it is sent.
+        self.deferring = False
+        self._deferred = []
 
     # ------------------------------------------------------- core hooks
 
@@ -135,6 +140,11 @@ class AppendOnlyLog:
         size = len(data)
         self.end += size
         if self._plain:
+            if self.deferring:
+                self._deferred.append(data)
+                return
+            if self._deferred:
+                self._flush_deferred()
             try:
                 written = os.write(self.fd, data)
             except OSError as exc:
@@ -183,6 +193,18 @@ class AppendOnlyLog:
             if self._waiters or self._holds:
                 self._release()
         return True
+
+    def end_batch(self):
+        """A client's batch is done: write what it logged (one syscall)."""
+        self.deferring = False
+        if self._deferred:
+            self._flush_deferred()
+
+    def _flush_deferred(self):
+        deferred = self._deferred
+        if deferred:
+            self._deferred = []
+            self._write(deferred[0] if len(deferred) == 1 else b"".join(deferred))
 
     def _short_write(self, data, written):
         """The disk filled up mid-record: take the partial record back out
@@ -236,6 +258,7 @@ class AppendOnlyLog:
     def reload(self):
         """DEBUG LOADAOF: forget everything, then load the file again."""
         from ..core.commands_server import flushall
+        self._flush_deferred()
         if self.pending:
             self._retry_pending()
         if self.rewriting is not None:
@@ -411,6 +434,7 @@ class AppendOnlyLog:
     async def close(self, rewrite=False):
         """Shutdown: finish the file (and rewrite it if asked) while no
         command can run any more (nothing here awaits)."""
+        self._flush_deferred()
         rewriting = self.rewriting
         if rewriting is not None:
             log.warning("There is a background AOF rewrite in progress. Stopping it!")
@@ -442,10 +466,12 @@ class AppendOnlyLog:
         self._release()
 
     def _on_appendfsync(self, value):
+        self._flush_deferred()
         self._refresh()
         self._update_durable()
 
     def _on_appendonly(self, value):
+        self._flush_deferred()
         if value and self.state is OFF:
             self._start()
         elif not value and self.state is not OFF:
@@ -495,6 +521,7 @@ class AppendOnlyLog:
 
     def _start_rewrite(self):
         """Start a background rewrite now (True), or schedule it."""
+        self._flush_deferred()  # logged before it starts: in its snapshot
         if self._nursery is None:
             self.rewrite_scheduled = True
             return False
@@ -587,6 +614,7 @@ class AppendOnlyLog:
     def cron(self):
         """Every 100 ms: retry failed writes, start due rewrites, follow
         appendfsync changes."""
+        self._flush_deferred()
         now = time.monotonic()
         if self.pending and now - self._last_write_try >= WRITE_RETRY_S:
             self._retry_pending()

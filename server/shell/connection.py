@@ -199,13 +199,18 @@ class ClientServer:
             if pending and client.blocked is None:
                 client.last_ms = node.now_ms()
                 logged = aof.end
-                while pending and client.blocked is None:
-                    execute(client, pending.popleft())
-                    if client.close_after_reply or client.killed:
-                        pending.clear()
-                        break
-                if aof.end != logged:
-                    conn.mark = aof.end
+                aof.deferring = True  # the batch's AOF records: one write
+                try:
+                    while pending and client.blocked is None:
+                        execute(client, pending.popleft())
+                        if client.close_after_reply or client.killed:
+                            pending.clear()
+                            break
+                finally:
+                    aof.deferring = False
+                    if aof.end != logged:
+                        aof.end_batch()  # written before any reply goes out
+                        conn.mark = aof.end
             if conn.mark > aof.durable:
                 # appendfsync always: replies wait for the fsync of the
                 # records they confirm (in a worker thread; others go on).
