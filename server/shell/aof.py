@@ -119,6 +119,11 @@ class AppendOnlyLog:
 
     def job_stored(self, job):
         """A job is stored here: log it before anyone hears about it."""
+        if self._plain and self.deferring:  # the common case, inline
+            data = loadjob_record(job)
+            self.end += len(data)
+            self._deferred.append(data)
+            return
         if self.state is OFF and self.rewriting is None:
             return
         self.append(loadjob_record(job))
