@@ -149,7 +149,7 @@ def test_kill_9_while_saving_nodes_conf_never_loses_identity(make_cluster):
     leaves the old or the new file, never a torn one."""
     c = make_cluster(3)
     ids = c.ids()
-    for delay in (0.05, 0.2, 0.4):
+    for delay in (0.1, 0.3):
         stop = threading.Event()
 
         def hammer(port=c.servers[0].port):
