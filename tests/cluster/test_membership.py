@@ -10,7 +10,7 @@ import redis
 
 from tests.harness import Server, wait_for
 
-from .conftest import (addjob, build_cluster, cluster_info, cluster_nodes,
+from .conftest import (addjob, cluster_info, cluster_nodes,
                        hello, reachable, start_servers, Cluster)
 
 

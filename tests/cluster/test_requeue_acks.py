@@ -12,7 +12,7 @@ import redis
 
 from tests.harness import wait_for
 
-from .conftest import addjob, cluster_nodes, show
+from .conftest import addjob, show
 
 
 def _queued_on(c, job_id):
