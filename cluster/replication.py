@@ -6,8 +6,12 @@ ON ADDJOB with REPLICATE n (synchronous):
      externally: memory warning or leaving).
   2. The client's reply waits (a PendingReply: the client's later
      pipelined commands keep running, their replies queue behind it).
-  3. Every 50 ms while waiting, one more node is added and REPLJOB is sent
-     again to all of them, so slow or full nodes can be worked around.
+  3. Every 50 ms while waiting, one more node (if any is left) is added and
+     gets REPLJOB, so slow or full nodes can be worked around.  Holders
+     that have not confirmed get it again every second (their link may
+     have broken).  Disque re-sends to every holder every 50 ms; under a
+     pipelined load that multiplies the bus traffic when it can least
+     afford it.
   4. GOTJOB from a node adds it to ``nodes_confirmed``; at n confirmations
      the job becomes ``active``, is queued (or handed to one holder with
      ENQUEUE when we keep no copy), logged, and the client gets its ID.
@@ -26,17 +30,19 @@ from ..server.core.job import (ACTIVE, BCAST_QUEUED, BCAST_WILLQUEUE,
 from ..server.core.queue import PAUSED_IN
 
 ADD_NODE_PERIOD_MS = 50
+RESEND_PERIOD_MS = 1000
 
 
 class PendingAddJob(PendingReply):
     """The reply to a synchronous ADDJOB, waiting for replication."""
 
-    __slots__ = ("job", "deadline_ms")
+    __slots__ = ("job", "deadline_ms", "sent_ms")
 
-    def __init__(self, client, job, deadline_ms):
+    def __init__(self, client, job, deadline_ms, now_ms):
         super().__init__(client)
         self.job = job
         self.deadline_ms = deadline_ms  # 0: wait forever
+        self.sent_ms = now_ms  # last REPLJOB to every unconfirmed holder
 
     def fire(self, node):
         job = self.job
@@ -49,16 +55,24 @@ class PendingAddJob(PendingReply):
             node.resolve(self, resp.error(errors.NOREPL_TIMEOUT))
             node.cluster.delete_everywhere(job)
             return
-        # Rule 3: one more node every 50 ms.
-        add_nodes(node.cluster, job, 1, noreply=False)
-        self.schedule(node, now_ms)
+        # Rule 3: one more node every 50 ms; everyone again every second.
+        resend = now_ms - self.sent_ms >= RESEND_PERIOD_MS
+        if resend:
+            self.sent_ms = now_ms
+        added = add_nodes(node.cluster, job, 1, noreply=False, resend=resend)
+        self.schedule(node, now_ms, added)
 
-    def schedule(self, node, now_ms):
-        at = now_ms + ADD_NODE_PERIOD_MS
+    def schedule(self, node, now_ms, more_nodes=True):
+        """Wake in 50 ms to add a node, or (when every reachable node
+        already has a copy) at the next re-send; never past the timeout."""
+        if more_nodes:
+            at = now_ms + ADD_NODE_PERIOD_MS
+        else:
+            at = self.sent_ms + RESEND_PERIOD_MS
         if self.deadline_ms and self.deadline_ms < at:
             at = self.deadline_ms
         node.deadlines.set(self, at)
-        node._timers_changed()
+        node.timers_changed(at)
 
     def cancel(self, node):
         """The client went away: the job would have no one to report to."""
@@ -78,7 +92,7 @@ def replicate(cluster, job, client, timeout_ms, asynchronous, external):
         node.register(job)
         node.schedule(job)  # its TTL runs while it waits, too
         now_ms = node.now_ms()
-        pending = PendingAddJob(client, job, now_ms + timeout_ms if timeout_ms else 0)
+        pending = PendingAddJob(client, job, now_ms + timeout_ms if timeout_ms else 0, now_ms)
         job.waiter = pending
         add_nodes(cluster, job, others, noreply=False)
         pending.schedule(node, now_ms)
@@ -101,26 +115,29 @@ def replicate(cluster, job, client, timeout_ms, asynchronous, external):
     return b"+%s\r\n" % job.id
 
 
-def add_nodes(cluster, job, count, noreply):
-    """Add up to ``count`` reachable nodes to the job's holders, then send
-    REPLJOB to every holder (new and old: they learn about each other)."""
+def add_nodes(cluster, job, count, noreply, resend=True):
+    """Add up to ``count`` reachable nodes to the job's holders and send
+    them REPLJOB; with ``resend``, also every holder that has not confirmed
+    (the record lists all holders, so they learn about each other)."""
     node = cluster.node
-    added = 0
+    new = ()
     if count > 0:
-        delivered = set(job.nodes_delivered)
+        delivered = job.nodes_delivered
         candidates = [n for n in cluster.membership.reachable
                       if n.link_ok and n.id not in delivered]
-        node.random.shuffle(candidates)
+        if len(candidates) > count:
+            node.random.shuffle(candidates)
         new = tuple(n.id for n in candidates[:count])
-        added = len(new)
         job.nodes_delivered += new
-    now_ms = node.now_ms()
-    record = serialize(job, max(1, job.etime_ms - now_ms))
-    mflags = bus.NOREPLY if noreply else 0
-    for target in job.nodes_delivered:
-        if target != node.id:
+    targets = job.nodes_delivered if resend else new
+    confirmed = job.nodes_confirmed or ()
+    targets = [t for t in targets if t != node.id and t not in confirmed]
+    if targets:
+        record = serialize(job, max(1, job.etime_ms - node.now_ms()))
+        mflags = bus.NOREPLY if noreply else 0
+        for target in targets:
             cluster.send_job(target, bus.REPLJOB, record, mflags)
-    return added
+    return len(new)
 
 
 def on_repljob(cluster, sender, records, mflags):

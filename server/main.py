@@ -180,6 +180,7 @@ async def timer_loop(node, server):
         server.flush_dirty()
         wake_ms = next_cron_ms if next_job_ms is None else min(next_job_ms, next_cron_ms)
         delay_s = max(0.001, (wake_ms - node.now_ms()) / 1000)
+        node.timer_wake_ms = wake_ms
         with woken() as state["scope"]:
             await trio.sleep(delay_s)
         state["scope"] = None

@@ -35,6 +35,7 @@ from .standalone import Standalone, NoLog
 
 WILLQUEUE_ADVANCE_MS = 500  # WILLQUEUE goes out this long before a requeue
 TIME_ERROR_MS = 500  # requeue jitter: uniform in [-250, +250) ms
+_JITTER_BITS = TIME_ERROR_MS.bit_length()
 MAX_TIMERS_PER_RUN = 10000  # bounded work per timer turn
 BASE_MEMORY = 1024 * 1024  # an idle node's used_memory: buffers, tables (not the interpreter)
 
@@ -88,11 +89,13 @@ class Node:
         self.queue_deletions = 0
         self._last_ctime = 0
         self._last_etime = 0
+        self._memory_limits = (None, 0.0, 0.0)  # maxmemory, 95%, 75% of it
         self.next_client_id = 1
         self.loading = False
         self.on_wake = None  # shell hook: a client has output to flush
         self.on_shutdown = None  # shell hook: SHUTDOWN was asked for
         self.on_timers_changed = None  # shell hook: an earlier deadline exists
+        self.timer_wake_ms = None  # when the shell's timer loop will next look
 
     # ------------------------------------------------------------- time
 
@@ -100,7 +103,13 @@ class Node:
         return int(self.clock() * 1000)
 
     def jitter_ms(self):
-        return self.random.randrange(TIME_ERROR_MS) - TIME_ERROR_MS // 2
+        # random.randrange(TIME_ERROR_MS), computed as Random does it (same
+        # numbers for the same seed) without its two Python-level calls.
+        getrandbits = self.random.getrandbits
+        r = getrandbits(_JITTER_BITS)
+        while r >= TIME_ERROR_MS:
+            r = getrandbits(_JITTER_BITS)
+        return r - TIME_ERROR_MS // 2
 
     def new_ctime(self, now_ms):
         ctime = now_ms * 1000000
@@ -171,8 +180,9 @@ class Node:
     def block(self, client, blocked, timeout_ms):
         client.blocked = blocked
         if timeout_ms:
-            self.deadlines.set(client, self.now_ms() + timeout_ms)
-            self._timers_changed()
+            wake_ms = self.now_ms() + timeout_ms
+            self.deadlines.set(client, wake_ms)
+            self.timers_changed(wake_ms)
 
     def unblock(self, client):
         blocked = client.blocked
@@ -212,7 +222,8 @@ class Node:
         if not client.authenticated and command.name not in ("AUTH", "HELLO", "QUIT"):
             self._reply_error(client, errors.NOAUTH)
             return
-        if command.deny_oom and self.memory_level() >= 3:
+        if (command.deny_oom and self.config.maxmemory
+                and self.used_memory >= self.config.maxmemory):  # memory_level() 3
             self._reply_error(client, errors.OOM)
             return
         if self.log.failing and ("write" in command.flags or command.name == "PING"):
@@ -282,9 +293,13 @@ class Node:
         used = self.used_memory
         if used >= maxmemory:
             return 3
-        if used > maxmemory * 0.95:
+        limits = self._memory_limits
+        if limits[0] != maxmemory:  # float products cached: ADDJOB asks twice
+            limits = self._memory_limits = (maxmemory, maxmemory * 0.95,
+                                            maxmemory * 0.75)
+        if used > limits[1]:
             return 2
-        if used > maxmemory * 0.75:
+        if used > limits[2]:
             return 1
         return 0
 
@@ -323,7 +338,7 @@ class Node:
         if self.jobs.pop(job.id, None) is not None:
             self._memory_changed(-job.memory())
             self.deletions += 1
-        if job.waiter is not None:
+        if job._rare is not None and job.waiter is not None:  # (see Job._rare)
             self.cluster.replication_aborted(job)
 
     def delete_job(self, job):
@@ -450,8 +465,12 @@ class Node:
                 at = gc_ms
         self.deadlines.set(job, at)
 
-    def _timers_changed(self):
-        if self.on_timers_changed is not None:
+    def timers_changed(self, wake_ms):
+        """A deadline at ``wake_ms`` was set: wake the shell's timer loop if
+        it would sleep past it (not on every deadline: a task switch each)."""
+        if (self.on_timers_changed is not None
+                and (self.timer_wake_ms is None or wake_ms < self.timer_wake_ms)):
+            self.timer_wake_ms = wake_ms
             self.on_timers_changed()
 
     def run_timers(self):
@@ -507,20 +526,24 @@ class Node:
 
     def ack(self, job):
         """A consumer acknowledged the job (ACK-JOB then START-GC)."""
-        self.mark_acked(job)
+        # No schedule in between: START-GC may free the job at once (a lone
+        # node always does), and otherwise we schedule it just below.
+        self.mark_acked(job, schedule=False)
         self.cluster.try_gc(job)
         if job.id in self.jobs:
             self.schedule(job)
 
-    def mark_acked(self, job):
+    def mark_acked(self, job, schedule=True):
         """The job will never be queued again; GC will free it."""
         if job.state == QUEUED:
             self._remove_from_queue(job)
         job.state = ACKED
         job.qtime_ms = 0
-        job.nodes_confirmed = None
+        if job._rare is not None:  # (nodes_confirmed is None unless set)
+            job.nodes_confirmed = None
         self.log.job_deleted(job)
-        self.schedule(job)
+        if schedule:
+            self.schedule(job)
 
     # --------------------------------------------------------------- cron
 

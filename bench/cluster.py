@@ -1,0 +1,115 @@
+"""Replicated ADDJOB on a 3-node cluster, beside redis-server in the same run.
+
+    python -m bench.cluster [--requests N] [--nodes 3]
+
+Runs redis-benchmark (50 clients) with and without -P 16 for ADDJOB
+REPLICATE 3 and REPLICATE 2 against one node of a local cluster, and an
+add -> get -> ack cycle in batches of 100 (replicated, acks garbage
+collected on every holder), and prints ratios to redis-server LPUSH in the
+same run.  Issue 3's target: pipelined REPLICATE 3 ADDJOB >= 0.10 of
+pipelined LPUSH (Disque measured here: about 0.05).
+"""
+
+import argparse
+import time
+
+from . import client
+from .servers import start_redis, start_trisque
+from .throughput import redis_benchmark
+
+
+def form_cluster(nodes):
+    for a, b in zip(nodes, nodes[1:]):
+        a.client.execute_command("CLUSTER", "MEET", "127.0.0.1", b.port)
+    deadline = time.monotonic() + 30
+    want = len(nodes) - 1
+    while time.monotonic() < deadline:
+        if all(n.client.execute_command("CLUSTER", "INFO").decode().count(
+                f"cluster_reachable_nodes:{want}\r\n") for n in nodes):
+            return
+        time.sleep(0.1)
+    raise RuntimeError("the cluster did not form")
+
+
+def cycle(port, jobs, batch, replicate):
+    """Jobs/s through ADDJOB (replicated) -> GETJOB -> ACKJOB, by batches."""
+    conn = client.Connection(port)
+    push = b"".join(client.encode("ADDJOB", "cycle", b"x" * 12, 0, "REPLICATE", replicate)
+                    for _ in range(batch))
+    get = client.encode("GETJOB", "NOHANG", "COUNT", batch, "FROM", "cycle")
+    rounds = max(1, jobs // batch)
+    start = time.perf_counter()
+    for _ in range(rounds):
+        conn.call(push, batch)
+        got = conn.call(get, 1)[0]
+        assert len(got) == batch, len(got)
+        acked = conn.call(client.encode("ACKJOB", *[job[1] for job in got]), 1)[0]
+        assert acked == batch
+    elapsed = time.perf_counter() - start
+    conn.close()
+    return rounds * batch / elapsed
+
+
+def wait_drained(nodes, timeout=60):
+    """Acked jobs are gone from every holder (GC completed)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if all(n.info()["registered_jobs"] == 0 for n in nodes):
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def run(requests, size):
+    nodes = [start_trisque() for _ in range(size)]
+    redis_server = start_redis()
+    try:
+        form_cluster(nodes)
+        port = nodes[0].port
+        rows = []
+        for pipeline in (1, 16):
+            lpush = redis_benchmark(redis_server.port, requests, pipeline,
+                                    "LPUSH", "q", "__rand_int__")
+            rows.append((f"LPUSH (redis) -P {pipeline}", lpush, 1.0))
+            for replicate in (3, 2):
+                rate = redis_benchmark(port, requests, pipeline, "ADDJOB", "q",
+                                       "__rand_int__", "0", "REPLICATE", str(replicate))
+                rows.append((f"ADDJOB REPLICATE {replicate} -P {pipeline}", rate, rate / lpush))
+            redis_server.client.delete("q")
+            for n in nodes:
+                n.client.execute_command("DEBUG", "FLUSHALL")
+        cycle_jobs = max(1000, requests // 10)
+        for replicate in (3, 1):
+            rate = cycle(port, cycle_jobs, 100, replicate)
+            drained = wait_drained(nodes)
+            rows.append((f"cycle add/get/ack x100, REPLICATE {replicate}", rate, None))
+            if not drained:
+                raise RuntimeError("acked jobs were not garbage-collected everywhere")
+        single = start_trisque()
+        try:
+            rate = cycle(single.port, cycle_jobs, 100, 1)
+            rows.append(("cycle add/get/ack x100, single node", rate, None))
+        finally:
+            single.stop()
+    finally:
+        for n in nodes:
+            n.stop()
+        redis_server.stop()
+    print(f"\n{size}-node trisque cluster on loopback, redis-benchmark -c 50 -n {requests}")
+    print(f"{'benchmark':<44} {'ops/s':>10} {'ratio':>7}")
+    for name, rate, ratio in rows:
+        shown = f"{ratio:7.3f}" if ratio is not None else "       "
+        print(f"{name:<44} {rate:>10.0f} {shown}")
+    return rows
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m bench.cluster", description=__doc__)
+    parser.add_argument("--requests", "-n", type=int, default=200000)
+    parser.add_argument("--nodes", type=int, default=3)
+    args = parser.parse_args(argv)
+    run(args.requests, args.nodes)
+
+
+if __name__ == "__main__":
+    main()
