@@ -41,7 +41,7 @@ def try_gc(cluster, job):
         job.nodes_confirmed = {node.id}
     confirmed = job.nodes_confirmed
     if not dummy and all(n in confirmed for n in job.nodes_delivered):
-        node.delete_job(job)
+        cluster.free_acked(job)
         if len(job.nodes_delivered) > 1:
             cluster.send_to_holders(job, bus.DELJOB)
         return
@@ -115,7 +115,7 @@ def on_gotack(cluster, sender, items):
         if (not dummy and job.nodes_confirmed is not None
                 and all(n in job.nodes_confirmed for n in job.nodes_delivered)):
             cluster.send_to_holders(job, bus.DELJOB)
-            node.delete_job(job)
+            cluster.free_acked(job)
 
 
 def on_deljob(cluster, sender, items):
@@ -123,10 +123,11 @@ def on_deljob(cluster, sender, items):
     for job_id, _aux in items:
         job = node.jobs.get(job_id)
         if job is not None:
-            node.delete_job(job)
+            cluster.free_acked(job)
 
 
 def fast_ack(cluster, job, job_id):
+    cluster.remember_freed(job_id)  # the core frees our copy right after
     if job is not None:
         cluster.send_to_holders(job, bus.DELJOB)
     else:

@@ -16,10 +16,15 @@ Job messages to one peer produced in one turn of the event loop are
 coalesced: consecutive messages of the same type travel in one frame.
 """
 
+from collections import deque
+
 from ..protocol import bus
 from ..server.core.job import serialize
 from . import acks, federation, replication, requeue
 from .membership import Membership
+
+
+TOMBSTONE_MS = 10000  # far longer than a frame can be delayed on the bus
 
 
 class Cluster:
@@ -31,6 +36,8 @@ class Cluster:
         self.outbox = {}  # node id -> [[type, mflags, items]...], in order
         self.federation = federation.Federation(self)
         self._header = None
+        self.tombstones = set()  # IDs of acked jobs freed recently
+        self._tombstone_expiry = deque()  # (expires at ms, job id), in order
         node.cluster = self
 
     # ----------------------------------------------------------- identity
@@ -130,8 +137,25 @@ class Cluster:
         ] + self.federation.info_fields()
 
     def cron(self, now_ms):
+        self._expire_tombstones(now_ms)
         self.membership.cron(now_ms)
         self.federation.cron(now_ms)
+
+    def free_acked(self, job):
+        """An acked job is freed here.  For TOMBSTONE_MS its ID is
+        remembered, so a REPLJOB or YOURJOBS the network delayed or
+        duplicated cannot bring it back to life and deliver it again."""
+        self.node.delete_job(job)
+        self.remember_freed(job.id)
+
+    def remember_freed(self, job_id):
+        self.tombstones.add(job_id)
+        self._tombstone_expiry.append((self.node.now_ms() + TOMBSTONE_MS, job_id))
+
+    def _expire_tombstones(self, now_ms):
+        expiry = self._tombstone_expiry
+        while expiry and expiry[0][0] <= now_ms:
+            self.tombstones.discard(expiry.popleft()[1])
 
     def delete_everywhere(self, job):
         """Best-effort delete of every copy (DELJOB), then ours."""

@@ -274,6 +274,8 @@ class Federation:
         for fields in records:
             (job_id, _state, flags, repl, ctime, ttl_ms, delay_s, retry_s, nacks,
              deliveries, queue_name, body, nodes) = fields
+            if job_id in self.cluster.tombstones:
+                continue  # acked and freed here: a stale copy
             job = node.jobs.get(job_id)
             if job is None:
                 job = Job(job_id, queue_name, body, ACTIVE, repl, ctime,

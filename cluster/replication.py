@@ -151,6 +151,8 @@ def on_repljob(cluster, sender, records, mflags):
         queue = node.queues.get(queue_name)
         if queue is not None and queue.paused & PAUSED_IN:
             continue
+        if job_id in cluster.tombstones:
+            continue  # a stale copy of a job acked and freed here
         job = node.jobs.get(job_id)
         if job is not None:
             merged = job.nodes_delivered + tuple(n for n in nodes if n not in job.nodes_delivered)

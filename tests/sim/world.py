@@ -35,20 +35,20 @@ class ObservedNode(Node):
     world = None
     index = None
 
-    def register(self, job):
-        added = super().register(job)
+    def register(self, job, *args, **kwargs):
+        added = super().register(job, *args, **kwargs)
         if added and job.state != ACKED:
             self.world.checker.copy_added(self.index, job.id)
         return added
 
-    def unregister(self, job):
+    def unregister(self, job, *args, **kwargs):
         had = self.jobs.get(job.id) is job
-        super().unregister(job)
+        super().unregister(job, *args, **kwargs)
         if had:
             self.world.checker.copy_gone(self.index, job.id)
 
-    def mark_acked(self, job):
-        super().mark_acked(job)
+    def mark_acked(self, job, *args, **kwargs):
+        super().mark_acked(job, *args, **kwargs)
         self.world.checker.copy_gone(self.index, job.id)
 
 
