@@ -128,7 +128,9 @@ def decode_job(buf, start, stop):
 
 def replay_loadjob(node, payload, options):
     """LOADJOB <serialized job>: register it, active, requeue timer armed.
-    ``payload`` is (buffer, start, stop)."""
+    ``payload`` is (buffer, start, stop).  The job's deadline is deferred:
+    whoever replays records calls ``options.deferred.flush(node)`` after the
+    last one (``load`` does)."""
     buf, start, stop = payload
     try:
         job = decode_job(buf, start, stop)
