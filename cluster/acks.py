@@ -80,6 +80,8 @@ def on_setack(cluster, sender, items):
                     continue
             if job.state != ACKED:
                 node.mark_acked(job)
+        if job is None:
+            cluster.remember_freed(job_id)  # acked elsewhere: no late copy
         if job is None or len(job.nodes_delivered) <= may_have:
             cluster.send_jobid(sender.id, bus.GOTACK, job_id, 1 if job is not None else 0)
         else:
@@ -124,6 +126,10 @@ def on_deljob(cluster, sender, items):
         job = node.jobs.get(job_id)
         if job is not None:
             cluster.free_acked(job)
+        else:
+            # Its REPLJOB may still be on the way (another link, a slow
+            # one): make sure it does not create a copy nobody will ack.
+            cluster.remember_freed(job_id)
 
 
 def fast_ack(cluster, job, job_id):

@@ -52,7 +52,7 @@ class Federation:
     def __init__(self, cluster):
         self.cluster = cluster
         self.open_asks = {}  # queue name -> {node id: [count, expire_ms]}
-        self.ready = set()  # queues with open asks that got jobs this turn
+        self.ready = {}  # queues with open asks that got jobs this turn (a dict: ordered)
         self.drained = {}  # name -> queue that became empty this turn
         # Counters (CLUSTER INFO / INFO cluster), for measuring storms.
         self.messages_sent = 0  # NEEDJOBS messages
@@ -198,7 +198,7 @@ class Federation:
         if queue.name in self.open_asks:
             if not self.pending:
                 self.cluster.transport.flush_soon()
-            self.ready.add(queue.name)
+            self.ready[queue.name] = None
 
     @property
     def pending(self):
@@ -219,7 +219,7 @@ class Federation:
             self._answer_open_asks()
 
     def _answer_open_asks(self):
-        ready, self.ready = self.ready, set()
+        ready, self.ready = self.ready, {}
         node = self.cluster.node
         now_ms = node.now_ms()
         nodes = self.cluster.membership.nodes

@@ -95,6 +95,7 @@ class Membership:
         self.banned = {}  # forgotten node id -> ms until it may come back
         self.cron_runs = 0
         self.reachable = []  # cached list of reachable other nodes
+        self._size = 1
         self.messages_sent = 0
         self.messages_received = 0
         self.dirty = False  # nodes.conf needs saving
@@ -103,10 +104,13 @@ class Membership:
 
     def size(self):
         """Known nodes but handshakes, myself and failed ones included."""
-        return sum(1 for n in self.nodes.values() if not n.handshake)
+        return self._size
 
     def update_reachable(self):
+        """Recompute what depends on the node table; every change to it
+        (add, delete, rename, flags) ends here."""
         self.reachable = [n for n in self.nodes.values() if n.reachable()]
+        self._size = sum(1 for n in self.nodes.values() if not n.handshake)
 
     def others(self):
         return [n for n in self.nodes.values() if not n.myself]

@@ -24,6 +24,24 @@ def encode(job_id, state, flags, repl, ctime, etime_ms, delay_s, retry_s,
         queue, body, *(n.encode() if n.__class__ is str else n for n in nodes)))
 
 
+_NODE_TUPLES = {}  # raw node-ID block -> tuple of str, shared between jobs
+_NODE_TUPLES_MAX = 4096
+
+
+def _node_ids(raw):
+    """The node IDs of a record.  Most jobs are held by the same few sets
+    of nodes: one shared tuple per set saves the decoding and, for a
+    million replicas, a few hundred MB of identical strings."""
+    nodes = _NODE_TUPLES.get(raw)
+    if nodes is None:
+        text = raw.decode("ascii")
+        nodes = tuple(text[i:i + NODE_ID_LEN] for i in range(0, len(text), NODE_ID_LEN))
+        if len(_NODE_TUPLES) >= _NODE_TUPLES_MAX:
+            _NODE_TUPLES.clear()
+        _NODE_TUPLES[raw] = nodes
+    return nodes
+
+
 def decode(data, offset=0):
     """Return (fields tuple in FIELDS order, offset after the record)."""
     end = offset + _FIXED.size
@@ -40,7 +58,6 @@ def decode(data, offset=0):
         raise ValueError("truncated job record")
     queue = bytes(data[end:qend])
     body = bytes(data[qend:bend])
-    nodes = tuple(bytes(data[i:i + NODE_ID_LEN]).decode("ascii")
-                  for i in range(bend, nend, NODE_ID_LEN))
+    nodes = _node_ids(bytes(data[bend:nend]))
     return ((job_id, state, flags, repl, ctime, etime_ms, delay_s, retry_s,
              nacks, deliveries, queue, body, nodes), nend)

@@ -53,6 +53,11 @@ class Checker:
         self.crashes = []  # times any node crashed
         self.violations = []
         self.max_dummy_acks = 0
+        self.watch = None  # (job id, list): what happens to it, for traces
+
+    def _note(self, job_id, what):
+        if self.watch is not None and job_id == self.watch[0]:
+            self.watch[1].append(f"{self.world.now_ms:>8} ms  {what}")
 
     def record(self, job_id):
         rec = self.jobs.get(job_id)
@@ -63,9 +68,11 @@ class Checker:
     # --------------------------------------------------- copies
 
     def copy_added(self, index, job_id):
+        self._note(job_id, f"node {index} holds a copy")
         self.live.setdefault(job_id, set()).add(index)
 
     def copy_gone(self, index, job_id, crashed=False):
+        self._note(job_id, f"node {index} copy gone{' (crash)' if crashed else ''}")
         holders = self.live.get(job_id)
         if holders is not None:
             holders.discard(index)
@@ -107,6 +114,7 @@ class Checker:
         if (rec is not None and rec.acked_ms is not None and rec.full_ack_ms is None
                 and not self._held_anywhere(job_id)):
             rec.full_ack_ms = self.world.now_ms
+            self._note(job_id, "the ack reached every holder")
 
     # -------------------------------------------------- workload events
 
@@ -119,6 +127,7 @@ class Checker:
         rec.holders = holders
 
     def delivered(self, job_id, index):
+        self._note(job_id, f"delivered by node {index}")
         rec = self.record(job_id)
         now = self.world.now_ms
         if rec.full_ack_ms is not None and now > rec.full_ack_ms:
@@ -136,6 +145,7 @@ class Checker:
         self.record(job_id).expected_redeliveries += 1
 
     def acked(self, job_id):
+        self._note(job_id, "ACKJOB/FASTACK answered")
         rec = self.record(job_id)
         if rec.acked_ms is None:
             rec.acked_ms = self.world.now_ms

@@ -24,6 +24,7 @@ def run_seed(seed, nodes=5, profile="none", work_ms=15000, drain_ms=40000,
                 trace.append(f"{now:>8} ms  node {src} {arrow} node {dst}  "
                              f"{frame_summary(frame)}{'  (lost)' if lost else ''}")
         world.network.trace = tracer
+        world.checker.watch = (needle, trace)
     checker = world.checker
     world.start_cluster()
     world.run_until(20000, stop=world.cluster_formed)
