@@ -8,6 +8,8 @@ INT64_MIN = -2**63
 
 def to_int(arg, message=NOT_INTEGER):
     """Parse a strict decimal 64-bit integer, as Redis's string2ll."""
+    if arg.__class__ is bytes and arg.isdigit() and len(arg) < 19:  # usual case
+        return int(arg)
     try:
         value = int(arg)
     except ValueError:

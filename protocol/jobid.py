@@ -7,7 +7,7 @@ jobs.  Any node can tell from the ID alone whether a job it never saw may
 still need an ack, and until when.
 """
 
-import base64
+import binascii
 import os
 
 ID_LEN = 40
@@ -21,17 +21,27 @@ class IdGenerator:
     def __init__(self, node_id, random_bytes=os.urandom):
         self.prefix = b"D-" + node_id[:8].encode() + b"-"
         self.random_bytes = random_bytes
+        # The pool is kept base64-encoded: 18 random bytes are 24 characters
+        # and the encoding of the whole pool is the concatenation of theirs,
+        # so each ID takes a slice (about 1 us less than encoding each).
         self._pool = b""
         self._pos = 0
+        self._suffixes = {}  # ttl_s, or -ttl_s without retry -> b"-hhhh"
 
     def new(self, ttl_s, retry_s):
         pos = self._pos
-        if pos + 18 > len(self._pool):
-            self._pool = self.random_bytes(_RANDOM_POOL_BYTES)
+        if pos + 24 > len(self._pool):
+            self._pool = binascii.b2a_base64(
+                self.random_bytes(_RANDOM_POOL_BYTES), newline=False)
             pos = 0
-        self._pos = pos + 18
-        middle = base64.b64encode(self._pool[pos:pos + 18])
-        return b"%s%s-%04x" % (self.prefix, middle, ttl_digits(ttl_s, retry_s))
+        self._pos = pos + 24
+        key = ttl_s if retry_s > 0 else -ttl_s
+        suffix = self._suffixes.get(key)
+        if suffix is None:
+            if len(self._suffixes) >= 1024:
+                self._suffixes.clear()
+            suffix = self._suffixes[key] = b"-%04x" % ttl_digits(ttl_s, retry_s)
+        return self.prefix + self._pool[pos:pos + 24] + suffix
 
 
 def ttl_digits(ttl_s, retry_s):

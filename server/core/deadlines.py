@@ -1,9 +1,27 @@
-"""Every deadline of a node in one ordered structure.
+"""Every deadline of a node in one structure.
 
 Jobs (delay, requeue, WILLQUEUE, expiry, ack GC) and blocked clients
 (GETJOB and ADDJOB timeouts) share it: anything with a ``wake_ms``
-attribute.  Insert, remove and pop-earliest are O(log n), so a node with a
-million pending jobs still finds the next one to wake cheaply.
+attribute.  A node with a million pending jobs still finds the next one to
+wake cheaply, and the common changes cost O(1).
+
+How: deadlines mostly arrive in order within a few streams.  Every new job
+expires TTL after now, every delivered job is due for requeue RETRY after
+now: two sequences that never go back in time, interleaved.  So deadlines
+live in up to ``MAX_LANES`` lanes, each a list of (key, item) appended in
+non-decreasing key order, plus a SortedKeyList for the few that fit no
+lane (a deadline earlier than the end of every lane, with all lanes taken).
+A new deadline goes at the end of the lane whose last key is the latest not
+after it: an append.  Removing one finds it by bisection in its lane and
+leaves a hole (``None``), so the item is freed at once; holes are skipped at
+the head and squeezed out once they are half of a lane.  The earliest
+deadline is the smallest lane head or the SortedKeyList's first.
+
+Measured against one SortedKeyList for everything (python -m bench and
+instruction counts under callgrind): GETJOB, which moves a job from its
+expiry to its requeue deadline, went from ~280 to ~60 bytecodes here.
+Items due in the same millisecond may come out in a different order than
+they were scheduled.
 """
 
 from bisect import bisect_left, bisect_right
@@ -11,58 +29,182 @@ from operator import attrgetter
 
 from sortedcontainers import SortedKeyList
 
+MAX_LANES = 8
+COMPACT_MIN = 64  # holes in a lane before it is worth squeezing them out
+
+
+class _Lane:
+    """Deadlines appended in non-decreasing order.  ``items[i]`` wakes at
+    ``keys[i]``; entries before ``head`` are gone, ``None`` items are holes.
+    ``items[head]`` is always a live item: an empty lane is dropped."""
+
+    __slots__ = ("keys", "items", "head", "holes", "tail")
+
+    def __init__(self, first_key):
+        self.keys = []
+        self.items = []
+        self.head = 0
+        self.holes = 0  # None items at or after head
+        self.tail = first_key  # the largest key ever appended
+
 
 class Deadlines:
     def __init__(self):
-        self._items = SortedKeyList(key=attrgetter("wake_ms"))
+        self._lanes = []
+        self._rest = SortedKeyList(key=attrgetter("wake_ms"))
+        self._len = 0
 
     def __len__(self):
-        return len(self._items)
+        return self._len
 
     def set(self, item, wake_ms):
         """(Re)schedule ``item`` to wake at ``wake_ms``."""
-        if item.wake_ms is not None:
-            if item.wake_ms == wake_ms:
+        old = item.wake_ms
+        if old is not None:
+            if old == wake_ms:
                 return
-            self._remove(item)
+            self._remove(item, old)
+        else:
+            self._len += 1
         item.wake_ms = wake_ms
-        self._items.add(item)
+        # Lanes are kept latest tail first, so the first that fits is the
+        # best fit, and appending there keeps that order.
+        for lane in self._lanes:
+            if lane.tail <= wake_ms:
+                lane.tail = wake_ms
+                lane.keys.append(wake_ms)
+                lane.items.append(item)
+                return
+        if len(self._lanes) >= MAX_LANES:
+            self._rest.add(item)
+            return
+        lane = _Lane(wake_ms)  # earlier than every tail: goes last
+        lane.keys.append(wake_ms)
+        lane.items.append(item)
+        self._lanes.append(lane)
 
     def cancel(self, item):
-        if item.wake_ms is not None:
-            self._remove(item)
+        old = item.wake_ms
+        if old is not None:
+            self._remove(item, old)
             item.wake_ms = None
+            self._len -= 1
 
-    def _remove(self, item):
-        """SortedKeyList.remove, minus its Python loop over equal keys:
-        hundreds of jobs added in the same millisecond share an expiry, so
-        find ours among them with list.index (C) instead."""
-        items = self._items
-        key = item.wake_ms
-        pos = bisect_left(items._maxes, key)
-        if pos < len(items._maxes):
-            keys = items._keys[pos]
+    def _remove(self, item, key):
+        for lane in self._lanes:
+            if key > lane.tail:
+                continue
+            keys = lane.keys
+            head = lane.head
+            if key < keys[head]:
+                continue
+            items = lane.items
+            if items[head] is item:  # the usual case: the oldest goes first
+                items[head] = None
+                head += 1
+                if head & 1023 and head < len(items) and items[head] is not None:
+                    lane.head = head
+                else:
+                    lane.head = head - 1
+                    lane.holes += 1
+                    self._skip_holes(lane)
+                return
+            lo = bisect_left(keys, key, head)
+            try:
+                i = items.index(item, lo, bisect_right(keys, key, lo))
+            except ValueError:
+                continue
+            items[i] = None
+            lane.holes += 1
+            if lane.holes >= COMPACT_MIN and 2 * lane.holes > len(keys) - head:
+                self._compact(lane)
+            return
+        self._remove_rest(item, key)
+
+    def _remove_rest(self, item, key):
+        """SortedKeyList.remove, minus its Python loop over equal keys
+        (jobs added in the same millisecond share an expiry)."""
+        rest = self._rest
+        pos = bisect_left(rest._maxes, key)
+        if pos < len(rest._maxes):
+            keys = rest._keys[pos]
             start = bisect_left(keys, key)
             try:
-                idx = items._lists[pos].index(item, start, bisect_right(keys, key))
+                idx = rest._lists[pos].index(item, start, bisect_right(keys, key))
             except ValueError:
                 pass  # the equal keys run on into the next sublist
             else:
-                items._delete(pos, idx)
+                rest._delete(pos, idx)
                 return
-        items.remove(item)
+        rest.remove(item)
+
+    def _skip_holes(self, lane):
+        """The head became a hole: move past it and the holes after it;
+        drop the lane once it is empty."""
+        items = lane.items
+        head = lane.head + 1
+        holes = lane.holes - 1
+        end = len(items)
+        while head < end and items[head] is None:
+            head += 1
+            holes -= 1
+        lane.holes = holes
+        if head == end:
+            self._lanes.remove(lane)
+            return
+        if head >= 1024 and 2 * head > end:  # forget what is behind the head
+            del lane.keys[:head]
+            del items[:head]
+            head = 0
+        lane.head = head
+
+    def _compact(self, lane):
+        head = lane.head
+        pairs = [(k, i) for k, i in zip(lane.keys[head:], lane.items[head:])
+                 if i is not None]
+        lane.keys = [k for k, _ in pairs]
+        lane.items = [i for _, i in pairs]
+        lane.head = 0
+        lane.holes = 0
 
     def next_ms(self):
         """The earliest deadline, or None."""
-        items = self._items
-        return items[0].wake_ms if items else None
+        best = None
+        for lane in self._lanes:
+            key = lane.keys[lane.head]
+            if best is None or key < best:
+                best = key
+        rest = self._rest
+        if rest:
+            key = rest[0].wake_ms
+            if best is None or key < best:
+                best = key
+        return best
 
     def pop_due(self, now_ms, limit):
         """Remove and return up to ``limit`` items due at ``now_ms``."""
-        items = self._items
         due = []
-        while items and len(due) < limit and items[0].wake_ms <= now_ms:
-            item = items.pop(0)
+        rest = self._rest
+        while len(due) < limit:
+            best = None
+            best_key = None
+            for lane in self._lanes:
+                key = lane.keys[lane.head]
+                if best is None or key < best_key:
+                    best = lane
+                    best_key = key
+            if rest and (best is None or rest[0].wake_ms < best_key):
+                if rest[0].wake_ms > now_ms:
+                    break
+                item = rest.pop(0)
+            else:
+                if best is None or best_key > now_ms:
+                    break
+                item = best.items[best.head]
+                best.items[best.head] = None
+                best.holes += 1
+                self._skip_holes(best)
             item.wake_ms = None
+            self._len -= 1
             due.append(item)
         return due

@@ -26,13 +26,49 @@ DUMMY_ACK = 8  # an ack for a job this node never held
 JOB_OVERHEAD = 330
 
 
+class _Rare:
+    """A field most jobs never set (NACK and delivery counters, replication
+    and GC bookkeeping): kept in the job's ``_rare`` dict, made on the first
+    write of a non-default value.  A queued job then pays no slot for it;
+    1M queued jobs are 32 MB smaller (measured with python -m bench memory)."""
+
+    __slots__ = ("name", "default")
+
+    def __init__(self, default):
+        self.default = default
+
+    def __set_name__(self, owner, name):
+        self.name = name
+
+    def __get__(self, job, owner=None):
+        if job is None:
+            return self
+        rare = job._rare
+        if rare is None:
+            return self.default
+        return rare.get(self.name, self.default)
+
+    def __set__(self, job, value):
+        rare = job._rare
+        if rare is None:
+            if value is self.default or value == self.default:
+                return
+            rare = job._rare = {}
+        rare[self.name] = value
+
+
 class Job:
     __slots__ = (
         "id", "queue", "body", "state", "flags", "repl",
-        "ctime", "etime_ms", "delay_s", "retry_s", "nacks", "deliveries",
-        "qtime_ms", "wake_ms", "nodes_delivered", "nodes_confirmed",
-        "gc_retry", "waiter",
+        "ctime", "etime_ms", "delay_s", "retry_s",
+        "qtime_ms", "wake_ms", "nodes_delivered", "_rare",
     )
+
+    nacks = _Rare(0)
+    deliveries = _Rare(0)  # additional deliveries (requeues not from NACK)
+    nodes_confirmed = _Rare(None)  # node IDs that confirmed (replication/GC)
+    gc_retry = _Rare(0)
+    waiter = _Rare(None)  # the client blocked in ADDJOB until replicated
 
     def __init__(self, job_id, queue, body, state, repl, ctime, etime_ms,
                  delay_s, retry_s):
@@ -46,14 +82,10 @@ class Job:
         self.etime_ms = etime_ms  # expires (TTL) at
         self.delay_s = delay_s
         self.retry_s = retry_s
-        self.nacks = 0
-        self.deliveries = 0  # additional deliveries (requeues not from NACK)
         self.qtime_ms = 0  # next (re)queue time; 0 = never requeue
         self.wake_ms = None  # key in Deadlines while scheduled
         self.nodes_delivered = ()  # node IDs that may hold a copy
-        self.nodes_confirmed = None  # node IDs that confirmed (replication/GC)
-        self.gc_retry = 0
-        self.waiter = None  # the client blocked in ADDJOB until replicated
+        self._rare = None  # nacks, deliveries, nodes_confirmed, gc_retry, waiter
 
     def memory(self):
         return JOB_OVERHEAD + len(self.body) + len(self.queue)

@@ -36,6 +36,7 @@ from .standalone import Standalone, NoLog
 WILLQUEUE_ADVANCE_MS = 500  # WILLQUEUE goes out this long before a requeue
 TIME_ERROR_MS = 500  # requeue jitter: uniform in [-250, +250) ms
 _JITTER_BITS = TIME_ERROR_MS.bit_length()
+_INF = float("inf")
 MAX_TIMERS_PER_RUN = 10000  # bounded work per timer turn
 BASE_MEMORY = 1024 * 1024  # an idle node's used_memory: buffers, tables (not the interpreter)
 
@@ -288,20 +289,19 @@ class Node:
         """Disque's warning levels: 0 fine, 1 above 75%, 2 above 95% of
         maxmemory, 3 at or above it."""
         maxmemory = self.config.maxmemory
-        if not maxmemory:
-            return 0
+        limits = self._memory_limits
+        if limits[0] != maxmemory:  # the float products, cached (hot: ADDJOB)
+            limits = self._memory_limits = (
+                (maxmemory, maxmemory * 0.95, maxmemory * 0.75) if maxmemory
+                else (maxmemory, _INF, _INF))
         used = self.used_memory
+        if used <= limits[2]:
+            return 0
         if used >= maxmemory:
             return 3
-        limits = self._memory_limits
-        if limits[0] != maxmemory:  # float products cached: ADDJOB asks twice
-            limits = self._memory_limits = (maxmemory, maxmemory * 0.95,
-                                            maxmemory * 0.75)
         if used > limits[1]:
             return 2
-        if used > limits[2]:
-            return 1
-        return 0
+        return 1
 
     def _memory_changed(self, delta):
         used = self.used_memory + delta

@@ -1,5 +1,7 @@
 """A named queue: jobs in creation-time order, and the clients waiting on it."""
 
+from collections import deque
+from itertools import islice
 from operator import attrgetter
 
 from sortedcontainers import SortedKeyList
@@ -10,6 +12,111 @@ PAUSED_ALL = PAUSED_IN | PAUSED_OUT
 PAUSE_NAMES = {0: "none", PAUSED_IN: "in", PAUSED_OUT: "out", PAUSED_ALL: "all"}
 
 QUEUE_OVERHEAD = 600  # bytes per queue, for maxmemory accounting
+
+
+_CTIME = attrgetter("ctime")
+SMALL_FIFO = 1024  # remove from the middle of a FIFO this short in place
+
+
+class JobList:
+    """A queue's jobs in creation-time (ctime) order, oldest first.
+
+    Jobs nearly always join at the tail (a new job is the newest) and leave
+    at the head (GETJOB takes the oldest).  A deque does both in O(1), with
+    8 bytes a job; a SortedKeyList costs about 0.5 us per add or pop and 18
+    bytes a job (measured).  So the list is a deque until a job joins
+    anywhere but the tail (a requeue, a job from another node) or leaves
+    from the middle of a long queue (DEQUEUE, an ack, expiry out of order);
+    then it becomes a SortedKeyList, O(log n) for everything, until it is
+    empty again.  Either way it reads like a sorted list: len, iteration,
+    indexing and slicing, oldest first.
+    """
+
+    __slots__ = ("_fifo", "_sorted")
+
+    def __init__(self):
+        self._fifo = deque()
+        self._sorted = None
+
+    def __len__(self):
+        s = self._sorted
+        return len(self._fifo) if s is None else len(s)
+
+    def __iter__(self):
+        s = self._sorted
+        return iter(self._fifo if s is None else s)
+
+    def __reversed__(self):
+        s = self._sorted
+        return reversed(self._fifo if s is None else s)
+
+    def __getitem__(self, key):
+        s = self._sorted
+        if s is not None:
+            return s[key]
+        fifo = self._fifo
+        if key.__class__ is not slice:
+            return fifo[key]
+        size = len(fifo)
+        start, stop, step = key.indices(size)
+        if step != 1:
+            return list(fifo)[key]
+        if stop <= start:
+            return []
+        if start > size - stop:  # nearer the tail: walk from there
+            picked = list(islice(reversed(fifo), size - stop, size - start))
+            picked.reverse()
+            return picked
+        return list(islice(fifo, start, stop))
+
+    def add(self, job):
+        s = self._sorted
+        if s is None:
+            fifo = self._fifo
+            if not fifo or fifo[-1].ctime < job.ctime:
+                fifo.append(job)
+                return
+            s = self._make_sorted()
+        s.add(job)
+
+    def pop(self, index=-1):
+        s = self._sorted
+        if s is None:
+            fifo = self._fifo
+            if index == 0:
+                return fifo.popleft()
+            if index == -1:
+                return fifo.pop()
+            job = fifo[index]
+            del fifo[index]
+            return job
+        job = s.pop(index)
+        if not s:
+            self._sorted = None
+        return job
+
+    def remove(self, job):
+        s = self._sorted
+        if s is None:
+            fifo = self._fifo
+            if len(fifo) <= SMALL_FIFO:
+                fifo.remove(job)  # ValueError if absent, as SortedKeyList
+                return
+            if fifo[0] is job:
+                fifo.popleft()
+                return
+            if fifo[-1] is job:
+                fifo.pop()
+                return
+            s = self._make_sorted()
+        s.remove(job)
+        if not s:
+            self._sorted = None
+
+    def _make_sorted(self):
+        s = self._sorted = SortedKeyList(self._fifo, key=_CTIME)
+        self._fifo = deque()
+        return s
 
 
 class Queue:
@@ -25,7 +132,7 @@ class Queue:
         self.name = name
         # FIFO by ctime: creation time, not arrival, so requeued jobs keep
         # their place among the others.
-        self.jobs = SortedKeyList(key=attrgetter("ctime"))
+        self.jobs = JobList()
         self.blocked = {}  # clients waiting in GETJOB, in arrival order
         self.paused = 0
         self.ctime_s = now_s

@@ -1,0 +1,150 @@
+"""The two ordered structures behind the hot path, against plain reference
+models under random operations: Deadlines (lanes + SortedKeyList) and a
+queue's JobList (deque until it must be sorted)."""
+
+import random
+
+import pytest
+
+from trisque.server.core.deadlines import MAX_LANES, Deadlines
+from trisque.server.core.queue import SMALL_FIFO, JobList
+
+
+class Item:
+    __slots__ = ("name", "wake_ms", "ctime")
+
+    def __init__(self, name, ctime=0):
+        self.name = name
+        self.wake_ms = None
+        self.ctime = ctime
+
+    def __repr__(self):
+        return f"<{self.name} {self.wake_ms}>"
+
+
+def check_deadlines(deadlines, model):
+    assert len(deadlines) == len(model)
+    assert deadlines.next_ms() == (min(model.values()) if model else None)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_deadlines_match_a_reference_model(seed):
+    rng = random.Random(seed)
+    deadlines = Deadlines()
+    model = {}  # item -> wake_ms
+    items = [Item(f"i{n}") for n in range(300)]
+    now = 1000
+    streams = [0, 0, 0]  # monotonic producers, as TTL and RETRY deadlines are
+    for step in range(6000):
+        op = rng.random()
+        item = rng.choice(items)
+        if op < 0.45:
+            k = rng.randrange(len(streams))
+            streams[k] = max(streams[k], now) + rng.randrange(3)
+            wake = streams[k] + 500 * (k + 1)
+            if rng.random() < 0.2:
+                wake = now + rng.randrange(2000)  # out of order
+            deadlines.set(item, wake)
+            model[item] = wake
+        elif op < 0.7:
+            deadlines.cancel(item)
+            model.pop(item, None)
+            assert item.wake_ms is None
+        else:
+            now += rng.randrange(40)
+            limit = rng.choice([1, 3, 1000])
+            due = deadlines.pop_due(now, limit)
+            expected = sorted((w, id(i)) for i, w in model.items() if w <= now)
+            assert len(due) == min(limit, len(expected))
+            keys = [model[i] for i in due]
+            assert keys == sorted(keys)
+            assert all(k <= now for k in keys)
+            # nothing left behind is earlier than what came out
+            if due:
+                rest = [w for i, w in model.items() if i not in due]
+                assert not rest or min(rest) >= keys[-1]
+            for i in due:
+                assert i.wake_ms is None
+                del model[i]
+        for i, w in model.items():
+            assert i.wake_ms == w
+        check_deadlines(deadlines, model)
+    assert len(deadlines._lanes) <= MAX_LANES
+
+
+def test_deadlines_free_removed_items_at_once():
+    deadlines = Deadlines()
+    items = [Item(n) for n in range(5000)]
+    for n, item in enumerate(items):
+        deadlines.set(item, 10_000 + n // 10)
+    for item in items[100:4900]:  # from the middle, as out-of-order acks
+        deadlines.cancel(item)
+    lane = deadlines._lanes[0]
+    assert sum(i is not None for i in lane.items) == 200
+    assert len(lane.items) < 1000  # holes were squeezed out
+    assert [i.name for i in deadlines.pop_due(10**9, 10**6)] == (
+        list(range(100)) + list(range(4900, 5000)))
+    assert len(deadlines) == 0 and deadlines.next_ms() is None
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_joblist_matches_a_sorted_model(seed):
+    rng = random.Random(seed)
+    jobs = JobList()
+    model = []
+    ctime = 0
+    pool = []
+    for step in range(4000):
+        op = rng.random()
+        if op < 0.5 or not model:
+            if pool and rng.random() < 0.1:
+                job = pool.pop(rng.randrange(len(pool)))  # a requeue: older
+            else:
+                ctime += 1
+                job = Item(step, ctime)
+            jobs.add(job)
+            model.append(job)
+            model.sort(key=lambda j: j.ctime)
+        elif op < 0.75:
+            job = jobs.pop(0)
+            assert job is model.pop(0)
+            pool.append(job)
+        elif op < 0.9:
+            job = rng.choice(model)
+            jobs.remove(job)
+            model.remove(job)
+            pool.append(job)
+        else:
+            with pytest.raises(ValueError):
+                jobs.remove(Item("absent", -1))
+        assert len(jobs) == len(model)
+        assert bool(jobs) == bool(model)
+        if step % 50 == 0:
+            assert list(jobs) == model
+            assert list(reversed(jobs)) == model[::-1]
+            for count in (1, 3, len(model), len(model) + 2):
+                assert jobs[:count] == model[:count]
+                assert jobs[-count:] == model[-count:]
+            if model:
+                assert jobs[0] is model[0] and jobs[-1] is model[-1]
+
+
+def test_joblist_stays_a_deque_in_fifo_use_and_sorts_when_it_must():
+    jobs = JobList()
+    items = [Item(n, n) for n in range(SMALL_FIFO + 10)]
+    for item in items:
+        jobs.add(item)
+    assert jobs._sorted is None
+    jobs.remove(items[0])  # the head: still a deque
+    assert jobs.pop(0) is items[1]
+    assert jobs._sorted is None
+    jobs.remove(items[500])  # the middle of a long queue: sorted from now on
+    assert jobs._sorted is not None
+    jobs.add(items[0])  # older than all: goes first
+    assert jobs[0] is items[0]
+    while jobs:
+        jobs.pop(0)
+    assert jobs._sorted is None  # empty: back to a deque
+    jobs.add(items[5])
+    jobs.add(items[3])  # out of order
+    assert list(jobs) == [items[3], items[5]]
