@@ -34,10 +34,7 @@ def cluster_(node, client, argv):
     if sub == "INFO" and argc == 2:
         return resp.bulk("".join(f"{k}:{v}\r\n" for k, v in cluster.info_fields()))
     if sub == "SAVECONFIG" and argc == 2:
-        try:
-            cluster.save_config()
-        except OSError as exc:
-            raise CommandError(f"ERR error saving the cluster node config: {exc.strerror}") from None
+        _save(cluster)
         return resp.OK
     if sub == "FORGET" and argc == 3:
         node_id = argv[2].decode(errors="replace")
@@ -62,7 +59,7 @@ def cluster_(node, client, argv):
         if new_id:
             cluster.set_node_id(new_id)
         flushall(node)
-        cluster.save_config()
+        _save(cluster)
         return resp.OK
     if sub == "LEAVING" and argc in (2, 3):
         me = membership.myself
@@ -74,9 +71,19 @@ def cluster_(node, client, argv):
         if me.leaving != (answer == "YES"):
             me.leaving = answer == "YES"
             membership.dirty = True
-            cluster.save_config()
+            _save(cluster)
         return resp.OK
     raise CommandError("ERR Wrong CLUSTER subcommand or number of arguments")
+
+
+def _save(cluster):
+    """Write nodes.conf now.  If that fails the change stays in effect (and
+    nodes.conf dirty: the cron keeps trying); the client is told."""
+    try:
+        cluster.save_config()
+    except OSError as exc:
+        raise CommandError("ERR error saving the cluster node config: "
+                           f"{exc.strerror or exc}") from None
 
 
 def _valid_ip(ip):

@@ -19,6 +19,7 @@ from . import log
 RECV_SIZE = 64 * 1024
 CONNECT_RETRY_MS = 20  # at most one connection attempt per peer this often
 MAX_LINK_BUFFER = 256 * 1024 * 1024  # drop a link whose peer stopped reading
+SAVE_WARNING_PERIOD_MS = 10000  # nodes.conf cannot be written: log this often
 
 
 class Link:
@@ -256,13 +257,19 @@ class ClusterService:
         membership.dirty = False
 
     async def _save_loop(self):
+        warned_ms = None
         while True:
             await trio.sleep(0.1)
             if self.cluster.membership.dirty:
                 try:
                     self.save()
+                    warned_ms = None
                 except OSError as exc:
-                    log.warning(f"Could not save the cluster config {self.config_path}: {exc}")
+                    now_ms = self.node.now_ms()
+                    if warned_ms is None or now_ms - warned_ms >= SAVE_WARNING_PERIOD_MS:
+                        warned_ms = now_ms  # retried every tick, said every 10 s
+                        log.warning(f"Could not save the cluster config "
+                                    f"{self.config_path}: {exc}")
 
     async def _join_loop(self, targets):
         """cluster-join host:port: meet each until it is known (DNS names
@@ -314,5 +321,10 @@ def attach_cluster(node, nursery, after_event):
         log.notice(f"Node configuration loaded, I'm {my_id}")
     else:
         log.notice(f"No cluster configuration found, I'm {node.id}")
-    service.save()
+    try:
+        service.save()
+    except OSError as exc:
+        from ..core.config import ConfigError
+        raise ConfigError(f"Could not write the cluster config file {path}: "
+                          f"{exc.strerror or exc}") from None
     return service

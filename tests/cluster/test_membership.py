@@ -312,3 +312,36 @@ def test_meet_errors(make_cluster):
     assert any("handshake" in v["flags"] for v in cluster_nodes(c[0]).values())
     wait_for(lambda: len(cluster_nodes(c[0])) == 1, 5, message="handshake expiry")
     assert c[0].execute_command("PING") is True
+
+
+def test_nodes_conf_that_cannot_be_written(make_cluster):
+    """CLUSTER commands that must save nodes.conf answer an error when it
+    cannot be written; the node keeps working and saves once it can."""
+    c = make_cluster(2)
+    blocker = os.path.join(c.servers[0].dir, "nodes.conf.tmp")
+    os.mkdir(blocker)  # the atomic save writes this file first
+    try:
+        with pytest.raises(redis.ResponseError, match="error saving the cluster node config"):
+            c[0].execute_command("CLUSTER", "SAVECONFIG")
+        with pytest.raises(redis.ResponseError, match="error saving the cluster node config"):
+            c[0].execute_command("CLUSTER", "LEAVING", "yes")
+        assert c[0].execute_command("CLUSTER", "LEAVING") == b"yes", "in effect anyway"
+        assert c[0].execute_command("PING") is True
+    finally:
+        os.rmdir(blocker)
+    # The cron saves the pending change once it can.
+    path = os.path.join(c.servers[0].dir, "nodes.conf")
+    wait_for(lambda: "myself,leaving" in open(path).read(), 5, message="saved later")
+    c[0].execute_command("CLUSTER", "SAVECONFIG")
+
+
+def test_unwritable_nodes_conf_at_start_is_a_clean_error(tmp_path):
+    server = Server(directory=str(tmp_path))
+    os.mkdir(os.path.join(server.dir, "nodes.conf.tmp"))
+    server.start(wait=False)
+    try:
+        assert server.proc.wait(15) != 0
+        assert "Could not write the cluster config file" in server.log()
+        assert b"Traceback" not in server.proc.stderr.read()
+    finally:
+        server.cleanup()
