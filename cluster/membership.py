@@ -30,7 +30,7 @@ class ClusterNode:
     __slots__ = ("id", "ip", "port", "bus_port", "myself", "handshake",
                  "pfail", "fail", "leaving", "noaddr", "ping_sent_ms",
                  "pong_received_ms", "ctime_ms", "fail_reports", "link_ok",
-                 "meet_pending", "link_since_ms")
+                 "meet_pending", "link_since_ms", "ping_received_ms")
 
     def __init__(self, node_id, ip, port, bus_port, now_ms):
         self.id = node_id
@@ -50,6 +50,7 @@ class ClusterNode:
         self.link_ok = False  # our outgoing link to it is connected
         self.meet_pending = False  # send MEET, not PING, on the next link
         self.link_since_ms = 0
+        self.ping_received_ms = 0  # its last PING or MEET to us
 
     def flag_names(self):
         names = []
@@ -230,6 +231,8 @@ class Membership:
             # Rule: answer any PING or MEET with PONG on the same link.
             link.send(bus.gossip(cluster.header(), bus.PONG, self.gossip_entries(msg.sender)))
             self.messages_sent += 1
+            if sender is not None:
+                sender.ping_received_ms = now_ms
         if msg.type == bus.PONG:
             link_node = self.nodes.get(link.node_id) if link.node_id else None
             if link_node is not None and link_node.handshake:

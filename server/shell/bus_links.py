@@ -20,6 +20,7 @@ RECV_SIZE = 64 * 1024
 CONNECT_RETRY_MS = 20  # at most one connection attempt per peer this often
 MAX_LINK_BUFFER = 256 * 1024 * 1024  # drop a link whose peer stopped reading
 SAVE_WARNING_PERIOD_MS = 10000  # nodes.conf cannot be written: log this often
+STARTUP_GREETING_MS = 500  # at most this long to greet the peers at start
 
 
 class Link:
@@ -237,13 +238,37 @@ class ClusterService:
             raise ConfigError(f"Could not bind the cluster bus port {config.bus_port()}: "
                               f"{exc.strerror}") from None
         nursery.start_soon(self.transport.flusher)
-        # Reach the peers of nodes.conf at once, before serving clients: a
-        # restarted node is announced (and its FAIL flag cleared) sooner.
-        for other in self.cluster.membership.others():
-            self.transport.ensure_link(other)
+        await self._greet_peers()
         nursery.start_soon(self._save_loop)
         if config.cluster_join:
             nursery.start_soon(self._join_loop, list(config.cluster_join))
+
+    async def _greet_peers(self):
+        """Before we serve clients, let the peers of nodes.conf know we are
+        back: connect to each and wait (at most STARTUP_GREETING_MS) until it
+        answered our PING and pinged us on its own new link, or cannot be
+        reached.  A node restarting after a crash was flagged FAIL by its
+        peers; their PONG exchange with it clears the flag, so once its
+        clients can reach it, its peers count it in again too."""
+        membership = self.cluster.membership
+        transport = self.transport
+        peers = [n for n in membership.others() if not n.handshake]
+        if not peers:
+            return
+        start_ms = self.node.now_ms()
+        for other in peers:
+            transport.ensure_link(other)
+
+        def greeted(n):
+            if n.id not in transport.out_links:
+                return True  # it refused the connection or the link broke
+            return n.pong_received_ms >= start_ms and n.ping_received_ms >= start_ms
+        with trio.move_on_after(STARTUP_GREETING_MS / 1000):
+            while not all(greeted(n) for n in peers):
+                await trio.sleep(0.005)
+        answered = sum(1 for n in peers if n.pong_received_ms >= start_ms)
+        log.verbose(f"Greeted the cluster: {answered} of {len(peers)} known nodes "
+                    f"answered in {self.node.now_ms() - start_ms} ms")
 
     def save(self):
         """Write nodes.conf atomically (temp file, fsync, rename)."""
