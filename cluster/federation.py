@@ -262,6 +262,9 @@ class Federation:
         now_ms = node.now_ms()
         for _ in range(give):
             job = node.fetch(queue, now_ms, consumer=False)
+            if node_id not in job.nodes_delivered:
+                # It will hold a copy: an ack's GC must reach it too.
+                job.nodes_delivered += (node_id,)
             cluster.send_job(node_id, bus.YOURJOBS, cluster.serialize_for_bus(job))
             if job.retry_s == 0:
                 node.delete_job(job)  # at-most-once: it lives there now

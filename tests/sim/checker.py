@@ -26,6 +26,7 @@ from trisque.server.core.job import ACKED, deserialize
 
 class JobRecord:
     __slots__ = ("id", "accepted_ms", "synchronous", "ttl_ms", "holders", "retry_s",
+                 "fastacked",
                  "deliveries", "expected_redeliveries", "acked_ms",
                  "full_ack_ms", "duplicates")
 
@@ -36,6 +37,7 @@ class JobRecord:
         self.ttl_ms = 0
         self.holders = None
         self.retry_s = None
+        self.fastacked = False
         self.deliveries = []  # (time ms, node index)
         self.expected_redeliveries = 0
         self.acked_ms = None
@@ -130,7 +132,8 @@ class Checker:
         self._note(job_id, f"delivered by node {index}")
         rec = self.record(job_id)
         now = self.world.now_ms
-        if rec.full_ack_ms is not None and now > rec.full_ack_ms:
+        best_effort = rec.fastacked and self.world.faulty
+        if rec.full_ack_ms is not None and now > rec.full_ack_ms and not best_effort:
             self.violations.append(
                 f"acked then delivered: {job_id.decode()} on node {index} at {now} ms, "
                 f"ack reached every holder at {rec.full_ack_ms} ms")
@@ -144,9 +147,12 @@ class Checker:
     def redelivery_expected(self, job_id):
         self.record(job_id).expected_redeliveries += 1
 
-    def acked(self, job_id):
-        self._note(job_id, "ACKJOB/FASTACK answered")
+    def acked(self, job_id, fast=False):
+        """ACKJOB (or FASTACK: best effort by contract, its DELJOB may be
+        lost, so under faults it does not promise no redelivery)."""
+        self._note(job_id, "FASTACK answered" if fast else "ACKJOB answered")
         rec = self.record(job_id)
+        rec.fastacked = rec.fastacked or (fast and rec.acked_ms is None)
         if rec.acked_ms is None:
             rec.acked_ms = self.world.now_ms
         self._check_fully_acked(job_id)

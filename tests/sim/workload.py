@@ -209,7 +209,7 @@ class Consumer:
 
         def on_reply(reply):
             if command != b"NACK" and not isinstance(reply, Exception):
-                checker.acked(job_id)
+                checker.acked(job_id, fast=command == b"FASTACK")
         if not client.call([command, job_id], on_reply):
             checker.redelivery_expected(job_id)  # the node died: we could not ack
 
