@@ -212,6 +212,12 @@ class TcpTransport:
                 data = b"".join(link.out)
                 link.out.clear()
                 link.out_bytes = 0
+                # A GOTJOB promises the peer a copy: with appendfsync always
+                # that copy must be on disk (fsynced) before we say so.
+                log = self.cluster.node.log
+                mark = log.end
+                if log.durable < mark:
+                    await log.wait_durable(mark)
                 await link.stream.send_all(data)
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
             pass
