@@ -8,14 +8,15 @@ wake cheaply, and the common changes cost O(1).
 How: deadlines mostly arrive in order within a few streams.  Every new job
 expires TTL after now, every delivered job is due for requeue RETRY after
 now: two sequences that never go back in time, interleaved.  So deadlines
-live in up to ``MAX_LANES`` lanes, each a list of (key, item) appended in
-non-decreasing key order, plus a SortedKeyList for the few that fit no
-lane (a deadline earlier than the end of every lane, with all lanes taken).
-A new deadline goes at the end of the lane whose last key is the latest not
-after it: an append.  Removing one finds it by bisection in its lane and
-leaves a hole (``None``), so the item is freed at once; holes are skipped at
-the head and squeezed out once they are half of a lane.  The earliest
-deadline is the smallest lane head or the SortedKeyList's first.
+live in up to ``MAX_LANES`` lanes, each a list of items appended in
+non-decreasing ``wake_ms`` order, plus a SortedKeyList for the few that fit
+no lane (a deadline earlier than the end of every lane, with all lanes
+taken).  A new deadline goes at the end of the lane whose last deadline is
+the latest not after it: an append.  Removing one finds it by bisection in
+its lane; near the head the few before it shift up, elsewhere it leaves a
+hole that keeps its deadline (so the item is freed at once); holes are
+squeezed out once they are half of a lane.  The earliest deadline is the
+smallest lane head or the SortedKeyList's first.  8 bytes a deadline.
 
 Measured against one SortedKeyList for everything (python -m bench and
 instruction counts under callgrind): GETJOB, which moves a job from its
@@ -31,27 +32,38 @@ from sortedcontainers import SortedKeyList
 
 MAX_LANES = 8
 COMPACT_MIN = 64  # holes in a lane before it is worth squeezing them out
+NEAR_HEAD = 32  # a removal this close to the head shifts instead of a hole
+_WAKE = attrgetter("wake_ms")
+
+
+class _Hole:
+    """Where a removed item was, away from the head: keeps its deadline so
+    the lane stays sorted for bisection."""
+
+    __slots__ = ("wake_ms",)
+
+    def __init__(self, wake_ms):
+        self.wake_ms = wake_ms
 
 
 class _Lane:
-    """Deadlines appended in non-decreasing order.  ``items[i]`` wakes at
-    ``keys[i]``; entries before ``head`` are gone, ``None`` items are holes.
-    ``items[head]`` is always a live item: an empty lane is dropped."""
+    """Items appended in non-decreasing ``wake_ms`` order.  Entries before
+    ``head`` are gone; ``items[head]`` is always live (an empty lane is
+    dropped); ``holes`` counts the _Hole entries after it."""
 
-    __slots__ = ("keys", "items", "head", "holes", "tail")
+    __slots__ = ("items", "head", "holes", "tail")
 
-    def __init__(self, first_key):
-        self.keys = []
+    def __init__(self, first_ms):
         self.items = []
         self.head = 0
-        self.holes = 0  # None items at or after head
-        self.tail = first_key  # the largest key ever appended
+        self.holes = 0
+        self.tail = first_ms  # the latest deadline ever appended
 
 
 class Deadlines:
     def __init__(self):
         self._lanes = []
-        self._rest = SortedKeyList(key=attrgetter("wake_ms"))
+        self._rest = SortedKeyList(key=_WAKE)
         self._len = 0
 
     def __len__(self):
@@ -72,14 +84,12 @@ class Deadlines:
         for lane in self._lanes:
             if lane.tail <= wake_ms:
                 lane.tail = wake_ms
-                lane.keys.append(wake_ms)
                 lane.items.append(item)
                 return
         if len(self._lanes) >= MAX_LANES:
             self._rest.add(item)
             return
         lane = _Lane(wake_ms)  # earlier than every tail: goes last
-        lane.keys.append(wake_ms)
         lane.items.append(item)
         self._lanes.append(lane)
 
@@ -94,30 +104,33 @@ class Deadlines:
         for lane in self._lanes:
             if key > lane.tail:
                 continue
-            keys = lane.keys
-            head = lane.head
-            if key < keys[head]:
-                continue
             items = lane.items
-            if items[head] is item:  # the usual case: the oldest goes first
+            head = lane.head
+            first = items[head]
+            if first is item:  # the usual case: the oldest goes first
                 items[head] = None
                 head += 1
-                if head & 1023 and head < len(items) and items[head] is not None:
+                if head & 1023 and head < len(items) and items[head].__class__ is not _Hole:
                     lane.head = head
                 else:
-                    lane.head = head - 1
-                    lane.holes += 1
-                    self._skip_holes(lane)
+                    self._advance(lane, head)
                 return
-            lo = bisect_left(keys, key, head)
+            if key < first.wake_ms:
+                continue
+            lo = bisect_left(items, key, head, key=_WAKE)
             try:
-                i = items.index(item, lo, bisect_right(keys, key, lo))
+                i = items.index(item, lo, bisect_right(items, key, lo, key=_WAKE))
             except ValueError:
                 continue
-            items[i] = None
-            lane.holes += 1
-            if lane.holes >= COMPACT_MIN and 2 * lane.holes > len(keys) - head:
-                self._compact(lane)
+            if i - head <= NEAR_HEAD:
+                items[head + 1:i + 1] = items[head:i]
+                items[head] = None
+                lane.head = head + 1
+            else:
+                items[i] = _Hole(key)
+                lane.holes += 1
+                if lane.holes >= COMPACT_MIN and 2 * lane.holes > len(items) - head:
+                    self._compact(lane)
             return
         self._remove_rest(item, key)
 
@@ -138,32 +151,24 @@ class Deadlines:
                 return
         rest.remove(item)
 
-    def _skip_holes(self, lane):
-        """The head became a hole: move past it and the holes after it;
-        drop the lane once it is empty."""
+    def _advance(self, lane, head):
+        """The entry before ``head`` is gone: move the head past holes, drop
+        the lane once it is empty, forget what is behind the head."""
         items = lane.items
-        head = lane.head + 1
-        holes = lane.holes - 1
         end = len(items)
-        while head < end and items[head] is None:
+        while head < end and items[head].__class__ is _Hole:
             head += 1
-            holes -= 1
-        lane.holes = holes
+            lane.holes -= 1
         if head == end:
             self._lanes.remove(lane)
             return
-        if head >= 1024 and 2 * head > end:  # forget what is behind the head
-            del lane.keys[:head]
+        if head >= 1024 and 2 * head > end:
             del items[:head]
             head = 0
         lane.head = head
 
     def _compact(self, lane):
-        head = lane.head
-        pairs = [(k, i) for k, i in zip(lane.keys[head:], lane.items[head:])
-                 if i is not None]
-        lane.keys = [k for k, _ in pairs]
-        lane.items = [i for _, i in pairs]
+        lane.items = [i for i in lane.items[lane.head:] if i.__class__ is not _Hole]
         lane.head = 0
         lane.holes = 0
 
@@ -171,7 +176,7 @@ class Deadlines:
         """The earliest deadline, or None."""
         best = None
         for lane in self._lanes:
-            key = lane.keys[lane.head]
+            key = lane.items[lane.head].wake_ms
             if best is None or key < best:
                 best = key
         rest = self._rest
@@ -189,7 +194,7 @@ class Deadlines:
             best = None
             best_key = None
             for lane in self._lanes:
-                key = lane.keys[lane.head]
+                key = lane.items[lane.head].wake_ms
                 if best is None or key < best_key:
                     best = lane
                     best_key = key
@@ -200,10 +205,10 @@ class Deadlines:
             else:
                 if best is None or best_key > now_ms:
                     break
-                item = best.items[best.head]
-                best.items[best.head] = None
-                best.holes += 1
-                self._skip_holes(best)
+                head = best.head
+                item = best.items[head]
+                best.items[head] = None
+                self._advance(best, head + 1)
             item.wake_ms = None
             self._len -= 1
             due.append(item)

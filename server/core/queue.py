@@ -14,7 +14,7 @@ PAUSE_NAMES = {0: "none", PAUSED_IN: "in", PAUSED_OUT: "out", PAUSED_ALL: "all"}
 QUEUE_OVERHEAD = 600  # bytes per queue, for maxmemory accounting
 
 
-_CTIME = attrgetter("ctime")
+_CTIME = attrgetter("_ctime")  # ctime less a constant (see Job): same order
 SMALL_FIFO = 1024  # remove from the middle of a FIFO this short in place
 
 
@@ -73,7 +73,7 @@ class JobList:
         s = self._sorted
         if s is None:
             fifo = self._fifo
-            if not fifo or fifo[-1].ctime < job.ctime:
+            if not fifo or fifo[-1]._ctime < job._ctime:
                 fifo.append(job)
                 return
             s = self._make_sorted()
