@@ -6,7 +6,8 @@ Recorded during a run:
   the same job was expected (NACK, a consumer that died holding it, one
   that worked longer than RETRY);
 - every ACKJOB answered, and every copy of every job coming and going on
-  every node, alive or on the disk of a crashed node.
+  every node, alive or on the disk of a crashed node, or travelling in a
+  REPLJOB or YOURJOBS frame (held until it arrives or is lost).
 
 Checked at the end, after healing and quiescence:
 - *lost*: a job whose synchronous ADDJOB succeeded and was never delivered
@@ -51,6 +52,7 @@ class Checker:
         self.jobs = {}
         self.live = {}  # job id -> node indexes holding an un-acked copy
         self.on_disk = {}  # node index (crashed) -> job ids un-acked on its disk
+        self.wire = {}  # job id -> copies in REPLJOB/YOURJOBS frames in flight
         self.wipes = {}  # node index -> times its disk was lost
         self.crashes = []  # times any node crashed
         self.violations = []
@@ -106,8 +108,18 @@ class Checker:
     def disk_wiped(self, index):
         self.wipes.setdefault(index, []).append(self.world.now_ms)
 
+    def in_flight(self, job_ids, delta):
+        wire = self.wire
+        for job_id in job_ids:
+            count = wire.get(job_id, 0) + delta
+            if count:
+                wire[job_id] = count
+            else:
+                del wire[job_id]
+                self._check_fully_acked(job_id)
+
     def _held_anywhere(self, job_id):
-        if job_id in self.live:
+        if job_id in self.live or job_id in self.wire:
             return True
         return any(job_id in ids for ids in self.on_disk.values())
 

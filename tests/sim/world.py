@@ -261,6 +261,14 @@ class SimNode:
         world.deliver_client_output()
 
 
+def _jobs_carried(frame):
+    """IDs of the job copies a frame carries (REPLJOB, YOURJOBS): until it
+    arrives or is lost, such a copy exists on the wire."""
+    if bus.HEADER.unpack_from(frame)[3] not in bus.JOBS_TYPES:
+        return ()
+    return tuple(fields[0] for fields in bus.decode(frame).body)
+
+
 class Network:
     """Links between simulated nodes, with the faults of a real network."""
 
@@ -319,19 +327,24 @@ class Network:
                 self.trace(world.now_ms, src.index, dst.index, frame, lost=True)
             return
         copies = 2 if world.rng.random() < self.duplicate else 1
+        carried = _jobs_carried(frame)
         for _ in range(copies):
-            world.at(world.now_ms + self._latency(), self._deliver, link, frame)
+            world.checker.in_flight(carried, +1)
+            world.at(world.now_ms + self._latency(), self._deliver, link, frame, carried)
 
-    def _deliver(self, link, frame):
+    def _deliver(self, link, frame, carried):
         dst = link.peer
-        if (link.broken or not dst.alive or dst.incarnation != link.dst_incarnation
-                or not self.reachable(link.owner, dst)):
-            return
-        self.frames += 1
-        if self.trace is not None:
-            self.trace(self.world.now_ms, link.owner.index, dst.index, frame, lost=False)
-        dst.cluster.receive(frame, link.reverse)
-        dst.after_event()
+        try:
+            if (link.broken or not dst.alive or dst.incarnation != link.dst_incarnation
+                    or not self.reachable(link.owner, dst)):
+                return
+            self.frames += 1
+            if self.trace is not None:
+                self.trace(self.world.now_ms, link.owner.index, dst.index, frame, lost=False)
+            dst.cluster.receive(frame, link.reverse)
+            dst.after_event()
+        finally:
+            self.world.checker.in_flight(carried, -1)
 
     def close(self, link):
         link.broken = True
