@@ -35,6 +35,7 @@ class Cluster:
         self.membership = Membership(self, node.id, ip, port, bus_port, node.now_ms())
         self.outbox = {}  # node id -> [[type, mflags, items]...], in order
         self.federation = federation.Federation(self)
+        self.replicating = {}  # job id -> job: synchronous ADDJOBs waiting for copies
         self._header = None
         self.tombstones = set()  # IDs of acked jobs freed recently
         self._tombstone_expiry = deque()  # (expires at ms, job id), in order
@@ -215,6 +216,7 @@ class Cluster:
         node = self.membership.nodes.get(node_id)
         if node is not None:
             self.membership.link_up(node, self.node.now_ms())
+            replication.on_link_up(self, node_id)
 
     def link_down(self, node_id):
         node = self.membership.nodes.get(node_id)

@@ -52,6 +52,7 @@ class PendingAddJob(PendingReply):
         if self.deadline_ms and now_ms >= self.deadline_ms:
             # Rule 5: timeout, delete the copies, best effort.
             job.waiter = None
+            node.cluster.replicating.pop(job.id, None)
             node.resolve(self, resp.error(errors.NOREPL_TIMEOUT))
             node.cluster.delete_everywhere(job)
             return
@@ -60,7 +61,7 @@ class PendingAddJob(PendingReply):
         if resend:
             self.sent_ms = now_ms
         added = add_nodes(node.cluster, job, 1, noreply=False, resend=resend)
-        self.schedule(node, now_ms, added)
+        self.schedule(node, now_ms, added or _may_add_soon(node.cluster, job))
 
     def schedule(self, node, now_ms, more_nodes=True):
         """Wake in 50 ms to add a node, or (when every reachable node
@@ -79,7 +80,16 @@ class PendingAddJob(PendingReply):
         job = self.job
         if job.waiter is self:
             job.waiter = None
+            node.cluster.replicating.pop(job.id, None)
             node.cluster.delete_everywhere(job)
+
+
+def _may_add_soon(cluster, job):
+    """A reachable node without a copy whose link is not up yet (we just
+    met it, or it is restarting): keep trying every 50 ms, so the ADDJOB
+    goes on as soon as the link does, not at the next 1 s re-send."""
+    delivered = job.nodes_delivered
+    return any(n.id not in delivered for n in cluster.membership.reachable)
 
 
 def replicate(cluster, job, client, timeout_ms, asynchronous, external):
@@ -94,6 +104,7 @@ def replicate(cluster, job, client, timeout_ms, asynchronous, external):
         now_ms = node.now_ms()
         pending = PendingAddJob(client, job, now_ms + timeout_ms if timeout_ms else 0, now_ms)
         job.waiter = pending
+        cluster.replicating[job.id] = job
         add_nodes(cluster, job, others, noreply=False)
         pending.schedule(node, now_ms)
         return pending
@@ -193,6 +204,7 @@ def replication_achieved(cluster, job):
     job.state = ACTIVE
     pending = job.waiter
     job.waiter = None
+    cluster.replicating.pop(job.id, None)
     if pending is not None:
         node.resolve(pending, b"+%s\r\n" % job.id)
     if node.id not in job.nodes_delivered:
@@ -214,5 +226,21 @@ def replication_aborted(cluster, job):
     """The job went away (TTL, DELJOB) while its ADDJOB waited."""
     pending = job.waiter
     job.waiter = None
+    cluster.replicating.pop(job.id, None)
     if pending is not None:
         cluster.node.resolve(pending, resp.error(errors.NOREPL_REMOVED))
+
+
+def on_link_up(cluster, node_id):
+    """Our link to ``node_id`` (re)connected: a REPLJOB for it that was
+    lost with the old link (or never sent, the node was down) goes again
+    now, rather than at the next re-send."""
+    replicating = cluster.replicating
+    if not replicating:
+        return
+    now_ms = cluster.node.now_ms()
+    for job in list(replicating.values()):
+        confirmed = job.nodes_confirmed or ()
+        if node_id in job.nodes_delivered and node_id not in confirmed:
+            record = serialize(job, max(1, job.etime_ms - now_ms))
+            cluster.send_job(node_id, bus.REPLJOB, record)

@@ -74,9 +74,20 @@ class TcpTransport:
 
     def send(self, node_id, frame):
         link = self.out_links.get(node_id)
-        if link is None or link.stream is None or link.closed:
+        if link is None:
+            # A node we know but have no link to yet (just learned from
+            # gossip, or restarting): connect now rather than at the next
+            # cron tick, and keep the frame for when the link is up.
+            node = self.cluster.membership.nodes.get(node_id)
+            if node is not None and not node.myself:
+                self.ensure_link(node)
+                link = self.out_links.get(node_id)
+        if link is None or link.closed:
             self.frames_dropped += 1
             return
+        # A link still connecting keeps the frame and writes it once up (a
+        # GOTJOB a restarting node owes is not lost); if the connection
+        # fails, the frames go with the link.
         link.send(frame)
 
     def ensure_link(self, node):
@@ -130,9 +141,11 @@ class TcpTransport:
                 del self.out_links[link.node_id]
             return
         link.stream = stream
+        log.verbose(f"Cluster bus link to {link.node_id[:8]} ({ip}:{port}) connected")
         self.cluster.link_up(link.node_id)
         self.after_event()
         await self._run_link(link)
+        log.verbose(f"Cluster bus link to {link.node_id[:8]} closed")
         if self.out_links.get(link.node_id) is link:
             del self.out_links[link.node_id]
             self.cluster.link_down(link.node_id)

@@ -2,6 +2,7 @@
 and on timeout, with the copies deleted), ASYNC, pipelined ADDJOBs."""
 
 import socket
+import threading
 import time
 
 import pytest
@@ -162,3 +163,31 @@ def test_client_gone_while_waiting_deletes_the_copies(cluster3):
             sock.recv(100)  # no reply: it waits for the third copy
     wait_for(lambda: c.registered_jobs() == [0, 0, 0], 5,
              message="abandoned ADDJOB cleaned up")
+
+
+def test_addjob_goes_on_as_soon_as_a_restarted_node_is_back(make_cluster):
+    """A node without a link but not yet suspected (it is restarting) is
+    tried again every 50 ms: the waiting ADDJOB completes right after the
+    node is back, not at the next 1 s re-send."""
+    c = make_cluster(4)
+    c.kill(3)
+    result = {}
+
+    def add():
+        start = time.monotonic()
+        try:
+            result["id"] = addjob(c[0], "q", "body", "REPLICATE", 4, timeout=8000)
+        except redis.ResponseError as exc:
+            result["error"] = exc
+        result["done"] = time.monotonic()
+        result["took"] = result["done"] - start
+    thread = threading.Thread(target=add)
+    thread.start()
+    time.sleep(0.2)
+    assert "done" not in result, "it waits for the 4th node"
+    c.restart(3)
+    back = time.monotonic()
+    thread.join()
+    assert "id" in result, result
+    assert result["done"] - back < 0.4, (result["done"] - back, result["took"])
+    assert len(c.job_holders(result["id"])) == 4
