@@ -5,8 +5,9 @@ CLUSTER MEET in a chain (node i meets node i+1) and waits until every node
 sees the n-1 others reachable: gossip must turn the chain into a full mesh.
 Everything is torn down after the test.
 
-Module-scoped ``cluster3`` / ``cluster5`` are shared by tests that leave the
-cluster healthy; a test that kills or reconfigures nodes builds its own.
+``cluster3`` is a 3-node cluster shared by a module (emptied with DEBUG
+FLUSHALL around each test) for tests that leave it healthy; a test that
+kills or reconfigures nodes builds its own with ``make_cluster``.
 """
 
 import pytest
