@@ -19,6 +19,8 @@ coalesced: consecutive messages of the same type travel in one frame.
 from collections import deque
 
 from ..protocol import bus
+from ..protocol.jobid import IdGenerator
+from ..server.core.commands_queues import set_paused
 from ..server.core.job import serialize
 from . import acks, federation, replication, requeue
 from .membership import Membership
@@ -53,7 +55,6 @@ class Cluster:
 
     def set_node_id(self, node_id):
         """Adopt ``node_id`` (from nodes.conf, or a hard reset)."""
-        from ..protocol.jobid import IdGenerator
         self.node.id = node_id
         self.node.ids = IdGenerator(node_id, self.node.random_bytes)
         self._header = None
@@ -263,7 +264,6 @@ class Cluster:
             self._on_pause(queue_name, flags)
 
     def _on_pause(self, queue_name, flags):
-        from ..server.core.commands_queues import set_paused
         node = self.node
         queue = node.queues.get(queue_name)
         if queue is None:

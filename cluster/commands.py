@@ -1,5 +1,6 @@
 """CLUSTER MEET | NODES | INFO | MYID | FORGET | RESET | SAVECONFIG | LEAVING."""
 
+import ipaddress
 import os
 
 from ..protocol import resp
@@ -87,7 +88,6 @@ def _save(cluster):
 
 
 def _valid_ip(ip):
-    import ipaddress
     try:
         ipaddress.ip_address(ip)
     except ValueError:
