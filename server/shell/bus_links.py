@@ -20,7 +20,7 @@ RECV_SIZE = 64 * 1024
 CONNECT_RETRY_MS = 20  # at most one connection attempt per peer this often
 MAX_LINK_BUFFER = 256 * 1024 * 1024  # drop a link whose peer stopped reading
 SAVE_WARNING_PERIOD_MS = 10000  # nodes.conf cannot be written: log this often
-STARTUP_GREETING_MS = 500  # at most this long to greet the peers at start
+STARTUP_GREETING_MS = 1000  # at most this long to greet the peers at start
 
 
 class Link:
@@ -286,8 +286,9 @@ class ClusterService:
             while not all(greeted(n) for n in peers):
                 await trio.sleep(0.005)
         answered = sum(1 for n in peers if n.pong_received_ms >= start_ms)
-        log.verbose(f"Greeted the cluster: {answered} of {len(peers)} known nodes "
-                    f"answered in {self.node.now_ms() - start_ms} ms")
+        report = log.verbose if all(greeted(n) for n in peers) else log.notice
+        report(f"Greeted the cluster: {answered} of {len(peers)} known nodes "
+               f"answered in {self.node.now_ms() - start_ms} ms")
 
     def save(self):
         """Write nodes.conf atomically (temp file, fsync, rename)."""
