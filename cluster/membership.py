@@ -99,7 +99,19 @@ class Membership:
         self._size = 1
         self.messages_sent = 0
         self.messages_received = 0
-        self.dirty = False  # nodes.conf needs saving
+        self._dirty = False
+        self.on_dirty = None  # shell hook: save nodes.conf soon
+
+    @property
+    def dirty(self):
+        """nodes.conf no longer matches the node table."""
+        return self._dirty
+
+    @dirty.setter
+    def dirty(self, value):
+        self._dirty = value
+        if value and self.on_dirty is not None:
+            self.on_dirty()
 
     # --------------------------------------------------------- queries
 

@@ -21,6 +21,8 @@ CONNECT_RETRY_MS = 20  # at most one connection attempt per peer this often
 MAX_LINK_BUFFER = 256 * 1024 * 1024  # drop a link whose peer stopped reading
 SAVE_WARNING_PERIOD_MS = 10000  # nodes.conf cannot be written: log this often
 STARTUP_GREETING_MS = 1000  # at most this long to greet the peers at start
+SAVE_MIN_PERIOD_S = 0.01  # nodes.conf is saved at most this often
+SAVE_RETRY_PERIOD_S = 0.1  # nodes.conf could not be saved: try again this often
 
 
 class Link:
@@ -302,10 +304,19 @@ class ClusterService:
         membership.dirty = False
 
     async def _save_loop(self):
+        """Save nodes.conf as soon as the node table changed (a node killed
+        right after it learned a peer must know it when it restarts), at
+        most every SAVE_MIN_PERIOD_S, and retry while saving fails."""
+        membership = self.cluster.membership
+        changed = trio.Event()
+        membership.on_dirty = changed.set
         warned_ms = None
         while True:
-            await trio.sleep(0.1)
-            if self.cluster.membership.dirty:
+            with trio.move_on_after(SAVE_RETRY_PERIOD_S):
+                await changed.wait()
+            changed = trio.Event()
+            membership.on_dirty = changed.set
+            if membership.dirty:
                 try:
                     self.save()
                     warned_ms = None
@@ -315,6 +326,7 @@ class ClusterService:
                         warned_ms = now_ms  # retried every tick, said every 10 s
                         log.warning(f"Could not save the cluster config "
                                     f"{self.config_path}: {exc}")
+            await trio.sleep(SAVE_MIN_PERIOD_S)  # changes meanwhile: one save
 
     async def _join_loop(self, targets):
         """cluster-join host:port: meet each until it is known (DNS names

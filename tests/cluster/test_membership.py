@@ -117,7 +117,9 @@ def test_restarted_node_is_cleared_even_if_killed_at_once(make_cluster):
             if "fail" not in _flags(c[s])[ids[2]]:
                 cleared.add(s)
         return cleared == {0, 1}
-    wait_for(seen_cleared, 1.5, interval=0.01, message=f"FAIL cleared (seen on {cleared})")
+    greeting = [l for l in c.servers[2].log().splitlines() if "Greeted" in l][-1:]
+    wait_for(seen_cleared, 1.5, interval=0.01,
+             message=f"FAIL cleared (seen on {cleared}; {greeting})")
 
 
 def test_fail_needs_a_majority(make_cluster):
