@@ -27,7 +27,7 @@ from trisque.server.core.job import ACKED, deserialize
 
 class JobRecord:
     __slots__ = ("id", "accepted_ms", "synchronous", "ttl_ms", "holders", "retry_s",
-                 "fastacked",
+                 "fastacked", "created_ms",
                  "deliveries", "expected_redeliveries", "acked_ms",
                  "full_ack_ms", "duplicates")
 
@@ -39,6 +39,7 @@ class JobRecord:
         self.holders = None
         self.retry_s = None
         self.fastacked = False
+        self.created_ms = None  # when the first copy appeared anywhere
         self.deliveries = []  # (time ms, node index)
         self.expected_redeliveries = 0
         self.acked_ms = None
@@ -73,6 +74,9 @@ class Checker:
 
     def copy_added(self, index, job_id):
         self._note(job_id, f"node {index} holds a copy")
+        rec = self.record(job_id)
+        if rec.created_ms is None:
+            rec.created_ms = self.world.now_ms
         self.live.setdefault(job_id, set()).add(index)
 
     def copy_gone(self, index, job_id, crashed=False):
@@ -172,7 +176,8 @@ class Checker:
     # ---------------------------------------------------------- verdict
 
     def _exempt(self, rec):
-        """Every holder lost its disk after the job was accepted; or an
+        """Every holder lost its disk after the job was created (its ADDJOB
+        reply may come later, behind earlier replies to the client); or an
         at-most-once job (RETRY 0) in a run with faults: it exists in one
         place at a time, so a crash (after a restart the node cannot know
         whether it was delivered) or a lost YOURJOBS frame loses it, by
@@ -180,7 +185,8 @@ class Checker:
         if rec.retry_s == 0 and self.world.faulty:
             return True
         holders = rec.holders or range(len(self.world.nodes))
-        return all(any(t >= rec.accepted_ms for t in self.wipes.get(i, ()))
+        since = rec.created_ms if rec.created_ms is not None else rec.accepted_ms
+        return all(any(t >= since for t in self.wipes.get(i, ()))
                    for i in holders)
 
     def finish(self):
