@@ -86,6 +86,7 @@ async def run(config):
 
     node = Node(config, os.urandom(20).hex(), time.time)
     config.on_change["loglevel"] = log.set_level
+    node.on_internal_error = _internal_error
     server = ClientServer(node)
     try:
         server.bind(config.bind, config.port, config.tcp_backlog)
@@ -184,6 +185,16 @@ async def timer_loop(node, server):
         with woken() as state["scope"]:
             await trio.sleep(delay_s)
         state["scope"] = None
+
+
+def _internal_error(command, argv, exc):
+    """A command handler raised: log the traceback, answer an error, keep
+    serving (the other clients and the stored jobs are not at fault)."""
+    import traceback
+    args = " ".join(a[:32].decode("utf-8", "replace") for a in argv[:8])
+    log.warning(f"Internal error running '{args}': {exc!r}\n"
+                + "".join(traceback.format_exception(exc)))
+    return b"-ERR internal error in %s, see the server log\r\n" % command.lname.encode()
 
 
 def _write_pidfile(path):

@@ -96,6 +96,7 @@ class Node:
         self.on_wake = None  # shell hook: a client has output to flush
         self.on_shutdown = None  # shell hook: SHUTDOWN was asked for
         self.on_timers_changed = None  # shell hook: an earlier deadline exists
+        self.on_internal_error = None  # shell hook: a handler raised (a bug)
         self.timer_wake_ms = None  # when the shell's timer loop will next look
 
     # ------------------------------------------------------------- time
@@ -244,6 +245,12 @@ class Node:
             reply = command.handler(self, client, argv)
         except CommandError as exc:
             reply = resp.error(exc.message)
+        except Exception as exc:
+            # A bug.  Tests and the simulator want it loud (no hook); the
+            # server logs it and answers an error rather than dying.
+            if self.on_internal_error is None:
+                raise
+            reply = self.on_internal_error(command, argv, exc)
         elapsed_us = (_perf_ns() - start) // 1000
         stat = command.stats
         stat[0] += 1
