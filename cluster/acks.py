@@ -62,6 +62,13 @@ def try_gc(cluster, job):
             cluster.send_setack(target, job)
 
 
+def _gc_now_and_later(cluster, job):
+    """START-GC now and, unless that freed the job, arm the next attempt."""
+    try_gc(cluster, job)
+    if job.id in cluster.node.jobs:
+        cluster.node.schedule(job)
+
+
 def dummy_ack(cluster, job_id):
     node = cluster.node
     if cluster.size() <= 1 or cluster.leaving() or not jobid.has_retry(job_id):
@@ -71,9 +78,7 @@ def dummy_ack(cluster, job_id):
               now_ms + jobid.ttl_s_from_id(job_id) * 1000, 0, 0)
     job.flags = DUMMY_ACK
     node.register(job)
-    try_gc(cluster, job)
-    if job.id in node.jobs:
-        node.schedule(job)
+    _gc_now_and_later(cluster, job)
 
 
 def on_setack(cluster, sender, items):
@@ -94,9 +99,7 @@ def on_setack(cluster, sender, items):
         else:
             if may_have == 0:
                 cluster.send_jobid(sender.id, bus.GOTACK, job_id, 1)
-            try_gc(cluster, job)
-            if job.id in node.jobs:
-                node.schedule(job)
+            _gc_now_and_later(cluster, job)
 
 
 def on_gotack(cluster, sender, items):
