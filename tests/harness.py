@@ -11,6 +11,7 @@ import sys
 import tempfile
 import time
 
+import hiredis
 import redis
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -43,6 +44,19 @@ def free_port():
         if port_free(port):
             return port
     raise RuntimeError("no free port")
+
+
+def decode_all(data):
+    """Every complete RESP value in ``data``, decoded by hiredis (errors
+    come back as ``hiredis.ReplyError`` instances)."""
+    reader = hiredis.Reader()
+    reader.feed(data)
+    out = []
+    while True:
+        item = reader.gets()
+        if item is False:
+            return out
+        out.append(item)
 
 
 def wait_for(condition, timeout=10.0, interval=0.02, message="condition"):

@@ -5,12 +5,11 @@ import os
 import threading
 import time
 
-import hiredis
 import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from tests.harness import wait_for
+from tests.harness import decode_all, wait_for
 
 
 def aof_path(server, name="disque.aof"):
@@ -20,15 +19,7 @@ def aof_path(server, name="disque.aof"):
 def aof_records(server):
     """Every record of the file, parsed by hiredis (a standard RESP reader)."""
     with open(aof_path(server), "rb") as f:
-        data = f.read()
-    reader = hiredis.Reader()
-    reader.feed(data)
-    out = []
-    while True:
-        item = reader.gets()
-        if item is False:
-            return out
-        out.append(item)
+        return decode_all(f.read())
 
 
 def all_job_ids(client):

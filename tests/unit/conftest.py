@@ -12,22 +12,12 @@ import random
 import hiredis
 import pytest
 
+from tests.harness import decode_all
 from trisque.server.core.config import Config
 from trisque.server.core.node import Node
 
 NODE_ID = "a" * 40
 START = 1_700_000_000.0  # a fixed, realistic unix time
-
-
-def decode_all(data):
-    reader = hiredis.Reader()
-    reader.feed(data)
-    out = []
-    while True:
-        item = reader.gets()
-        if item is False:
-            return out
-        out.append(item)
 
 
 def is_error(reply, prefix=""):
