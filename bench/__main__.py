@@ -1,4 +1,4 @@
-"""python -m bench [-n REQUESTS] [--disque PATH]
+"""python -m bench [-n REQUESTS] [--rounds R] [--disque PATH]
 python -m bench memory [--jobs N] [--body BYTES]"""
 
 import argparse
@@ -11,6 +11,8 @@ def main(argv=None):
                         choices=["throughput", "memory"])
     parser.add_argument("-n", "--requests", type=int, default=200000,
                         help="requests per redis-benchmark run (default 200000)")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="measure every figure this many times, show medians")
     parser.add_argument("--cycle-jobs", type=int, default=None,
                         help="jobs through the batch cycle (default: -n)")
     parser.add_argument("--disque", metavar="PATH",
@@ -25,7 +27,8 @@ def main(argv=None):
         memory.run(args.jobs, args.body, disque=args.disque)
     else:
         from . import throughput
-        throughput.run(args.requests, disque=args.disque, cycle_jobs=args.cycle_jobs)
+        throughput.run(args.requests, disque=args.disque, cycle_jobs=args.cycle_jobs,
+                       rounds=args.rounds)
     return 0
 
 

@@ -25,6 +25,9 @@ this ratio is conservative for trisque).
 
 import csv
 import io
+import os
+import platform
+import statistics
 import subprocess
 import time
 
@@ -132,32 +135,56 @@ def cycle(port, jobs, batch, kind):
     return rounds * batch / elapsed
 
 
-def run(requests=200000, disque=None, cycle_jobs=None):
+def run(requests=200000, disque=None, cycle_jobs=None, rounds=1):
+    """Every figure ``rounds`` times (servers alternating, so machine load
+    hits both alike); the table shows the median of each."""
     cycle_jobs = cycle_jobs or requests
-    results = {}  # pipeline -> server kind -> figures
+    load_before = os.getloadavg()
+    samples = {}  # (pipeline, kind, figure) -> [requests/s per round]
     with servers.start_redis() as redis_server, servers.start_trisque() as trisque:
         others = {}
         if disque:
             others["disque"] = servers.start_disque(disque)
         try:
-            for pipeline in (1, PIPELINE):
-                print(f"running -P {pipeline} ...", flush=True)
-                results[pipeline] = {
-                    "redis": lists_round(redis_server, requests, pipeline),
-                    "trisque": jobs_round(trisque, requests, pipeline),
-                }
-                for kind, server in others.items():
-                    results[pipeline][kind] = jobs_round(server, requests, pipeline)
-            print("running the batch cycle ...", flush=True)
-            cycles = {"redis": cycle(redis_server.port, cycle_jobs, 100, "redis"),
-                      "trisque": cycle(trisque.port, cycle_jobs, 100, "trisque")}
-            for kind, server in others.items():
-                cycles[kind] = cycle(server.port, cycle_jobs, 100, kind)
+            for r in range(rounds):
+                for pipeline in (1, PIPELINE):
+                    print(f"round {r + 1}/{rounds}: -P {pipeline} ...", flush=True)
+                    measured = {"redis": lists_round(redis_server, requests, pipeline),
+                                "trisque": jobs_round(trisque, requests, pipeline)}
+                    for kind, server in others.items():
+                        measured[kind] = jobs_round(server, requests, pipeline)
+                    for kind, figures in measured.items():
+                        for name, value in figures.items():
+                            samples.setdefault((pipeline, kind, name), []).append(value)
+                print(f"round {r + 1}/{rounds}: batch cycle ...", flush=True)
+                ports = {"redis": redis_server.port, "trisque": trisque.port}
+                ports.update((kind, server.port) for kind, server in others.items())
+                for kind, port in ports.items():
+                    samples.setdefault(("cycle", kind, "cycle"), []).append(
+                        cycle(port, cycle_jobs, 100, kind))
         finally:
             for server in others.values():
                 server.stop()
+    median = {key: statistics.median(values) for key, values in samples.items()}
+    results = {}
+    for (pipeline, kind, name), value in median.items():
+        if pipeline != "cycle":
+            results.setdefault(pipeline, {}).setdefault(kind, {})[name] = value
+    cycles = {kind: value for (pipeline, kind, _), value in median.items()
+              if pipeline == "cycle"}
     print()
+    print(machine(load_before, rounds))
     print(table(results, cycles, requests, cycle_jobs, list(others)))
+
+
+def machine(load_before, rounds):
+    version = subprocess.run(["redis-server", "--version"], capture_output=True,
+                             text=True).stdout.split()
+    redis_version = next((w[2:] for w in version if w.startswith("v=")), "?")
+    load_after = os.getloadavg()
+    return (f"{os.cpu_count()} CPUs, Python {platform.python_version()}, "
+            f"redis-server {redis_version}; load average {load_before[0]:.2f} "
+            f"before, {load_after[0]:.2f} after; median of {rounds} round(s)")
 
 
 def table(results, cycles, requests, cycle_jobs, others):
