@@ -2,9 +2,7 @@
 loopback ports, and read what the benchmarks need from them."""
 
 import os
-import random
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -12,28 +10,9 @@ import time
 
 import redis
 
-# Client ports <= 22000, so port + 10000 (a cluster bus) stays below the
-# kernel's ephemeral range.
-PORT_RANGE = (12000, 22000)
-
-
-def port_free(port):
-    for p in (port, port + 10000):
-        with socket.socket() as s:
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            try:
-                s.bind(("127.0.0.1", p))
-            except OSError:
-                return False
-    return True
-
-
-def free_port():
-    for _ in range(1000):
-        port = random.randrange(*PORT_RANGE)
-        if port_free(port):
-            return port
-    raise RuntimeError("no free port")
+# Free loopback ports (<= 22000, so a bus port stays below the kernel's
+# ephemeral range): the same helper the tests use.
+from tests.harness import free_port  # noqa: E402  (run from the repository root)
 
 
 def trisque_command():
