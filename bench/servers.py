@@ -12,7 +12,7 @@ import redis
 
 # Free loopback ports (<= 22000, so a bus port stays below the kernel's
 # ephemeral range): the same helper the tests use.
-from tests.harness import free_port  # noqa: E402  (run from the repository root)
+from tests.harness import free_port  # (benchmarks run from the repository root)
 
 
 def trisque_command():
