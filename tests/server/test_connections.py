@@ -6,14 +6,7 @@ import socket
 import threading
 
 from tests.harness import wait_for
-
-
-def encode(*args):
-    out = [b"*%d\r\n" % len(args)]
-    for arg in args:
-        arg = arg if isinstance(arg, bytes) else str(arg).encode()
-        out.append(b"$%d\r\n%s\r\n" % (len(arg), arg))
-    return b"".join(out)
+from tests.server.util import encode
 
 
 def connect(port):
