@@ -97,6 +97,7 @@ class ClientServer:
         self.epoll = select.epoll()
         self.conns = {}  # fd -> Connection
         self.ready = []  # connections to look at again on the next turn
+        self.replying = []  # connections that ran requests this turn
         self.sleeping = False  # the event loop waits for the epoll set
 
     # ----------------------------------------------------------- output
@@ -224,6 +225,8 @@ class ClientServer:
         epfd = epoll.fileno()
         conns = self.conns
         service = self._service
+        output = self._output
+        replying = self.replying
         wait_readable = trio.lowlevel.wait_readable
         checkpoint = trio.lowlevel.checkpoint
         try:
@@ -247,6 +250,17 @@ class ClientServer:
                         conn.queued = False
                         if not conn.closed:
                             service(conn, 0)
+                if replying:
+                    # Every reply of the turn goes out together, after all
+                    # the reading and running (Redis does it before it
+                    # sleeps): the first send wakes a sleeping client
+                    # process, the next ones find it awake.  Interleaved
+                    # with the reads, each send paid that wake-up (an IPI
+                    # on this VM): unpipelined ADDJOB went from 18.7k to
+                    # 40.7k/s (redis-benchmark -c 50), PING stayed at 71k/s.
+                    for conn in replying:
+                        output(conn)
+                    replying.clear()
                 if self.dirty:
                     self.flush_dirty()
         finally:
@@ -298,7 +312,7 @@ class ClientServer:
                 if aof.end != logged:
                     aof.end_batch()  # written before any reply goes out
                     conn.mark = aof.end
-        self._output(conn)
+        self.replying.append(conn)
 
     def _output(self, conn):
         aof = self.node.log
