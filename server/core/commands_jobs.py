@@ -127,7 +127,7 @@ def addjob(node, client, argv):
     if delay_s:
         node.schedule(job)
     else:
-        node.enqueue(job)
+        node.enqueue_new(job, queue if queue is not None else node.get_queue(qname), now_ms)
     return b"+%s\r\n" % job.id
 
 

@@ -35,7 +35,7 @@ from .standalone import Standalone, NoLog
 
 WILLQUEUE_ADVANCE_MS = 500  # WILLQUEUE goes out this long before a requeue
 TIME_ERROR_MS = 500  # requeue jitter: uniform in [-250, +250) ms
-_JITTER_BITS = TIME_ERROR_MS.bit_length()
+_JITTERS = range(-(TIME_ERROR_MS // 2), TIME_ERROR_MS - TIME_ERROR_MS // 2)
 _INF = float("inf")
 MAX_TIMERS_PER_RUN = 10000  # bounded work per timer turn
 BASE_MEMORY = 1024 * 1024  # an idle node's used_memory: buffers, tables (not the interpreter)
@@ -69,6 +69,7 @@ class Node:
         self.id = node_id  # 40 hex chars, str
         self.clock = clock  # () -> seconds as float
         self.random = rng or _random.Random()
+        self._jitters = []  # see jitter_ms
         self.table = COMMANDS if table is None else table
         self.jobs = {}  # job id -> Job
         self.queues = {}  # name -> Queue
@@ -105,13 +106,13 @@ class Node:
         return int(self.clock() * 1000)
 
     def jitter_ms(self):
-        # random.randrange(TIME_ERROR_MS), computed as Random does it (same
-        # numbers for the same seed) without its two Python-level calls.
-        getrandbits = self.random.getrandbits
-        r = getrandbits(_JITTER_BITS)
-        while r >= TIME_ERROR_MS:
-            r = getrandbits(_JITTER_BITS)
-        return r - TIME_ERROR_MS // 2
+        """Uniform in [-250, +250) ms: drawn from ``self.random`` a pool
+        at a time (one C call for 1024; one Python call each cost ~10% of
+        an ADDJOB).  A seeded generator still gives the same numbers."""
+        pool = self._jitters
+        if not pool:
+            pool = self._jitters = self.random.choices(_JITTERS, k=1024)
+        return pool.pop()
 
     def new_ctime(self, now_ms):
         ctime = now_ms * 1000000
@@ -324,8 +325,12 @@ class Node:
             etime_ms = self._last_etime  # jobs of the same ms share the int (memory)
         else:
             self._last_etime = etime_ms
+        ctime = now_ms * 1000000  # as new_ctime(now_ms), one call less
+        if ctime <= self._last_ctime:
+            ctime = self._last_ctime + 1
+        self._last_ctime = ctime
         job = Job(self.ids.new(ttl_s, retry_s), queue, body, WAIT_REPL, repl,
-                  self.new_ctime(now_ms), etime_ms, delay_s, retry_s)
+                  ctime, etime_ms, delay_s, retry_s)
         job.qtime_ms = now_ms + (delay_s or retry_s) * 1000
         return job
 
@@ -334,7 +339,9 @@ class Node:
         if job.id in self.jobs:
             return False
         self.jobs[job.id] = job
-        self._memory_changed(job.memory())
+        used = self.used_memory = self.used_memory + job.memory()
+        if used > self.peak_memory:
+            self.peak_memory = used
         return True
 
     def unregister(self, job):
@@ -410,6 +417,27 @@ class Node:
         if queue.jobs:
             self.cluster.jobs_queued(queue)
         return True
+
+    def enqueue_new(self, job, queue, now_ms):
+        """Queue a job just created here, in ``queue`` (its own): the first
+        enqueue of enqueue() with what ADDJOB already knows (about a fifth
+        of an ADDJOB's CPU less)."""
+        job.state = QUEUED
+        if job.retry_s:
+            job.flags |= BCAST_WILLQUEUE | BCAST_QUEUED
+            job.qtime_ms = now_ms + job.retry_s * 1000 + self.jitter_ms()
+        else:
+            job.flags |= BCAST_QUEUED
+            job.qtime_ms = 0
+        self.deadlines.set(job, job.etime_ms)  # queued: only its expiry is due
+        queue.jobs.add(job)
+        queue.atime_s = now_ms // 1000
+        queue.jobs_in += 1
+        if queue.blocked and not queue.paused & PAUSED_OUT:
+            self.serve_blocked(queue)
+            if not queue.jobs:
+                return
+        self.cluster.jobs_queued(queue)
 
     def dequeue(self, job):
         """Take a queued job out of its queue, back to active."""
