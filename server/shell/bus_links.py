@@ -1,12 +1,27 @@
 """The cluster bus over TCP: one outgoing link per peer, any number of
-incoming ones, frames coalesced per event-loop turn.
+incoming ones, every link served by one event loop.
 
-Frames produced while the core handles one event are only queued; a link's
-writer task runs after the current task yields, so everything a turn
-produced for a peer leaves in one ``send``.
+One trio task owns an epoll set holding every connected bus socket (plain
+non-blocking stdlib sockets) and waits on it with a single
+``trio.lowlevel`` wait.  Each turn it reads what every ready link has (one
+``recv`` each), handles every complete frame, then encodes what the turn
+produced (``Cluster.flush``), writes every link with output (one ``send``
+each) and lets the clients' replies the bus caused go (``after_event``).
+Frames produced elsewhere (a client's ADDJOB, the cron) are queued and
+wake the loop, which sends them on its next turn: everything a turn of
+the node produced for a peer leaves in one ``send``, and the sends of a
+turn leave together.
+
+Measured against a reader and a writer task per link plus a flusher task
+(the previous design): each frame went through two task switches (~10 us
+each) and the links were written one task at a time, each send waking a
+sleeping peer on its own (bench/README.md, cluster section).
 """
 
+import errno
 import os
+import select
+import socket
 import traceback
 
 import trio
@@ -23,41 +38,55 @@ SAVE_WARNING_PERIOD_MS = 10000  # nodes.conf cannot be written: log this often
 STARTUP_GREETING_MS = 1000  # at most this long to greet the peers at start
 SAVE_MIN_PERIOD_S = 0.01  # nodes.conf is saved at most this often
 SAVE_RETRY_PERIOD_S = 0.1  # nodes.conf could not be saved: try again this often
+LISTEN_BACKLOG = 511
+
+_IN = select.EPOLLIN
+_OUT = select.EPOLLOUT
+_HUP = select.EPOLLHUP | select.EPOLLERR
 
 
 class Link:
     """One TCP connection of the bus, inbound or outbound."""
 
-    def __init__(self, node_id=None, peer_ip=""):
+    __slots__ = ("transport", "node_id", "peer_ip", "sock", "fd", "out",
+                 "out_bytes", "outbuf", "inbuf", "closed", "connected",
+                 "events", "queued", "connect_scope")
+
+    def __init__(self, transport, node_id=None, peer_ip=""):
+        self.transport = transport
         self.node_id = node_id  # set for our outbound links
         self.peer_ip = peer_ip
-        self.stream = None
-        self.out = []
-        self.out_bytes = 0
-        self.has_output = trio.Event()
+        self.sock = None
+        self.fd = -1
+        self.out = []  # frames not yet handed to the kernel
+        self.out_bytes = 0  # bytes queued and not yet sent (out + outbuf)
+        self.outbuf = b""  # the part of a send the kernel did not take
+        self.inbuf = None  # bytearray: the start of a frame not complete yet
         self.closed = False
-        self.cancel_scope = None  # the link's reader and writer, once running
+        self.connected = False  # in the event loop's epoll set
+        self.events = 0
+        self.queued = False  # in the transport's list of links to write
+        self.connect_scope = None  # while an outbound link connects
 
     def send(self, frame):
+        """Queue ``frame``; it leaves at the end of the loop's turn (or
+        once the link is up)."""
         if self.closed:
             return
         self.out.append(frame)
         self.out_bytes += len(frame)
         if self.out_bytes > MAX_LINK_BUFFER:
-            self.close()
+            self.close()  # the peer stopped reading
             return
-        self.has_output.set()
+        if not self.queued:
+            self.queued = True
+            transport = self.transport
+            transport.to_write.append(self)
+            transport.wake()
 
     def close(self):
-        """Stop the link now, even if its writer is blocked in a send to a
-        peer that stopped reading (a stuck writer would otherwise keep the
-        socket and its buffer for as long as the peer stays stopped)."""
-        self.closed = True
-        self.out.clear()
-        self.out_bytes = 0
-        self.has_output.set()
-        if self.cancel_scope is not None:
-            self.cancel_scope.cancel()
+        """Stop the link now (its output goes with it)."""
+        self.transport.close_link(self)
 
 
 class TcpTransport:
@@ -69,8 +98,15 @@ class TcpTransport:
         self.cluster = None
         self.out_links = {}  # node id -> Link (connecting or connected)
         self.next_attempt_ms = {}
-        self.flush_needed = trio.Event()
         self.frames_dropped = 0
+        self.epoll = select.epoll()
+        self.links = {}  # fd -> connected Link
+        self.to_write = []  # links with frames queued since the last flush
+        self.gone = []  # outbound links closed: tell the cluster at the turn's end
+        self.flush_needed = False  # the cluster's outbox has frames
+        self.held = False  # output waits for the AOF (appendfsync always)
+        self.sleeping = False  # the event loop waits on the epoll set
+        self.listeners = []
 
     # --------------------------------------------- interface for Cluster
 
@@ -99,9 +135,9 @@ class TcpTransport:
         if self.next_attempt_ms.get(node.id, 0) > now_ms:
             return
         self.next_attempt_ms[node.id] = now_ms + CONNECT_RETRY_MS
-        link = Link(node.id)
+        link = Link(self, node.id)
         self.out_links[node.id] = link
-        self.nursery.start_soon(self._outbound, link, node.ip, node.bus_port)
+        self.nursery.start_soon(self._connect, link, node.ip, node.bus_port)
 
     def drop_link(self, node_id):
         link = self.out_links.pop(node_id, None)
@@ -118,126 +154,297 @@ class TcpTransport:
             self.out_links[new_id] = link
 
     def flush_soon(self):
-        self.flush_needed.set()
+        self.flush_needed = True
+        self.wake()
 
-    # ----------------------------------------------------------- tasks
+    # ------------------------------------------------------ event loop
 
-    async def flusher(self):
-        while True:
-            await self.flush_needed.wait()
-            self.flush_needed = trio.Event()
-            self.cluster.flush()
+    def wake(self):
+        """Have the event loop take a turn (it may be waiting)."""
+        if self.sleeping:
+            self.sleeping = False
+            # The loop waits in wait_readable(epoll fd): this wakes it
+            # (ClosedResourceError), as the clients' loop does.
+            trio.lowlevel.notify_closing(self.epoll.fileno())
 
-    async def _outbound(self, link, ip, port):
-        timeout_s = self.cluster.node.config.cluster_node_timeout / 1000
-        stream = None
+    async def run(self):
+        epoll = self.epoll
+        epfd = epoll.fileno()
+        links = self.links
+        wait_readable = trio.lowlevel.wait_readable
+        checkpoint = trio.lowlevel.checkpoint
         try:
-            with trio.move_on_after(max(1.0, timeout_s)):
-                stream = await trio.open_tcp_stream(ip, port)
+            while True:
+                if self.flush_needed or self.gone or (self.to_write and not self.held):
+                    await checkpoint()
+                else:
+                    self.sleeping = True
+                    try:
+                        await wait_readable(epfd)
+                    except trio.ClosedResourceError:
+                        pass  # woken: see wake()
+                    self.sleeping = False
+                events = epoll.poll(0)
+                if events:
+                    aof = self.cluster.node.log
+                    logged = aof.end
+                    aof.deferring = True  # the turn's AOF records: one write
+                    try:
+                        for fd, mask in events:
+                            link = links.get(fd)
+                            if link is None:
+                                continue
+                            if mask & _OUT:
+                                self._write(link)
+                            if mask & (_IN | _HUP) and not link.closed:
+                                self._read(link)
+                    finally:
+                        aof.deferring = False
+                        if aof.end != logged:
+                            aof.end_batch()
+                if self.gone:
+                    self._links_gone()
+                self.flush()
+                self.after_event()
+        finally:
+            for link in list(links.values()):
+                self.close_link(link)
+
+    def flush(self):
+        """Encode the cluster's outbox and write every link with output."""
+        if self.flush_needed:
+            self.flush_needed = False
+            self.cluster.flush()
+        if not self.to_write or self.held:
+            return
+        # A GOTJOB promises the peer a copy: with appendfsync always that
+        # copy must be on disk (fsynced) before we say so.
+        aof = self.cluster.node.log
+        if aof.durable < aof.end:
+            self.held = True
+            aof.hold(aof.end, self._durable, None)
+            return
+        to_write, self.to_write = self.to_write, []
+        write = self._write
+        for link in to_write:
+            link.queued = False
+            if link.connected and not link.closed:
+                write(link)
+
+    def _durable(self, _):
+        self.held = False
+        self.wake()
+
+    def _read(self, link):
+        try:
+            data = link.sock.recv(RECV_SIZE)
+        except BlockingIOError:
+            return
         except OSError:
-            stream = None
-        if stream is None or link.closed or self.out_links.get(link.node_id) is not link:
-            if stream is not None:
-                await stream.aclose()
+            self.close_link(link)
+            return
+        if not data:
+            self.close_link(link)
+            return
+        buf = link.inbuf
+        if buf is not None:
+            buf += data
+        else:
+            buf = data
+        cluster = self.cluster
+        frame_length = bus.frame_length
+        size = len(buf)
+        pos = 0
+        try:
+            while not link.closed:
+                length = frame_length(buf, pos)
+                if length is None or size - pos < length:
+                    break
+                if pos == 0 and length == size and buf.__class__ is bytes:
+                    cluster.receive(buf, link)
+                else:
+                    cluster.receive(bytes(buf[pos:pos + length]), link)
+                pos += length
+        except bus.BusError as exc:
+            log.warning(f"Bad cluster bus frame from {link.peer_ip or link.node_id}: {exc}")
+            self.close_link(link)
+            return
+        except Exception:
+            # A frame that passed the codec but tripped a rule: a bug,
+            # logged loudly; the link goes, the node stays up.
+            log.warning(f"Error handling a cluster bus frame from "
+                        f"{link.peer_ip or link.node_id}, link dropped:\n"
+                        + traceback.format_exc())
+            self.close_link(link)
+            return
+        if link.closed:
+            return
+        if pos == size:
+            link.inbuf = None
+        elif buf is link.inbuf:
+            if pos:
+                del buf[:pos]
+        else:
+            link.inbuf = bytearray(buf[pos:] if pos else buf)
+
+    def _write(self, link):
+        """Send what the kernel takes now; the rest when it is writable."""
+        sock = link.sock
+        while True:
+            data = link.outbuf
+            if not data:
+                out = link.out
+                if not out:
+                    break
+                data = out[0] if len(out) == 1 else b"".join(out)
+                out.clear()
+            try:
+                sent = sock.send(data)
+            except BlockingIOError:
+                sent = 0
+            except OSError:
+                self.close_link(link)
+                return
+            link.out_bytes -= sent
+            if sent < len(data):
+                link.outbuf = memoryview(data)[sent:]
+                break
+            link.outbuf = b""
+        events = _IN | _OUT if link.outbuf else _IN
+        if events != link.events:
+            self.epoll.modify(link.fd, events)
+            link.events = events
+
+    def close_link(self, link):
+        if link.closed:
+            return
+        link.closed = True
+        link.out.clear()
+        link.out_bytes = 0
+        link.outbuf = b""
+        link.inbuf = None
+        if link.connect_scope is not None:
+            link.connect_scope.cancel()  # _connect closes the socket
+            return
+        if link.connected:
+            link.connected = False
+            self.links.pop(link.fd, None)
+            try:
+                self.epoll.unregister(link.fd)
+            except OSError:
+                pass
+            link.sock.close()
+            if link.node_id is not None:
+                self.gone.append(link)
+                self.wake()
+
+    def _links_gone(self):
+        gone, self.gone = self.gone, []
+        for link in gone:
+            log.verbose(f"Cluster bus link to {link.node_id[:8]} closed")
+            if self.out_links.get(link.node_id) is link:
+                del self.out_links[link.node_id]
+                self.cluster.link_down(link.node_id)
+
+    def _add(self, link, sock):
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        link.sock = sock
+        link.fd = sock.fileno()
+        link.connected = True
+        link.events = _IN
+        self.links[link.fd] = link
+        self.epoll.register(link.fd, _IN)
+        if link.out and not link.queued:
+            link.queued = True
+            self.to_write.append(link)
+        self.wake()
+
+    # ------------------------------------------------------------- tasks
+
+    async def _connect(self, link, ip, port):
+        timeout_s = max(1.0, self.cluster.node.config.cluster_node_timeout / 1000)
+        sock = None
+        try:
+            with trio.move_on_after(timeout_s) as scope:
+                link.connect_scope = scope
+                if link.closed:
+                    scope.cancel()
+                family = socket.AF_INET6 if ":" in ip else socket.AF_INET
+                sock = socket.socket(family, socket.SOCK_STREAM)
+                sock.setblocking(False)
+                err = sock.connect_ex((ip, port))
+                if err == errno.EINPROGRESS:
+                    await trio.lowlevel.wait_writable(sock)
+                    err = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+            link.connect_scope = None
+            if scope.cancelled_caught or err:
+                raise OSError(err or errno.ETIMEDOUT, "connect failed")
+        except OSError:
+            link.connect_scope = None
+            if sock is not None:
+                sock.close()
+            sock = None
+        if sock is None or link.closed or self.out_links.get(link.node_id) is not link:
+            if sock is not None:
+                sock.close()
+            link.closed = True
             if self.out_links.get(link.node_id) is link:
                 del self.out_links[link.node_id]
             return
-        link.stream = stream
+        self._add(link, sock)
         log.verbose(f"Cluster bus link to {link.node_id[:8]} ({ip}:{port}) connected")
         self.cluster.link_up(link.node_id)
         self.after_event()
-        await self._run_link(link)
-        log.verbose(f"Cluster bus link to {link.node_id[:8]} closed")
-        if self.out_links.get(link.node_id) is link:
-            del self.out_links[link.node_id]
-            self.cluster.link_down(link.node_id)
 
-    async def serve_inbound(self, addresses, port, task_status=trio.TASK_STATUS_IGNORED):
-        listeners = []
+    def bind(self, addresses, port):
+        """Open the bus's listening sockets now (an error stops start-up)."""
         for address in addresses:
-            listeners.extend(await trio.open_tcp_listeners(port, host=address))
-        task_status.started()
-        await trio.serve_listeners(self._inbound, listeners)
-
-    async def _inbound(self, stream):
-        try:
-            peer_ip = stream.socket.getpeername()[0]
-            local_ip = stream.socket.getsockname()[0]
-        except OSError:
-            return
-        if self.cluster.local_ip in ("", "0.0.0.0", "::"):
-            self.cluster.local_ip = local_ip
-            me = self.cluster.membership.myself
-            if me.ip in ("", "0.0.0.0", "::"):
-                me.ip = local_ip
-        link = Link(None, peer_ip)
-        link.stream = stream
-        await self._run_link(link)
-
-    async def _run_link(self, link):
-        async with trio.open_nursery() as nursery:
-            link.cancel_scope = nursery.cancel_scope
-            if link.closed:
-                nursery.cancel_scope.cancel()
-            nursery.start_soon(self._writer, link, nursery.cancel_scope)
+            family = socket.AF_INET6 if ":" in address else socket.AF_INET
+            sock = socket.socket(family, socket.SOCK_STREAM)
             try:
-                await self._reader(link)
-            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-                pass
-            except bus.BusError as exc:
-                log.warning(f"Bad cluster bus frame from {link.peer_ip or link.node_id}: {exc}")
-            except Exception:
-                # A frame that passed the codec but tripped a rule: a bug,
-                # logged loudly; the link goes, the node stays up.
-                log.warning(f"Error handling a cluster bus frame from "
-                            f"{link.peer_ip or link.node_id}, link dropped:\n"
-                            + traceback.format_exc())
-            nursery.cancel_scope.cancel()
-        link.closed = True
-        with trio.CancelScope(shield=True):
-            await link.stream.aclose()
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                if family == socket.AF_INET6:
+                    sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+                sock.bind((address, port))
+                sock.listen(LISTEN_BACKLOG)
+                sock.setblocking(False)
+            except OSError:
+                sock.close()
+                raise
+            self.listeners.append(sock)
 
-    async def _reader(self, link):
-        cluster = self.cluster
-        buf = bytearray()
-        stream = link.stream
-        while not link.closed:
-            data = await stream.receive_some(RECV_SIZE)
-            if not data:
-                return
-            buf += data
-            pos = 0
-            while True:
-                length = bus.frame_length(buf, pos)
-                if length is None or len(buf) - pos < length:
-                    break
-                cluster.receive(bytes(buf[pos:pos + length]), link)
-                pos += length
-            if pos:
-                del buf[:pos]
-            self.after_event()
+    async def _accept_loop(self, listener):
+        while True:
+            try:
+                sock, addr = listener.accept()
+            except BlockingIOError:
+                await trio.lowlevel.wait_readable(listener)
+                continue
+            except OSError as exc:
+                if exc.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
+                    log.warning(f"Error accepting a cluster bus connection: {exc.strerror}")
+                    await trio.sleep(0.1)
+                    continue
+                raise
+            try:
+                sock.setblocking(False)
+                peer_ip = addr[0]
+                local_ip = sock.getsockname()[0]
+            except OSError:
+                sock.close()
+                continue
+            if self.cluster.local_ip in ("", "0.0.0.0", "::"):
+                self.cluster.local_ip = local_ip
+                me = self.cluster.membership.myself
+                if me.ip in ("", "0.0.0.0", "::"):
+                    me.ip = local_ip
+            self._add(Link(self, None, peer_ip), sock)
 
-    async def _writer(self, link, cancel_scope):
-        try:
-            while True:
-                await link.has_output.wait()
-                link.has_output = trio.Event()
-                if link.closed:
-                    break
-                data = b"".join(link.out)
-                link.out.clear()
-                link.out_bytes = 0
-                # A GOTJOB promises the peer a copy: with appendfsync always
-                # that copy must be on disk (fsynced) before we say so.
-                log = self.cluster.node.log
-                mark = log.end
-                if log.durable < mark:
-                    await log.wait_durable(mark)
-                await link.stream.send_all(data)
-        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-            pass
-        link.closed = True
-        cancel_scope.cancel()
+    def start(self, nursery, addresses, port):
+        self.bind(addresses, port)
+        for listener in self.listeners:
+            nursery.start_soon(self._accept_loop, listener)
+        nursery.start_soon(self.run)
 
 
 class ClusterService:
@@ -253,12 +460,11 @@ class ClusterService:
     async def start(self, nursery):
         config = self.node.config
         try:
-            await nursery.start(self.transport.serve_inbound, config.bind, config.bus_port())
+            self.transport.start(nursery, config.bind, config.bus_port())
         except OSError as exc:
             from ..core.config import ConfigError
             raise ConfigError(f"Could not bind the cluster bus port {config.bus_port()}: "
                               f"{exc.strerror}") from None
-        nursery.start_soon(self.transport.flusher)
         await self._greet_peers()
         nursery.start_soon(self._save_loop)
         if config.cluster_join:

@@ -191,3 +191,22 @@ def test_addjob_goes_on_as_soon_as_a_restarted_node_is_back(make_cluster):
     assert "id" in result, result
     assert result["done"] - back < 0.4, (result["done"] - back, result["took"])
     assert len(c.job_holders(result["id"])) == 4
+
+
+def test_appendfsync_always_copies_are_on_disk_before_the_reply(make_cluster):
+    """With appendfsync always the bus holds a replica's GOTJOB until its
+    copy is fsynced, then lets it go: pipelined replicated ADDJOBs are all
+    answered (a hold never released would end them in -NOREPL), and a
+    replica killed right after the replies reloads every copy from its AOF
+    (a kill -9 keeps written data, so this checks the AOF, not the fsync)."""
+    c = make_cluster(3, config="appendonly yes\nappendfsync always\n")
+    pipe = c[0].pipeline(transaction=False)
+    for i in range(200):
+        pipe.execute_command("ADDJOB", "q", f"body-{i}", 5000, "REPLICATE", 3)
+    job_ids = [r.decode() for r in pipe.execute()]
+    assert len(set(job_ids)) == 200
+    c.kill(2)
+    c.restart(2)
+    assert c[2].info()["registered_jobs"] == 200
+    for job_id in job_ids[::20]:
+        assert show(c[2], job_id)["state"] == "active"
