@@ -71,15 +71,33 @@ def _find_in_run(items, item, lo, hi):
 class _Lane:
     """Items appended in non-decreasing ``wake_ms`` order.  Entries before
     ``head`` are gone; ``items[head]`` is always live (an empty lane is
-    dropped); ``holes`` counts the _Hole entries after it."""
+    dropped); ``holes`` counts the _Hole entries after it.  ``by_ctime``:
+    every item appended so far was a job created after the one before it
+    (jobs expiring, or fetched from one queue), so a job is found by one
+    bisection on its creation time."""
 
-    __slots__ = ("items", "head", "holes", "tail")
+    __slots__ = ("items", "head", "holes", "tail", "by_ctime", "last_ctime")
 
     def __init__(self, first_ms):
         self.items = []
         self.head = 0
         self.holes = 0
         self.tail = first_ms  # the latest deadline ever appended
+        self.by_ctime = True
+        self.last_ctime = None
+
+    def append(self, item):
+        self.items.append(item)
+        if self.by_ctime:
+            try:
+                ctime = item._ctime
+            except AttributeError:  # a client or a pending reply
+                self.by_ctime = False
+                return
+            if self.last_ctime is None or ctime > self.last_ctime:
+                self.last_ctime = ctime
+            else:
+                self.by_ctime = False
 
 
 class Deadlines:
@@ -106,13 +124,13 @@ class Deadlines:
         for lane in self._lanes:
             if lane.tail <= wake_ms:
                 lane.tail = wake_ms
-                lane.items.append(item)
+                lane.append(item)
                 return
         if len(self._lanes) >= MAX_LANES:
             self._rest.add(item)
             return
         lane = _Lane(wake_ms)  # earlier than every tail: goes last
-        lane.items.append(item)
+        lane.append(item)
         self._lanes.append(lane)
 
     def cancel(self, item):
@@ -139,11 +157,17 @@ class Deadlines:
                 return
             if key < first.wake_ms:
                 continue
-            lo = bisect_left(items, key, head, key=_WAKE)
-            hi = bisect_right(items, key, lo, key=_WAKE)
-            i = _find_in_run(items, item, lo, hi)
+            i = -1
+            if lane.by_ctime:  # out-of-order acks: ~20% of their CPU before
+                i = bisect_left(items, item._ctime, head, key=_CTIME)
+                if i == len(items) or items[i] is not item:
+                    i = -1
             if i < 0:
-                continue
+                lo = bisect_left(items, key, head, key=_WAKE)
+                hi = bisect_right(items, key, lo, key=_WAKE)
+                i = _find_in_run(items, item, lo, hi)
+                if i < 0:
+                    continue
             if i - head <= NEAR_HEAD:
                 items[head + 1:i + 1] = items[head:i]
                 items[head] = None
