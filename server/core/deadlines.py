@@ -159,7 +159,10 @@ class Deadlines:
                 continue
             i = -1
             if lane.by_ctime:  # out-of-order acks: ~20% of their CPU before
-                i = bisect_left(items, item._ctime, head, key=_CTIME)
+                try:
+                    i = bisect_left(items, item._ctime, head, key=_CTIME)
+                except AttributeError:  # not a job: not in this lane
+                    continue
                 if i == len(items) or items[i] is not item:
                     i = -1
             if i < 0:

@@ -89,6 +89,54 @@ def test_deadlines_free_removed_items_at_once():
     assert len(deadlines) == 0 and deadlines.next_ms() is None
 
 
+class Waiter:
+    """A deadline that is no job (a blocked client): no creation time."""
+    __slots__ = ("name", "wake_ms")
+
+    def __init__(self, name):
+        self.name = name
+        self.wake_ms = None
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_deadlines_find_jobs_by_creation_time_and_the_rest_by_deadline(seed):
+    # Jobs fetched in creation order share deadlines (same millisecond) and
+    # are cancelled in any order, as acks from many clients; a ctime bisect
+    # finds them.  Waiters with deadlines in the same range, jobs appended
+    # out of creation order and reschedules must still be found.
+    rng = random.Random(seed)
+    deadlines = Deadlines()
+    model = {}
+    jobs = [Item(n, ctime=n) for n in range(2000)]
+    for job in jobs:
+        wake = 5000 + job.name // 40
+        deadlines.set(job, wake)
+        model[job] = wake
+    assert deadlines._lanes[0].by_ctime
+    waiters = [Waiter(f"w{n}") for n in range(50)]
+    for waiter in waiters:
+        wake = rng.randrange(5000, 5040)  # other lanes, within the jobs' range
+        deadlines.set(waiter, wake)
+        model[waiter] = wake
+    victims = rng.sample(jobs, 1200) + rng.sample(waiters, 30)
+    rng.shuffle(victims)
+    for item in victims:
+        if rng.random() < 0.1 and item in jobs:
+            wake = rng.randrange(5000, 5040)  # rescheduled instead
+            deadlines.set(item, wake)
+            model[item] = wake
+        else:
+            deadlines.cancel(item)
+            del model[item]
+        assert item.wake_ms == model.get(item)
+        check_deadlines(deadlines, model)
+    assert deadlines._lanes[0].by_ctime
+    due = deadlines.pop_due(10**9, 10**6)
+    assert sorted(map(id, due)) == sorted(map(id, model))
+    keys = [model[i] for i in due]
+    assert keys == sorted(keys)
+
+
 @pytest.mark.parametrize("seed", range(8))
 def test_joblist_matches_a_sorted_model(seed):
     rng = random.Random(seed)
