@@ -38,6 +38,8 @@ class Cluster:
         self.outbox = {}  # node id -> [[type, mflags, items]...], in order
         self.federation = federation.Federation(self)
         self.replicating = {}  # job id -> job: synchronous ADDJOBs waiting for copies
+        self.add_timer = replication.AddJobTimer()  # their first 50 ms
+        self.holders_tuples = {}  # nodes_delivered tuples shared between jobs
         self._header = None
         self.tombstones = set()  # IDs of acked jobs freed recently
         self._tombstone_expiry = deque()  # (expires at ms, job id), in order
@@ -188,13 +190,16 @@ class Cluster:
     def _enqueue(self, node_id, type_, mflags, item):
         if node_id == self.node.id:
             return
-        batches = self.outbox.get(node_id)
+        outbox = self.outbox
+        batches = outbox.get(node_id)
         if batches is None:
-            if not self.outbox:
+            if not outbox:
                 self.transport.flush_soon()
-            batches = self.outbox[node_id] = []
-        if batches and batches[-1][0] == type_ and batches[-1][1] == mflags:
-            batches[-1][2].append(item)
+            outbox[node_id] = [[type_, mflags, [item]]]
+            return
+        last = batches[-1]
+        if last[0] == type_ and last[1] == mflags:
+            last[2].append(item)
         else:
             batches.append([type_, mflags, [item]])
 

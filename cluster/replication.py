@@ -23,6 +23,8 @@ ON REPLJOB: store the job ``active`` (or merge ``nodes_delivered`` if we
   queue is paused IN.
 """
 
+from collections import deque
+
 from ..protocol import bus, errors, resp
 from ..server.core.client import PendingReply
 from ..server.core.job import (ACTIVE, BCAST_QUEUED, BCAST_WILLQUEUE,
@@ -31,6 +33,7 @@ from ..server.core.queue import PAUSED_IN
 
 ADD_NODE_PERIOD_MS = 50
 RESEND_PERIOD_MS = 1000
+MAX_SHARED_HOLDERS = 4096  # distinct holder tuples shared between jobs
 
 
 class PendingAddJob(PendingReply):
@@ -84,6 +87,54 @@ class PendingAddJob(PendingReply):
             node.cluster.delete_everywhere(job)
 
 
+class AddJobTimer(PendingReply):
+    """One timer for every ADDJOB's first 50 ms (rule 3), instead of a
+    deadline each: most are answered well before, and scheduling then
+    cancelling a deadline per ADDJOB was a measurable part of its cost.
+    ADDJOBs are watched in the order they came, each due 50 ms after it
+    came, so a deque holds them in deadline order; an answered one stays
+    in it until its time and is then dropped unseen.  One still waiting
+    at its time goes on with a deadline of its own (PendingAddJob.fire)."""
+
+    __slots__ = ("waiting",)
+
+    def __init__(self):
+        super().__init__(None)
+        self.waiting = deque()  # (due ms, PendingAddJob), due in order
+
+    def watch(self, node, pending, now_ms):
+        due = now_ms + ADD_NODE_PERIOD_MS
+        waiting = self.waiting
+        if ((pending.deadline_ms and pending.deadline_ms < due)
+                or (waiting and waiting[-1][0] > due)):  # the clock went back
+            pending.schedule(node, now_ms)
+            return
+        waiting.append((due, pending))
+        if self.wake_ms is None:
+            node.deadlines.set(self, due)
+            node.timers_changed(due)
+
+    def fire(self, node):
+        waiting = self.waiting
+        now_ms = node.now_ms()
+        while waiting:
+            due, pending = waiting[0]
+            if pending.job.waiter is pending:
+                if due > now_ms:
+                    break
+                waiting.popleft()
+                pending.fire(node)
+            else:
+                waiting.popleft()  # answered (or gone) meanwhile
+        if waiting:
+            due = waiting[0][0]
+            node.deadlines.set(self, due)
+            node.timers_changed(due)
+
+    def cancel(self, node):
+        pass
+
+
 def _may_add_soon(cluster, job):
     """A reachable node without a copy whose link is not up yet (we just
     met it, or it is restarting): keep trying every 50 ms, so the ADDJOB
@@ -105,8 +156,8 @@ def replicate(cluster, job, client, timeout_ms, asynchronous, external):
         pending = PendingAddJob(client, job, now_ms + timeout_ms if timeout_ms else 0, now_ms)
         job.waiter = pending
         cluster.replicating[job.id] = job
-        add_nodes(cluster, job, others, noreply=False)
-        pending.schedule(node, now_ms)
+        _send_first(cluster, job, others, now_ms)
+        cluster.add_timer.watch(node, pending, now_ms)
         return pending
     if external:
         # ASYNC and no local copy: hand it over and forget it.
@@ -151,6 +202,27 @@ def add_nodes(cluster, job, count, noreply, resend=True):
     return len(new)
 
 
+def _send_first(cluster, job, count, now_ms):
+    """add_nodes for a job nobody else holds yet (rule 1), in fewer steps:
+    the first REPLJOB of every synchronous ADDJOB goes this way."""
+    candidates = [n.id for n in cluster.membership.reachable if n.link_ok]
+    if len(candidates) > count:
+        cluster.node.random.shuffle(candidates)
+        del candidates[count:]
+    if not candidates:
+        return
+    holders = job.nodes_delivered + tuple(candidates)
+    # Jobs replicated to the same nodes share one tuple (memory).
+    shared = cluster.holders_tuples
+    if len(shared) >= MAX_SHARED_HOLDERS:
+        shared.clear()
+    job.nodes_delivered = shared.setdefault(holders, holders)
+    record = serialize(job, max(1, job.etime_ms - now_ms))
+    enqueue = cluster._enqueue
+    for target in candidates:
+        enqueue(target, bus.REPLJOB, 0, record)
+
+
 def on_repljob(cluster, sender, records, mflags):
     node = cluster.node
     if node.memory_level() > 0 or cluster.leaving():
@@ -188,17 +260,24 @@ def on_repljob(cluster, sender, records, mflags):
 
 
 def on_gotjob(cluster, sender, items):
-    jobs = cluster.node.jobs
+    replicating = cluster.replicating
+    if not replicating:
+        return
+    sender_id = sender.id
+    now_ms = cluster.node.now_ms()
     for job_id, _aux in items:
-        job = jobs.get(job_id)
+        # Every job waiting for copies is in ``replicating`` (registered,
+        # in wait-repl) until it is answered one way or another.
+        job = replicating.get(job_id)
         if job is None or job.state != WAIT_REPL:
             continue
-        job.nodes_confirmed.add(sender.id)
-        if len(job.nodes_confirmed) >= job.repl:
-            replication_achieved(cluster, job)
+        confirmed = job.nodes_confirmed
+        confirmed.add(sender_id)
+        if len(confirmed) >= job.repl:
+            replication_achieved(cluster, job, now_ms)
 
 
-def replication_achieved(cluster, job):
+def replication_achieved(cluster, job, now_ms=None):
     """Rule 4.  Returns False if we kept no copy (external replication)."""
     node = cluster.node
     job.state = ACTIVE
@@ -214,11 +293,17 @@ def replication_achieved(cluster, job):
         node.unregister(job)
         return False
     job.nodes_confirmed = None
+    rare = job._rare
+    if rare is not None and not any(rare.values()):
+        job._rare = None  # every rare field back at its default (memory)
     node.log.job_stored(job)
     if job.delay_s:
         node.schedule(job)
     else:
-        node.enqueue(job)
+        queue = node.queues.get(job.queue)
+        if queue is None:
+            queue = node.get_queue(job.queue)
+        node.enqueue_new(job, queue, node.now_ms() if now_ms is None else now_ms)
     return True
 
 
