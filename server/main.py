@@ -112,8 +112,10 @@ async def run(config):
             persistence = attach_log(node)
             if cluster_service is not None:
                 await cluster_service.start(nursery)
-            await persistence.load()
+            # Clients are served while the AOF loads: they get -LOADING
+            # (as from Disque) rather than a connection that hangs.
             await server.serve(nursery)
+            await persistence.load()
             nursery.start_soon(timer_loop, node, server)
             nursery.start_soon(persistence.run)
             nursery.start_soon(_watch_signals, shutdown, shutdown_mode)

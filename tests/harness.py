@@ -101,9 +101,10 @@ class Server:
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=1) as s:
                     s.sendall(b"PING\r\n")
-                    # "+PONG", or "-NOAUTH ..." with requirepass: up either
-                    # way, as Disque's own harness judges it
-                    return s.recv(100)[:1] in (b"+", b"-")
+                    # "+PONG", or "-NOAUTH ..." with requirepass: up
+                    # either way; "-LOADING": not yet (the AOF is loading)
+                    reply = s.recv(100)
+                    return reply[:1] in (b"+", b"-") and not reply.startswith(b"-LOADING")
             except OSError:
                 return False
         wait_for(up, timeout, message=f"server on port {self.port}")

@@ -18,7 +18,7 @@ from .table import command, unique_commands
 VERSION = "0.1.0"
 
 
-@command("PING", -1, "readonly fast loading")
+@command("PING", -1, "readonly fast")  # -LOADING while loading, as Disque
 def ping(node, client, argv):
     if len(argv) > 2:
         raise CommandError(errors.wrong_arity("ping"))
@@ -27,7 +27,7 @@ def ping(node, client, argv):
     return resp.PONG
 
 
-@command("ECHO", 2, "readonly fast loading")
+@command("ECHO", 2, "readonly fast")
 def echo(node, client, argv):
     return resp.bulk(argv[1])
 
@@ -38,7 +38,7 @@ def quit_(node, client, argv):
     return resp.OK
 
 
-@command("TIME", 1, "readonly fast loading")
+@command("TIME", 1, "readonly fast")
 def time_(node, client, argv):
     now = node.clock()
     seconds = int(now)
@@ -177,7 +177,7 @@ def _command_info(c):
             [resp.Status(cat) for cat in categories], [], [], []]
 
 
-@command("CLIENT", -2, "admin readonly")
+@command("CLIENT", -2, "admin readonly loading")  # client libraries send CLIENT SETINFO on connect
 def client_(node, client, argv):
     sub = upper(argv[1])
     if sub == "ID" and len(argv) == 2:

@@ -476,6 +476,8 @@ class AppendOnlyLog:
         self._update_durable()
 
     def _on_appendonly(self, value):
+        if self.node.loading:
+            raise ConfigError("appendonly cannot change while the AOF is loading")
         self._flush_deferred()
         if value and self.state is OFF:
             self._start()

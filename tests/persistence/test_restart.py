@@ -207,3 +207,49 @@ def test_aof_path_that_cannot_be_opened(make_server):
     assert wait_exit(server) == 1
     assert "disque.aof is not a regular file" in server.log()
     assert "Traceback" not in server.proc.stderr.read().decode()
+
+
+def test_clients_get_loading_while_the_aof_loads(make_server):
+    server = make_server(config="appendonly yes\n")
+    c = server.client()
+    jobs = 100000  # about a second of loading: long enough to be seen
+    for start in range(0, jobs, 5000):
+        pipe = c.pipeline(transaction=False)
+        for i in range(start, start + 5000):
+            pipe.execute_command("ADDJOB", "q", f"body{i}", 0)
+        pipe.execute()
+    server.stop()
+    server.start(wait=False)
+    c = server.client(retry=Retry(NoBackoff(), 0))
+    replies = []
+
+    def answered():
+        try:
+            replies.append(c.ping())
+        except redis.BusyLoadingError as exc:
+            replies.append(exc)
+            return True
+        except redis.ConnectionError:
+            return False  # not listening yet
+        return True
+    wait_for(answered, 15, message="the server to listen")
+    # Connected while loading: the node answers, with -LOADING for what
+    # needs the data, and says so in INFO.
+    assert isinstance(replies[0], redis.BusyLoadingError), replies
+    assert "loading" in str(replies[0]).lower()
+    assert persistence(c)["loading"] == 1
+    try:
+        c.execute_command("ADDJOB", "q", "during", 0)
+    except redis.BusyLoadingError:
+        pass
+    else:
+        raise AssertionError("ADDJOB accepted while loading")
+
+    def loaded():
+        try:
+            return c.ping()
+        except redis.BusyLoadingError:
+            return False
+    wait_for(loaded, 60, message="the load to finish")
+    assert c.info()["registered_jobs"] == jobs  # active: they requeue after RETRY
+    assert persistence(c)["loading"] == 0
