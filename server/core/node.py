@@ -114,13 +114,6 @@ class Node:
             pool = self._jitters = self.random.choices(_JITTERS, k=1024)
         return pool.pop()
 
-    def new_ctime(self, now_ms):
-        ctime = now_ms * 1000000
-        if ctime <= self._last_ctime:
-            ctime = self._last_ctime + 1
-        self._last_ctime = ctime
-        return ctime
-
     # ------------------------------------------------------------ clients
 
     def add_client(self, addr="", laddr="", transport=None):
@@ -325,7 +318,8 @@ class Node:
             etime_ms = self._last_etime  # jobs of the same ms share the int (memory)
         else:
             self._last_etime = etime_ms
-        ctime = now_ms * 1000000  # as new_ctime(now_ms), one call less
+        # ctime: ms * 1e6, strictly increasing here (FIFO among jobs of a ms)
+        ctime = now_ms * 1000000
         if ctime <= self._last_ctime:
             ctime = self._last_ctime + 1
         self._last_ctime = ctime
@@ -408,14 +402,7 @@ class Node:
         else:
             job.flags |= BCAST_QUEUED
         self.schedule(job)
-        queue = self.get_queue(job.queue)
-        queue.jobs.add(job)
-        queue.atime_s = now_ms // 1000
-        queue.jobs_in += 1
-        if queue.blocked and not queue.paused & PAUSED_OUT:
-            self.serve_blocked(queue)
-        if queue.jobs:
-            self.cluster.jobs_queued(queue)
+        self._put(job, self.get_queue(job.queue), now_ms)
         return True
 
     def enqueue_new(self, job, queue, now_ms):
@@ -430,11 +417,14 @@ class Node:
             job.flags |= BCAST_QUEUED
             job.qtime_ms = 0
         self.deadlines.set(job, job.etime_ms)  # queued: only its expiry is due
+        self._put(job, queue, now_ms)
+
+    def _put(self, job, queue, now_ms):
         queue.jobs.add(job)
         queue.atime_s = now_ms // 1000
         queue.jobs_in += 1
         if queue.blocked and not queue.paused & PAUSED_OUT:
-            self.serve_blocked(queue)
+            self.serve_blocked(queue)  # may take it at once
             if not queue.jobs:
                 return
         self.cluster.jobs_queued(queue)
