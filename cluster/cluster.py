@@ -21,7 +21,6 @@ from collections import deque
 from ..protocol import bus
 from ..protocol.jobid import IdGenerator
 from ..server.core.commands_queues import set_paused
-from ..server.core.job import serialize
 from . import acks, federation, replication, requeue
 from .membership import Membership
 
@@ -175,6 +174,23 @@ class Cluster:
     def send_jobid(self, node_id, type_, job_id, aux=0, mflags=0):
         self._enqueue(node_id, type_, mflags, (job_id, aux))
 
+    def send_jobids(self, node_id, type_, items, mflags=0):
+        """send_jobid for each of ``items`` ((job id, aux) pairs)."""
+        if node_id == self.node.id or not items:
+            return
+        outbox = self.outbox
+        batches = outbox.get(node_id)
+        if batches is None:
+            if not outbox:
+                self.transport.flush_soon()
+            outbox[node_id] = [[type_, mflags, items]]
+            return
+        last = batches[-1]
+        if last[0] == type_ and last[1] == mflags:
+            last[2].extend(items)
+        else:
+            batches.append([type_, mflags, items])
+
     def send_job(self, node_id, type_, record, mflags=0):
         self._enqueue(node_id, type_, mflags, record)
 
@@ -218,7 +234,7 @@ class Cluster:
                     send(node_id, bus.jobids(header, type_, items, mflags))
 
     def serialize_for_bus(self, job):
-        return serialize(job, max(1, job.etime_ms - self.node.now_ms()))
+        return replication.job_record(job, max(1, job.etime_ms - self.node.now_ms()))
 
     # -------------------------------------------------------- receiving
 

@@ -25,15 +25,39 @@ ON REPLJOB: store the job ``active`` (or merge ``nodes_delivered`` if we
 
 from collections import deque
 
-from ..protocol import bus, errors, resp
+from ..protocol import bus, errors, jobcodec, resp
 from ..server.core.client import PendingReply
-from ..server.core.job import (ACTIVE, BCAST_QUEUED, BCAST_WILLQUEUE,
-                               WAIT_REPL, Job, serialize)
+from ..server.core.job import (ACTIVE, BCAST_QUEUED, BCAST_WILLQUEUE, DUMMY_ACK,
+                               WAIT_REPL, Job)
 from ..server.core.queue import PAUSED_IN
 
 ADD_NODE_PERIOD_MS = 50
 RESEND_PERIOD_MS = 1000
 MAX_SHARED_HOLDERS = 4096  # distinct holder tuples shared between jobs
+
+_pack_fixed = jobcodec._FIXED.pack  # the codec's layout (a test checks we agree)
+_NOT_DUMMY = ~DUMMY_ACK
+_ids_cache = {}  # tuple of node IDs -> their bytes (few distinct tuples)
+
+
+def job_record(job, etime_field):
+    """``server.core.job.serialize(job, etime_field)`` in one step, the
+    holders' IDs encoded once per distinct set of holders (every REPLJOB
+    and YOURJOBS record is built here)."""
+    queue = job.queue
+    body = job.body
+    nodes = job.nodes_delivered
+    ids = _ids_cache.get(nodes)
+    if ids is None:
+        ids = b"".join(n.encode() if n.__class__ is str else n for n in nodes)
+        if len(_ids_cache) >= 4096:
+            _ids_cache.clear()
+        _ids_cache[nodes] = ids
+    return b"".join((
+        _pack_fixed(job.id, job.state, job.flags & _NOT_DUMMY, job.repl, job.ctime,
+                    etime_field, job.delay_s, job.retry_s, job.nacks, job.deliveries,
+                    len(queue), len(body), len(nodes)),
+        queue, body, ids))
 
 
 class PendingAddJob(PendingReply):
@@ -195,7 +219,7 @@ def add_nodes(cluster, job, count, noreply, resend=True):
     confirmed = job.nodes_confirmed or ()
     targets = [t for t in targets if t != node.id and t not in confirmed]
     if targets:
-        record = serialize(job, max(1, job.etime_ms - node.now_ms()))
+        record = job_record(job, max(1, job.etime_ms - node.now_ms()))
         mflags = bus.NOREPLY if noreply else 0
         for target in targets:
             cluster.send_job(target, bus.REPLJOB, record, mflags)
@@ -217,7 +241,7 @@ def _send_first(cluster, job, count, now_ms):
     if len(shared) >= MAX_SHARED_HOLDERS:
         shared.clear()
     job.nodes_delivered = shared.setdefault(holders, holders)
-    record = serialize(job, max(1, job.etime_ms - now_ms))
+    record = job_record(job, max(1, job.etime_ms - now_ms))
     enqueue = cluster._enqueue
     for target in candidates:
         enqueue(target, bus.REPLJOB, 0, record)
@@ -228,15 +252,23 @@ def on_repljob(cluster, sender, records, mflags):
     if node.memory_level() > 0 or cluster.leaving():
         return  # no room, or on our way out: let the sender find others
     now_ms = node.now_ms()
-    for fields in records:
-        (job_id, _state, flags, repl, ctime, ttl_ms, delay_s, retry_s, nacks,
-         deliveries, queue_name, body, nodes) = fields
-        queue = node.queues.get(queue_name)
+    my_id = node.id
+    queues = node.queues
+    jobs = node.jobs
+    tombstones = cluster.tombstones
+    register = node.register
+    job_stored = node.log.job_stored
+    schedule = node.schedule
+    jitter_ms = node.jitter_ms
+    got = []  # GOTJOB items, one message for the frame
+    for (job_id, _state, flags, repl, ctime, ttl_ms, delay_s, retry_s, nacks,
+         deliveries, queue_name, body, nodes) in records:
+        queue = queues.get(queue_name)
         if queue is not None and queue.paused & PAUSED_IN:
             continue
-        if job_id in cluster.tombstones:
+        if job_id in tombstones:
             continue  # a stale copy of a job acked and freed here
-        job = node.jobs.get(job_id)
+        job = jobs.get(job_id)
         if job is not None:
             merged = job.nodes_delivered + tuple(n for n in nodes if n not in job.nodes_delivered)
             job.nodes_delivered = merged
@@ -246,17 +278,22 @@ def on_repljob(cluster, sender, records, mflags):
             # Only the origin queues it first; a copy announces WILLQUEUE
             # before its own requeue, so a holder that has it queued can
             # answer QUEUED and keep it from being queued twice.
-            job.flags = BCAST_QUEUED | (BCAST_WILLQUEUE if retry_s else 0)
-            job.nacks = nacks
-            job.deliveries = deliveries
-            job.nodes_delivered = nodes if node.id in nodes else nodes + (node.id,)
-            job.qtime_ms = (now_ms + (delay_s + retry_s) * 1000 + node.jitter_ms()
-                            if retry_s else 0)
-            node.register(job)
-            node.log.job_stored(job)
-            node.schedule(job)
-        if not mflags & bus.NOREPLY:
-            cluster.send_jobid(sender.id, bus.GOTJOB, job_id)
+            if retry_s:
+                job.flags = BCAST_QUEUED | BCAST_WILLQUEUE
+                job.qtime_ms = now_ms + (delay_s + retry_s) * 1000 + jitter_ms()
+            else:
+                job.flags = BCAST_QUEUED
+            if nacks:
+                job.nacks = nacks
+            if deliveries:
+                job.deliveries = deliveries
+            job.nodes_delivered = nodes if my_id in nodes else nodes + (my_id,)
+            register(job)
+            job_stored(job)
+            schedule(job)
+        got.append((job_id, 0))
+    if got and not mflags & bus.NOREPLY:
+        cluster.send_jobids(sender.id, bus.GOTJOB, got)
 
 
 def on_gotjob(cluster, sender, items):
@@ -327,5 +364,5 @@ def on_link_up(cluster, node_id):
     for job in list(replicating.values()):
         confirmed = job.nodes_confirmed or ()
         if node_id in job.nodes_delivered and node_id not in confirmed:
-            record = serialize(job, max(1, job.etime_ms - now_ms))
+            record = job_record(job, max(1, job.etime_ms - now_ms))
             cluster.send_job(node_id, bus.REPLJOB, record)

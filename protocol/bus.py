@@ -210,7 +210,7 @@ def _decode_body(type_, payload):
     if type_ in JOBID_TYPES:
         (count,) = _U32.unpack_from(payload)
         _expect_end(4 + count * _JOBID.size, size)
-        return [_JOBID.unpack_from(payload, 4 + i * _JOBID.size) for i in range(count)]
+        return list(_JOBID.iter_unpack(payload[4:]))
     if type_ in QUEUE_TYPES:
         aux, qlen = _QUEUE.unpack_from(payload)
         _expect_end(_QUEUE.size + qlen, size)

@@ -1,0 +1,39 @@
+"""The cluster's one-step job record agrees with the shared codec."""
+
+from trisque.cluster.replication import job_record
+from trisque.protocol import bus, jobcodec
+from trisque.server.core.job import ACTIVE, DUMMY_ACK, Job, serialize
+
+
+def _job(nodes, flags=0, nacks=0, deliveries=0):
+    job = Job(b"D-0123abcd-" + b"A" * 24 + b"-0a0b", b"queue", b"body \x00\xff",
+              ACTIVE, 3, 1_700_000_000_000_000_123, 1_700_000_086_400_000, 5, 30)
+    job.flags = flags
+    job.nacks = nacks
+    job.deliveries = deliveries
+    job.nodes_delivered = nodes
+    return job
+
+
+def test_job_record_is_the_codec_layout():
+    a, b, c = "a" * 40, "b" * 40, "c" * 40
+    for job in (_job((a, b, c)), _job((a,), flags=DUMMY_ACK | 3, nacks=7, deliveries=2),
+                _job(()), _job((a.encode(), b))):
+        for etime in (1, 86_400_000):
+            record = job_record(job, etime)
+            assert record == serialize(job, etime)
+            fields, end = jobcodec.decode(record)
+            assert end == len(record)
+            assert fields[5] == etime
+    # a cached ID block is reused only for the same holders
+    assert job_record(_job((b, a)), 1) == serialize(_job((b, a)), 1)
+
+
+def test_jobid_frames_round_trip():
+    header = bus.Header("f" * 40, 7711, 17711)
+    items = [(b"D-%08x-%s-0001" % (i, b"B" * 24), i * 1000) for i in range(300)]
+    for type_ in bus.JOBID_TYPES:
+        msg = bus.decode(bus.jobids(header, type_, items, 4))
+        assert msg.type == type_ and msg.mflags == 4
+        assert msg.body == items
+    assert bus.decode(bus.jobids(header, bus.GOTJOB, [])).body == []
