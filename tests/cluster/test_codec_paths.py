@@ -1,4 +1,9 @@
-"""The cluster's one-step job record agrees with the shared codec."""
+"""The cluster's one-step job record and the bus's job-record decoder
+agree with the shared codec (protocol/jobcodec.py)."""
+
+import struct
+
+import pytest
 
 from trisque.cluster.replication import job_record
 from trisque.protocol import bus, jobcodec
@@ -37,3 +42,33 @@ def test_jobid_frames_round_trip():
         assert msg.type == type_ and msg.mflags == 4
         assert msg.body == items
     assert bus.decode(bus.jobids(header, bus.GOTJOB, [])).body == []
+
+
+def test_job_frames_decode_like_the_codec_and_refuse_bad_records():
+    header = bus.Header("f" * 40, 7711, 17711)
+    a, b = "a" * 40, "b" * 40
+    jobs = [_job((a, b)), _job((b,), nacks=3, deliveries=1), _job(())]
+    records = [serialize(job, 1000 + i) for i, job in enumerate(jobs)]
+    for type_ in bus.JOBS_TYPES:
+        msg = bus.decode(bus.jobs(header, type_, records))
+        assert msg.body == [jobcodec.decode(r)[0] for r in records]
+        assert msg.body[0][12] == (a, b)
+    good = bus.jobs(header, bus.REPLJOB, records)
+    bad = {
+        "truncated": good[:-1],
+        "count-lies": good[:bus.HEADER.size] + struct.pack("<I", 4) + good[bus.HEADER.size + 4:],
+        "extra-bytes": good + b"x",
+        "bad-state": bus.jobs(header, bus.REPLJOB, [jobcodec.encode(
+            jobs[0].id, 4, 0, 1, 1, 1000, 0, 1, 0, 0, b"q", b"b", ())]),
+        "bad-id": bus.jobs(header, bus.REPLJOB, [jobcodec.encode(
+            b"X" * 40, 1, 0, 1, 1, 1000, 0, 1, 0, 0, b"q", b"b", ())]),
+        "bad-node-id": bus.jobs(header, bus.REPLJOB, [jobcodec.encode(
+            jobs[0].id, 1, 0, 1, 1, 1000, 0, 1, 0, 0, b"q", b"b", (b"\xff" * 40,))]),
+    }
+    for name, frame in bad.items():
+        frame = bytearray(frame)
+        frame[4:8] = struct.pack("<I", len(frame))
+        with pytest.raises(bus.BusError):
+            bus.decode(bytes(frame))
+        with pytest.raises(bus.BusError):
+            bus.decode(frame)  # a bytearray is decoded the same way
