@@ -78,26 +78,13 @@ class _Lane:
 
     __slots__ = ("items", "head", "holes", "tail", "by_ctime", "last_ctime")
 
-    def __init__(self, first_ms):
-        self.items = []
+    def __init__(self, item, wake_ms):
+        self.items = [item]
         self.head = 0
         self.holes = 0
-        self.tail = first_ms  # the latest deadline ever appended
-        self.by_ctime = True
-        self.last_ctime = None
-
-    def append(self, item):
-        self.items.append(item)
-        if self.by_ctime:
-            try:
-                ctime = item._ctime
-            except AttributeError:  # a client or a pending reply
-                self.by_ctime = False
-                return
-            if self.last_ctime is None or ctime > self.last_ctime:
-                self.last_ctime = ctime
-            else:
-                self.by_ctime = False
+        self.tail = wake_ms  # the latest deadline ever appended
+        self.last_ctime = getattr(item, "_ctime", None)  # None: not a job
+        self.by_ctime = self.last_ctime is not None
 
 
 class Deadlines:
@@ -124,14 +111,22 @@ class Deadlines:
         for lane in self._lanes:
             if lane.tail <= wake_ms:
                 lane.tail = wake_ms
-                lane.append(item)
+                lane.items.append(item)
+                if lane.by_ctime:  # (inline: the hot path of ADDJOB, GETJOB)
+                    try:
+                        ctime = item._ctime
+                    except AttributeError:  # a client or a pending reply
+                        lane.by_ctime = False
+                        return
+                    if ctime > lane.last_ctime:
+                        lane.last_ctime = ctime
+                    else:
+                        lane.by_ctime = False
                 return
         if len(self._lanes) >= MAX_LANES:
             self._rest.add(item)
             return
-        lane = _Lane(wake_ms)  # earlier than every tail: goes last
-        lane.append(item)
-        self._lanes.append(lane)
+        self._lanes.append(_Lane(item, wake_ms))  # earlier than every tail: goes last
 
     def cancel(self, item):
         old = item.wake_ms
