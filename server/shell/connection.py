@@ -18,7 +18,6 @@ another task could not send, or the AOF now allows its replies to go.
 """
 
 import collections
-import errno
 import select
 import socket
 
@@ -27,6 +26,7 @@ import trio
 from ...protocol.resp import ProtocolError, RequestParser
 
 from . import log
+from .listening import accept_forever, open_listener
 
 RECV_SIZE = 16 * 1024
 OUTPUT_HIGH_WATER = 1024 * 1024  # stop reading a client with this much unsent
@@ -153,46 +153,28 @@ class ClientServer:
     def bind(self, addresses, port, backlog):
         """Open the listening sockets now, so a bind error stops start-up."""
         for address in addresses:
-            family = socket.AF_INET6 if ":" in address else socket.AF_INET
-            sock = socket.socket(family, socket.SOCK_STREAM)
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            if family == socket.AF_INET6:
-                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
-            sock.bind((address, port))
-            sock.listen(backlog)
-            sock.setblocking(False)
-            self.listeners.append(sock)
+            self.listeners.append(open_listener(address, port, backlog))
 
     async def serve(self, nursery):
         for sock in self.listeners:
-            nursery.start_soon(self._accept_loop, sock)
+            nursery.start_soon(accept_forever, sock, "client connection", self._accepted)
         nursery.start_soon(self._event_loop)
 
-    async def _accept_loop(self, listener):
+    def _accepted(self, sock, addr):
         node = self.node
-        while True:
+        if len(node.clients) >= node.config.maxclients:
+            node.stats.rejected += 1
             try:
-                sock, addr = listener.accept()
-            except BlockingIOError:
-                await trio.lowlevel.wait_readable(listener)
-                continue
-            except OSError as exc:
-                if exc.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
-                    log.warning(f"Error accepting a client connection: {exc.strerror}")
-                    await trio.sleep(0.1)
-                    continue
-                raise
-            if len(node.clients) >= node.config.maxclients:
-                node.stats.rejected += 1
-                try:
-                    sock.send(b"-ERR max number of clients reached\r\n")
-                finally:
-                    sock.close()
-                continue
-            try:
-                self._add(sock, addr)
+                sock.send(b"-ERR max number of clients reached\r\n")
             except OSError:
+                pass
+            finally:
                 sock.close()
+            return
+        try:
+            self._add(sock, addr)
+        except OSError:
+            sock.close()
 
     def _add(self, sock, addr):
         node = self.node
