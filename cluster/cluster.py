@@ -26,6 +26,7 @@ from .membership import Membership
 
 
 TOMBSTONE_MS = 10000  # far longer than a frame can be delayed on the bus
+EARLY_FLUSH_ITEMS = 128  # messages in the outbox: send them before the turn ends
 
 
 class Cluster:
@@ -39,6 +40,9 @@ class Cluster:
         self.replicating = {}  # job id -> job: synchronous ADDJOBs waiting for copies
         self.add_timer = replication.AddJobTimer()  # their first 50 ms
         self.holders_tuples = {}  # nodes_delivered tuples shared between jobs
+        self._queued = 0  # messages in the outbox
+        # The transport's "write what is queued now", if it has one.
+        self._push = getattr(transport, "push", None)
         self._header = None
         self.tombstones = set()  # IDs of acked jobs freed recently
         self._tombstone_expiry = deque()  # (expires at ms, job id), in order
@@ -184,12 +188,15 @@ class Cluster:
             if not outbox:
                 self.transport.flush_soon()
             outbox[node_id] = [[type_, mflags, items]]
-            return
-        last = batches[-1]
-        if last[0] == type_ and last[1] == mflags:
-            last[2].extend(items)
         else:
-            batches.append([type_, mflags, items])
+            last = batches[-1]
+            if last[0] == type_ and last[1] == mflags:
+                last[2].extend(items)
+            else:
+                batches.append([type_, mflags, items])
+        self._queued += len(items)
+        if self._queued >= EARLY_FLUSH_ITEMS and self._push is not None:
+            self._flush_early()
 
     def send_job(self, node_id, type_, record, mflags=0):
         self._enqueue(node_id, type_, mflags, record)
@@ -212,17 +219,33 @@ class Cluster:
             if not outbox:
                 self.transport.flush_soon()
             outbox[node_id] = [[type_, mflags, [item]]]
-            return
-        last = batches[-1]
-        if last[0] == type_ and last[1] == mflags:
-            last[2].append(item)
         else:
-            batches.append([type_, mflags, [item]])
+            last = batches[-1]
+            if last[0] == type_ and last[1] == mflags:
+                last[2].append(item)
+            else:
+                batches.append([type_, mflags, [item]])
+        self._queued += 1
+        if self._queued >= EARLY_FLUSH_ITEMS and self._push is not None:
+            self._flush_early()
 
     def flush(self):
         """Encode and hand to the transport what this turn produced."""
         if self.federation.pending:
             self.federation.before_flush()
+        self._encode_outbox()
+
+    def _flush_early(self):
+        """A long turn (a pipelined client batch of hundreds of ADDJOBs,
+        a frame of hundreds of REPLJOBs) sends what it produced so far
+        before going on, so the peers work on it meanwhile instead of
+        waiting for the end of the turn.  Only the outbox leaves: the
+        end-of-turn federation rules run at the real flush."""
+        self._encode_outbox()
+        self._push()
+
+    def _encode_outbox(self):
+        self._queued = 0
         outbox, self.outbox = self.outbox, {}
         header = self.header()
         send = self.transport.send

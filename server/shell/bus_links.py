@@ -215,6 +215,9 @@ class TcpTransport:
         if self.flush_needed:
             self.flush_needed = False
             self.cluster.flush()
+        self._write_all()
+
+    def _write_all(self):
         if not self.to_write or self.held:
             return
         # A GOTJOB promises the peer a copy: with appendfsync always that
@@ -230,6 +233,11 @@ class TcpTransport:
             link.queued = False
             if link.connected and not link.closed:
                 write(link)
+
+    def push(self):
+        """Write what is queued now, in the middle of a turn (the cluster
+        calls it when a long turn has produced a lot)."""
+        self._write_all()
 
     def _durable(self, _):
         self.held = False

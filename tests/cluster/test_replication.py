@@ -210,3 +210,21 @@ def test_appendfsync_always_copies_are_on_disk_before_the_reply(make_cluster):
     assert c[2].info()["registered_jobs"] == 200
     for job_id in job_ids[::20]:
         assert show(c[2], job_id)["state"] == "active"
+
+
+def test_long_pipeline_sends_its_copies_in_several_frames(cluster3):
+    """A pipeline far longer than the bus's early-flush batch (the origin
+    sends REPLJOBs while it is still running the pipeline, replicas answer
+    GOTJOB in batches as well): every job is answered, in order, and held
+    by every node."""
+    c = cluster3
+    pipe = c[0].pipeline(transaction=False)
+    count = 1000
+    for i in range(count):
+        pipe.execute_command("ADDJOB", "lq", f"b{i}", 5000, "REPLICATE", 3)
+    job_ids = [r.decode() for r in pipe.execute()]
+    assert len(set(job_ids)) == count
+    assert [c[i].info()["registered_jobs"] for i in range(3)] == [count] * 3
+    got = c[0].execute_command("GETJOB", "COUNT", count, "FROM", "lq")
+    assert [j[1].decode() for j in got] == job_ids
+    assert [j[2] for j in got[:3]] == [b"b0", b"b1", b"b2"]
