@@ -8,9 +8,15 @@ add -> get -> ack cycle in batches of 100 (replicated, acks garbage
 collected on every holder), and prints ratios to redis-server LPUSH in the
 same run.  Issue 3's target: pipelined REPLICATE 3 ADDJOB >= 0.10 of
 pipelined LPUSH (Disque measured here: about 0.05).
+
+With ``--rounds R`` the LPUSH and ADDJOB rows are run R times (medians
+shown).  The ``cpu us/job`` columns are the CPU time (user + system, from
+/proc) the origin node and each replica (mean of the others) spent per
+ADDJOB during its run: steadier than the rates on a shared machine.
 """
 
 import argparse
+import statistics
 import time
 
 from . import client
@@ -60,55 +66,78 @@ def wait_drained(nodes, timeout=60):
     return False
 
 
-def run(requests, size):
+def run(requests, size, rounds=1):
     nodes = [start_trisque() for _ in range(size)]
     redis_server = start_redis()
     try:
         form_cluster(nodes)
         port = nodes[0].port
-        rows = []
-        for pipeline in (1, 16):
-            lpush = redis_benchmark(redis_server.port, requests, pipeline,
-                                    "LPUSH", "q", "__rand_int__")
-            rows.append((f"LPUSH (redis) -P {pipeline}", lpush, 1.0))
-            for replicate in (3, 2):
-                rate = redis_benchmark(port, requests, pipeline, "ADDJOB", "q",
-                                       "__rand_int__", "0", "REPLICATE", str(replicate))
-                rows.append((f"ADDJOB REPLICATE {replicate} -P {pipeline}", rate, rate / lpush))
-            redis_server.client.delete("q")
-            for n in nodes:
-                n.client.execute_command("DEBUG", "FLUSHALL")
+        figures = {}  # row name -> [(rate, ratio, origin cpu, replica cpu)] per round
+        names = []
+        for _ in range(rounds):
+            for pipeline in (1, 16):
+                lpush = redis_benchmark(redis_server.port, requests, pipeline,
+                                        "LPUSH", "q", "__rand_int__")
+                _add(figures, names, f"LPUSH (redis) -P {pipeline}", (lpush, 1.0, None, None))
+                for replicate in (3, 2):
+                    before = [n.cpu_seconds() for n in nodes]
+                    rate = redis_benchmark(port, requests, pipeline, "ADDJOB", "q",
+                                           "__rand_int__", "0", "REPLICATE", str(replicate))
+                    used = [(n.cpu_seconds() - b) * 1e6 / requests
+                            for n, b in zip(nodes, before)]
+                    _add(figures, names, f"ADDJOB REPLICATE {replicate} -P {pipeline}",
+                         (rate, rate / lpush, used[0], statistics.mean(used[1:])))
+                redis_server.client.delete("q")
+                for n in nodes:
+                    n.client.execute_command("DEBUG", "FLUSHALL")
+        rows = [(name, *_medians(figures[name])) for name in names]
         cycle_jobs = max(1000, requests // 10)
         for replicate in (3, 1):
             rate = cycle(port, cycle_jobs, 100, replicate)
             drained = wait_drained(nodes)
-            rows.append((f"cycle add/get/ack x100, REPLICATE {replicate}", rate, None))
+            rows.append((f"cycle add/get/ack x100, REPLICATE {replicate}", rate, None, None, None))
             if not drained:
                 raise RuntimeError("acked jobs were not garbage-collected everywhere")
         single = start_trisque()
         try:
             rate = cycle(single.port, cycle_jobs, 100, 1)
-            rows.append(("cycle add/get/ack x100, single node", rate, None))
+            rows.append(("cycle add/get/ack x100, single node", rate, None, None, None))
         finally:
             single.stop()
     finally:
         for n in nodes:
             n.stop()
         redis_server.stop()
-    print(f"\n{size}-node trisque cluster on loopback, redis-benchmark -c 50 -n {requests}")
-    print(f"{'benchmark':<44} {'ops/s':>10} {'ratio':>7}")
-    for name, rate, ratio in rows:
+    shown_rounds = f", median of {rounds} rounds" if rounds > 1 else ""
+    print(f"\n{size}-node trisque cluster on loopback, redis-benchmark -c 50 -n {requests}"
+          f"{shown_rounds}")
+    print(f"{'benchmark':<44} {'ops/s':>10} {'ratio':>7}   cpu us/job: origin  replica")
+    for name, rate, ratio, origin, replica in rows:
         shown = f"{ratio:7.3f}" if ratio is not None else "       "
-        print(f"{name:<44} {rate:>10.0f} {shown}")
+        cpu = f"{origin:18.1f} {replica:8.1f}" if origin is not None else ""
+        print(f"{name:<44} {rate:>10.0f} {shown}{cpu}")
     return rows
+
+
+def _add(figures, names, name, values):
+    if name not in figures:
+        figures[name] = []
+        names.append(name)
+    figures[name].append(values)
+
+
+def _medians(samples):
+    return tuple(None if column[0] is None else statistics.median(column)
+                 for column in zip(*samples))
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m bench.cluster", description=__doc__)
     parser.add_argument("--requests", "-n", type=int, default=200000)
     parser.add_argument("--nodes", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=1)
     args = parser.parse_args(argv)
-    run(args.requests, args.nodes)
+    run(args.requests, args.nodes, args.rounds)
 
 
 if __name__ == "__main__":
