@@ -260,13 +260,15 @@ def _check_node_id(raw):
 # A job ID is "D-", 8 hex digits, "-", 24 base64 characters, "-", 4 hex
 # digits.  A stored job's ID is echoed in replies (JSCAN sends it as a
 # status line), so one from a peer must not hold other bytes.
-_JOB_ID_CHARS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-                          b"0123456789+/-")
+_JOB_ID_CHARS = (b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                 b"0123456789+/-")
 
 
 def _check_job_id(job_id):
+    # translate() deleting the allowed bytes leaves the others: one C call
+    # (a frozenset.issuperset over the 40 bytes cost twice as much).
     if (len(job_id) != 40 or job_id[:2] != b"D-" or job_id[10] != 45
-            or job_id[35] != 45 or not _JOB_ID_CHARS.issuperset(job_id)):
+            or job_id[35] != 45 or job_id.translate(None, _JOB_ID_CHARS)):
         raise ValueError("bad job id")
 
 

@@ -62,6 +62,9 @@ def test_job_frames_decode_like_the_codec_and_refuse_bad_records():
             jobs[0].id, 4, 0, 1, 1, 1000, 0, 1, 0, 0, b"q", b"b", ())]),
         "bad-id": bus.jobs(header, bus.REPLJOB, [jobcodec.encode(
             b"X" * 40, 1, 0, 1, 1, 1000, 0, 1, 0, 0, b"q", b"b", ())]),
+        "bad-id-byte": bus.jobs(header, bus.REPLJOB, [jobcodec.encode(
+            jobs[0].id[:20] + b"\r" + jobs[0].id[21:], 1, 0, 1, 1, 1000, 0, 1, 0, 0,
+            b"q", b"b", ())]),
         "bad-node-id": bus.jobs(header, bus.REPLJOB, [jobcodec.encode(
             jobs[0].id, 1, 0, 1, 1, 1000, 0, 1, 0, 0, b"q", b"b", (b"\xff" * 40,))]),
     }
