@@ -30,6 +30,7 @@ from ...cluster.cluster import Cluster
 from ...cluster import commands as _cluster_commands  # noqa: F401 (registers CLUSTER)
 from ...protocol import bus
 from . import log
+from .listening import accept_forever, open_listener
 
 RECV_SIZE = 64 * 1024
 CONNECT_RETRY_MS = 20  # at most one connection attempt per peer this often
@@ -355,13 +356,15 @@ class TcpTransport:
                 self.cluster.link_down(link.node_id)
 
     def _add(self, link, sock):
+        """Serve ``sock`` in the event loop (OSError: it was not added)."""
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        fd = sock.fileno()
+        self.epoll.register(fd, _IN)
         link.sock = sock
-        link.fd = sock.fileno()
+        link.fd = fd
         link.connected = True
         link.events = _IN
-        self.links[link.fd] = link
-        self.epoll.register(link.fd, _IN)
+        self.links[fd] = link
         if link.out and not link.queued:
             link.queued = True
             self.to_write.append(link)
@@ -399,7 +402,13 @@ class TcpTransport:
             if self.out_links.get(link.node_id) is link:
                 del self.out_links[link.node_id]
             return
-        self._add(link, sock)
+        try:
+            self._add(link, sock)
+        except OSError:  # reset right after connecting: the cron retries
+            sock.close()
+            link.closed = True
+            del self.out_links[link.node_id]
+            return
         log.verbose(f"Cluster bus link to {link.node_id[:8]} ({ip}:{port}) connected")
         self.cluster.link_up(link.node_id)
         self.after_event()
@@ -407,51 +416,31 @@ class TcpTransport:
     def bind(self, addresses, port):
         """Open the bus's listening sockets now (an error stops start-up)."""
         for address in addresses:
-            family = socket.AF_INET6 if ":" in address else socket.AF_INET
-            sock = socket.socket(family, socket.SOCK_STREAM)
-            try:
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-                if family == socket.AF_INET6:
-                    sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
-                sock.bind((address, port))
-                sock.listen(LISTEN_BACKLOG)
-                sock.setblocking(False)
-            except OSError:
-                sock.close()
-                raise
-            self.listeners.append(sock)
+            self.listeners.append(open_listener(address, port, LISTEN_BACKLOG))
 
-    async def _accept_loop(self, listener):
-        while True:
-            try:
-                sock, addr = listener.accept()
-            except BlockingIOError:
-                await trio.lowlevel.wait_readable(listener)
-                continue
-            except OSError as exc:
-                if exc.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
-                    log.warning(f"Error accepting a cluster bus connection: {exc.strerror}")
-                    await trio.sleep(0.1)
-                    continue
-                raise
-            try:
-                sock.setblocking(False)
-                peer_ip = addr[0]
-                local_ip = sock.getsockname()[0]
-            except OSError:
-                sock.close()
-                continue
-            if self.cluster.local_ip in ("", "0.0.0.0", "::"):
-                self.cluster.local_ip = local_ip
-                me = self.cluster.membership.myself
-                if me.ip in ("", "0.0.0.0", "::"):
-                    me.ip = local_ip
+    def _accepted(self, sock, addr):
+        try:
+            sock.setblocking(False)
+            peer_ip = addr[0]
+            local_ip = sock.getsockname()[0]
+        except OSError:
+            sock.close()
+            return
+        if self.cluster.local_ip in ("", "0.0.0.0", "::"):
+            self.cluster.local_ip = local_ip
+            me = self.cluster.membership.myself
+            if me.ip in ("", "0.0.0.0", "::"):
+                me.ip = local_ip
+        try:
             self._add(Link(self, None, peer_ip), sock)
+        except OSError:
+            sock.close()
 
     def start(self, nursery, addresses, port):
         self.bind(addresses, port)
         for listener in self.listeners:
-            nursery.start_soon(self._accept_loop, listener)
+            nursery.start_soon(accept_forever, listener, "cluster bus connection",
+                               self._accepted)
         nursery.start_soon(self.run)
 
 
