@@ -182,18 +182,7 @@ class Cluster:
         """send_jobid for each of ``items`` ((job id, aux) pairs)."""
         if node_id == self.node.id or not items:
             return
-        outbox = self.outbox
-        batches = outbox.get(node_id)
-        if batches is None:
-            if not outbox:
-                self.transport.flush_soon()
-            outbox[node_id] = [[type_, mflags, items]]
-        else:
-            last = batches[-1]
-            if last[0] == type_ and last[1] == mflags:
-                last[2].extend(items)
-            else:
-                batches.append([type_, mflags, items])
+        self._outbox_list(node_id, type_, mflags).extend(items)
         self._queued += len(items)
         if self._queued >= EARLY_FLUSH_ITEMS and self._push is not None:
             self._flush_early()
@@ -213,21 +202,28 @@ class Cluster:
     def _enqueue(self, node_id, type_, mflags, item):
         if node_id == self.node.id:
             return
+        self._outbox_list(node_id, type_, mflags).append(item)
+        self._queued += 1
+        if self._queued >= EARLY_FLUSH_ITEMS and self._push is not None:
+            self._flush_early()
+
+    def _outbox_list(self, node_id, type_, mflags):
+        """Where a message for ``node_id`` goes: the last batch to it if of
+        the same type (one frame carries a run of them), else a new one."""
         outbox = self.outbox
         batches = outbox.get(node_id)
         if batches is None:
             if not outbox:
                 self.transport.flush_soon()
-            outbox[node_id] = [[type_, mflags, [item]]]
-        else:
-            last = batches[-1]
-            if last[0] == type_ and last[1] == mflags:
-                last[2].append(item)
-            else:
-                batches.append([type_, mflags, [item]])
-        self._queued += 1
-        if self._queued >= EARLY_FLUSH_ITEMS and self._push is not None:
-            self._flush_early()
+            items = []
+            outbox[node_id] = [[type_, mflags, items]]
+            return items
+        last = batches[-1]
+        if last[0] == type_ and last[1] == mflags:
+            return last[2]
+        items = []
+        batches.append([type_, mflags, items])
+        return items
 
     def flush(self):
         """Encode and hand to the transport what this turn produced."""

@@ -31,6 +31,7 @@ from ...cluster import commands as _cluster_commands  # noqa: F401 (registers CL
 from ...protocol import bus
 from . import log
 from .listening import accept_forever, open_listener
+from .socket_set import SocketSet
 
 RECV_SIZE = 64 * 1024
 CONNECT_RETRY_MS = 20  # at most one connection attempt per peer this often
@@ -100,13 +101,12 @@ class TcpTransport:
         self.out_links = {}  # node id -> Link (connecting or connected)
         self.next_attempt_ms = {}
         self.frames_dropped = 0
-        self.epoll = select.epoll()
+        self.epoll = SocketSet()
         self.links = {}  # fd -> connected Link
         self.to_write = []  # links with frames queued since the last flush
         self.gone = []  # outbound links closed: tell the cluster at the turn's end
         self.flush_needed = False  # the cluster's outbox has frames
         self.held = False  # output waits for the AOF (appendfsync always)
-        self.sleeping = False  # the event loop waits on the epoll set
         self.listeners = []
 
     # --------------------------------------------- interface for Cluster
@@ -162,30 +162,15 @@ class TcpTransport:
 
     def wake(self):
         """Have the event loop take a turn (it may be waiting)."""
-        if self.sleeping:
-            self.sleeping = False
-            # The loop waits in wait_readable(epoll fd): this wakes it
-            # (ClosedResourceError), as the clients' loop does.
-            trio.lowlevel.notify_closing(self.epoll.fileno())
+        self.epoll.wake()
 
     async def run(self):
         epoll = self.epoll
-        epfd = epoll.fileno()
         links = self.links
-        wait_readable = trio.lowlevel.wait_readable
-        checkpoint = trio.lowlevel.checkpoint
         try:
             while True:
-                if self.flush_needed or self.gone or (self.to_write and not self.held):
-                    await checkpoint()
-                else:
-                    self.sleeping = True
-                    try:
-                        await wait_readable(epfd)
-                    except trio.ClosedResourceError:
-                        pass  # woken: see wake()
-                    self.sleeping = False
-                events = epoll.poll(0)
+                events = await epoll.wait(
+                    self.flush_needed or self.gone or (self.to_write and not self.held))
                 if events:
                     aof = self.cluster.node.log
                     logged = aof.end

@@ -21,12 +21,12 @@ import collections
 import select
 import socket
 
-import trio
 
 from ...protocol.resp import ProtocolError, RequestParser
 
 from . import log
 from .listening import accept_forever, open_listener
+from .socket_set import SocketSet
 
 RECV_SIZE = 16 * 1024
 OUTPUT_HIGH_WATER = 1024 * 1024  # stop reading a client with this much unsent
@@ -95,11 +95,10 @@ class ClientServer:
         self.dirty = []  # connections with output produced by others
         node.on_wake = self.mark_dirty
         self.listeners = []
-        self.epoll = select.epoll()
+        self.epoll = SocketSet()
         self.conns = {}  # fd -> Connection
         self.ready = []  # connections to look at again on the next turn
         self.replying = []  # connections that ran requests this turn
-        self.sleeping = False  # the event loop waits for the epoll set
 
     # ----------------------------------------------------------- output
 
@@ -142,11 +141,7 @@ class ClientServer:
         if not conn.queued:
             conn.queued = True
             self.ready.append(conn)
-        if self.sleeping:
-            self.sleeping = False
-            # The event loop waits in wait_readable(epoll fd): this wakes
-            # it (ClosedResourceError), without a cancel scope per wait.
-            trio.lowlevel.notify_closing(self.epoll.fileno())
+        self.epoll.wake()
 
     # --------------------------------------------------------- listening
 
@@ -205,25 +200,14 @@ class ClientServer:
 
     async def _event_loop(self):
         epoll = self.epoll
-        epfd = epoll.fileno()
         conns = self.conns
         service = self._service
         output = self._output
         replying = self.replying
-        wait_readable = trio.lowlevel.wait_readable
-        checkpoint = trio.lowlevel.checkpoint
         try:
             while True:
-                if self.ready:
-                    await checkpoint()  # others run once a turn, too
-                else:
-                    self.sleeping = True
-                    try:
-                        await wait_readable(epfd)
-                    except trio.ClosedResourceError:
-                        pass  # woken: see wake()
-                    self.sleeping = False
-                for fd, events in epoll.poll(0):
+                # clients to look at again: others run once a turn, too
+                for fd, events in await epoll.wait(bool(self.ready)):
                     conn = conns.get(fd)
                     if conn is not None:
                         service(conn, events)
