@@ -38,7 +38,9 @@ def addjob(node, client, argv):
     """ADDJOB queue body timeout_ms [REPLICATE n] [DELAY s] [RETRY s]
     [TTL s] [MAXLEN n] [ASYNC]"""
     cluster = node.cluster
-    replicate = min(3, cluster.size())
+    replicate = cluster.size()
+    if replicate > 3:
+        replicate = 3  # the default: min(3, cluster size)
     ttl_s = TTL_DEFAULT_S
     retry_s = -1
     delay_s = 0
@@ -92,8 +94,7 @@ def addjob(node, client, argv):
                    else max(1, min(ttl_s // 10, RETRY_DEFAULT_MAX_S)))
 
     others_needed = replicate if external else replicate - 1
-    reachable = cluster.reachable_count()
-    if others_needed > reachable:
+    if others_needed and others_needed > (reachable := cluster.reachable_count()):
         if external and others_needed - 1 == reachable:
             reason = "I'm leaving the cluster" if cluster.leaving() else "I'm out of memory"
             raise CommandError(

@@ -1,0 +1,138 @@
+"""CPU per command on one node core, without sockets: parse + execute.
+
+    python -m bench.instructions [-n N]            # microseconds per command
+    python -m bench.instructions --callgrind       # instructions per command
+
+A node core with the real cluster hooks (no peers) runs N pipelined
+requests of each kind, 16 at a time as redis-benchmark -P 16 sends them:
+PING, ADDJOB, GETJOB NOHANG (taking those jobs), ACKJOB (acking them, in
+the order they were fetched, or ``--shuffle`` in blocks of 100 as 50
+clients' acks arrive).  Timings move with the machine's load; instruction
+counts (valgrind's callgrind, Debian package ``valgrind``) do not, so the
+changes in bench/README.md are measured with ``--callgrind``: each count
+is the difference between runs with and without that phase, divided by N.
+"""
+
+import argparse
+import os
+import random
+import subprocess
+import sys
+import time
+
+from trisque.cluster.cluster import Cluster
+from trisque.protocol.resp import RequestParser
+from trisque.server.core.config import Config
+from trisque.server.core.node import Node
+
+from .client import encode
+
+PHASES = ("PING", "ADDJOB", "GETJOB", "ACKJOB")
+
+
+class NoPeers:
+    """The bus transport of a node that has no peer."""
+
+    def send(self, node_id, frame):
+        pass
+
+    def flush_soon(self):
+        pass
+
+    def ensure_link(self, node):
+        pass
+
+    def drop_link(self, node_id):
+        pass
+
+    def rename_link(self, old_id, new_id):
+        pass
+
+
+def run(node, client, requests, pipeline=16):
+    """Seconds to parse and run ``requests``, ``pipeline`` per chunk."""
+    parser = RequestParser()
+    execute = node.execute
+    out = client.out
+    start = time.perf_counter()
+    for i in range(0, len(requests), pipeline):
+        for argv in parser.feed(b"".join(requests[i:i + pipeline])):
+            execute(client, argv)
+        b"".join(out)
+        out.clear()
+    return time.perf_counter() - start
+
+
+def measure(n, phases, shuffle):
+    """Microseconds per command of each phase run (up to the last of
+    ``phases``; the requests of every phase are built either way)."""
+    node = Node(Config(), "a" * 40, time.time)
+    Cluster(node, NoPeers(), "127.0.0.1", 7711, 17711)
+    client = node.add_client()
+    requests = {"PING": [encode("PING")] * n,
+                "ADDJOB": [encode("ADDJOB", "q", b"%012d" % i, 0) for i in range(n)],
+                "GETJOB": [encode("GETJOB", "NOHANG", "FROM", "q")] * n}
+    result = {}
+    for phase in PHASES:
+        if phase == "ACKJOB":
+            ids = [job.id for job in node.jobs.values()]
+            if shuffle:
+                rng = random.Random(1)
+                for i in range(0, len(ids), 100):
+                    block = ids[i:i + 100]
+                    rng.shuffle(block)
+                    ids[i:i + 100] = block
+            requests["ACKJOB"] = [encode("ACKJOB", job_id) for job_id in ids]
+        if phase in phases:
+            result[phase] = run(node, client, requests[phase]) / n * 1e6
+    return result
+
+
+def callgrind(n, shuffle):
+    """Instructions per command of each phase."""
+    def total(upto):
+        argv = [sys.executable, "-m", "bench.instructions", "-n", str(n),
+                "--phases", ",".join(upto)]
+        if shuffle:
+            argv.append("--shuffle")
+        env = dict(os.environ, PYTHONHASHSEED="0")
+        out = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"]
+                             + argv, capture_output=True, text=True, env=env).stderr
+        for line in out.splitlines():
+            if "Collected :" in line:
+                return int(line.split()[-1])
+        raise RuntimeError(out[-2000:])
+    # PING alone; then ADDJOB, ADDJOB + GETJOB, all three: the differences.
+    runs = [(), ("PING",), ("ADDJOB",), ("ADDJOB", "GETJOB"), ("ADDJOB", "GETJOB", "ACKJOB")]
+    counts = [total(upto) for upto in runs]
+    base, ping, add, get, ack = counts
+    return {"PING": (ping - base) / n, "ADDJOB": (add - base) / n,
+            "GETJOB": (get - add) / n, "ACKJOB": (ack - get) / n}
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m bench.instructions")
+    parser.add_argument("-n", type=int, default=None)
+    parser.add_argument("--callgrind", action="store_true")
+    parser.add_argument("--shuffle", action="store_true",
+                        help="ack in a shuffled order (blocks of 100)")
+    parser.add_argument("--phases", default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.phases is not None:  # one run under callgrind
+        measure(args.n, args.phases.split(",") if args.phases else (), args.shuffle)
+        return
+    if args.callgrind:
+        n = args.n or 10000
+        per = callgrind(n, args.shuffle)
+        unit = "instructions"
+    else:
+        n = args.n or 100000
+        per = measure(n, PHASES, args.shuffle)
+        unit = "us"
+    print(f"per command, {n} of each, pipelined 16 at a time ({unit})")
+    for phase in PHASES:
+        print(f"  {phase:8} {per[phase]:10,.{0 if args.callgrind else 2}f}")
+
+
+if __name__ == "__main__":
+    main()
