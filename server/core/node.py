@@ -29,7 +29,7 @@ from ...protocol.errors import CommandError
 from .client import BlockedGet, PendingReply, REPLY_ON, REPLY_SKIP
 from .deadlines import Deadlines
 from .job import (ACKED, ACTIVE, BCAST_QUEUED, BCAST_WILLQUEUE, DELIVERED,
-                  QUEUED, WAIT_REPL, Job)
+                  JOB_OVERHEAD, QUEUED, WAIT_REPL, Job)
 from .queue import PAUSED_IN, PAUSED_OUT, QUEUE_OVERHEAD, Queue
 from .standalone import Standalone, NoLog
 
@@ -330,10 +330,10 @@ class Node:
 
     def register(self, job):
         """Make ``job`` known here.  Returns False if its ID already is."""
-        if job.id in self.jobs:
-            return False
-        self.jobs[job.id] = job
-        used = self.used_memory = self.used_memory + job.memory()
+        if self.jobs.setdefault(job.id, job) is not job:
+            return False  # (one dict operation: hot in ADDJOB)
+        used = self.used_memory = (self.used_memory + JOB_OVERHEAD
+                                   + len(job.body) + len(job.queue))  # job.memory()
         if used > self.peak_memory:
             self.peak_memory = used
         return True
