@@ -447,10 +447,19 @@ class Node:
         queue.atime_s = now_ms // 1000
         queue.jobs_out += 1
         if job.retry_s:
-            job.qtime_ms = now_ms + job.retry_s * 1000
+            # schedule(job), inline for the usual case (hot: GETJOB)
+            qtime = now_ms + job.retry_s * 1000
             if self.cluster.size() > 1:
-                job.qtime_ms += self.jitter_ms()
-        self.schedule(job)
+                qtime += self.jitter_ms()
+                job.qtime_ms = qtime
+                if job.flags & BCAST_WILLQUEUE:
+                    qtime -= WILLQUEUE_ADVANCE_MS
+            else:
+                job.qtime_ms = qtime
+            at = job.etime_ms
+            self.deadlines.set(job, qtime if qtime < at else at)
+        else:
+            self.schedule(job)
         if consumer:
             self.cluster.delivered(job)
         if not queue.jobs:
