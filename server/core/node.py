@@ -106,9 +106,9 @@ class Node:
         return int(self.clock() * 1000)
 
     def jitter_ms(self):
-        """Uniform in [-250, +250) ms: drawn from ``self.random`` a pool
-        at a time (one C call for 1024; one Python call each cost ~10% of
-        an ADDJOB).  A seeded generator still gives the same numbers."""
+        """Uniform in [-250, +250) ms, drawn from ``self.random`` 1024 at a
+        time (one C call instead of a Python loop per draw); a seeded
+        generator still replays the same numbers."""
         pool = self._jitters
         if not pool:
             pool = self._jitters = self.random.choices(_JITTERS, k=1024)
@@ -407,8 +407,7 @@ class Node:
 
     def enqueue_new(self, job, queue, now_ms):
         """Queue a job just created here, in ``queue`` (its own): the first
-        enqueue of enqueue() with what ADDJOB already knows (about a fifth
-        of an ADDJOB's CPU less)."""
+        enqueue of enqueue(), without what only a requeue needs."""
         job.state = QUEUED
         if job.retry_s:
             job.flags |= BCAST_WILLQUEUE | BCAST_QUEUED
@@ -563,7 +562,7 @@ class Node:
         holders = job.nodes_delivered
         if len(holders) == 1 and holders[0] == self.id and job._rare is None:
             # Only we ever held it: START-GC would free it at once, with
-            # nobody to tell (every job of a lone node; ~15% of an ACKJOB).
+            # nobody to tell (every job of a lone node; ~11% of an ACKJOB).
             self.delete_job(job)
             return
         # No schedule in between: START-GC may free the job at once (a lone
