@@ -459,8 +459,8 @@ class Node:
             self.deadlines.set(job, qtime if qtime < at else at)
         else:
             self.schedule(job)
-        if consumer:
-            self.cluster.delivered(job)
+        if consumer and len(job.nodes_delivered) > 1:
+            self.cluster.delivered(job)  # other holders hold back
         if not queue.jobs:
             self.cluster.queue_drained(queue)
         return job
