@@ -38,9 +38,7 @@ def addjob(node, client, argv):
     """ADDJOB queue body timeout_ms [REPLICATE n] [DELAY s] [RETRY s]
     [TTL s] [MAXLEN n] [ASYNC]"""
     cluster = node.cluster
-    replicate = cluster.size()
-    if replicate > 3:
-        replicate = 3  # the default: min(3, cluster size)
+    replicate = min(3, cluster.size())
     ttl_s = TTL_DEFAULT_S
     retry_s = -1
     delay_s = 0

@@ -104,6 +104,13 @@ class Job:
     def memory(self):
         return JOB_OVERHEAD + len(self.body) + len(self.queue)
 
+    def held_only_by(self, node_id):
+        """Only ``node_id`` may hold a copy and no ack confirmation is under
+        way: once acked, the job's garbage collection is over at once."""
+        holders = self.nodes_delivered
+        return (len(holders) == 1 and holders[0] == node_id
+                and (self._rare is None or self.nodes_confirmed is None))
+
     def __repr__(self):
         return f"<Job {self.id.decode()} {STATE_NAMES[self.state]} q={self.queue!r}>"
 
