@@ -180,11 +180,8 @@ class RequestParser:
         """Did the last chunk end between requests, or inside one?"""
         data, last = self._maybe_chunk, self._maybe_last
         self._maybe_chunk = self._maybe_last = None
-        if last is None:
-            encoded = b"*-1\r\n"
-        else:
-            encoded = b"*%d\r\n%s" % (len(last), b"".join(
-                [b"$%d\r\n%s\r\n" % (len(arg), arg) for arg in last]))
+        encoded = b"*%d\r\n%s" % (len(last), b"".join(
+            [b"$%d\r\n%s\r\n" % (len(arg), arg) for arg in last]))
         seen = bytes(self._partial) + data if self._partial else data
         if seen.endswith(encoded):
             self._partial.clear()
@@ -195,13 +192,16 @@ class RequestParser:
 
     def _feed_multibulk(self, data, out):
         reader = self._reader
+        # what hiredis holds of a request begun in an earlier read
+        carried = bytes(self._partial) if self._partial else b""
+        first = len(out)
         # hiredis must never see a multibulk count we refuse: it would
         # reserve room for that many elements (2e9 costs 13 s of CPU when
         # freed).  So the headers are checked before hiredis gets the bytes
         # whenever we are inside a request, or the chunk may hold a large
         # count (one regex search; real clients almost never match).
         checked = False
-        if self._partial or _LARGE_COUNT.search(data) is not None:
+        if carried or _LARGE_COUNT.search(data) is not None:
             self._partial += data
             self._check_partial()  # may raise; keeps only an incomplete tail
             checked = True
@@ -210,18 +210,19 @@ class RequestParser:
         try:
             request = reader.gets()
             while request is not False:
-                last = request
                 if request.__class__ is not list:
-                    if request is not None:  # "*-1\r\n": ignored, as Redis
-                        raise ProtocolError("Protocol error: expected '$', got something else")
-                elif request:
-                    for arg in request:
-                        if arg.__class__ is not bytes:
-                            raise ProtocolError("Protocol error: expected '$', got '*'")
+                    # Not an array: inline text after the arrays (Redis
+                    # decides inline or multibulk per request), or garbage.
+                    return self._reparse(carried + data, first, out)
+                for arg in request:
+                    if arg.__class__ is not bytes:
+                        return self._reparse(carried + data, first, out)
+                if request:  # ("*0\r\n": ignored, as Redis)
                     out.append(request)
+                last = request
                 request = reader.gets()
-        except hiredis.ProtocolError as exc:
-            raise ProtocolError(f"Protocol error: {exc}") from None
+        except hiredis.ProtocolError:
+            return self._reparse(carried + data, first, out)
         if checked:
             pass  # _check_partial knows exactly where the chunk ended
         elif last is False or reader.has_data():
@@ -239,16 +240,42 @@ class RequestParser:
             self._in_multibulk = False
         return b""
 
+    def _reparse(self, stream, first, out):
+        """hiredis met something that is not a request array in ``stream``
+        (the bytes it was given since its last complete request): parse
+        the arrays at its start here instead, as Redis does, and hand what
+        follows them back to feed() as inline text, or raise Redis's error.
+        Rare, so plain Python; hiredis starts afresh after it."""
+        del out[first:]
+        start = self._scan(stream, out)
+        self._reader = hiredis.Reader()
+        self._partial.clear()
+        rest = stream[start:]
+        if rest[:1] == b"*":  # an incomplete request at the end
+            self._partial += rest
+            self._reader.feed(rest)
+            return b""
+        self._in_multibulk = False
+        return rest
+
     def _check_partial(self):
         """Validate the headers of the buffered, incomplete request (and
         drop the complete requests before it from our copy)."""
         buf = self._partial
+        del buf[:self._scan(buf)]
+        if not buf:
+            self._in_multibulk = False  # every request in it was complete
+
+    def _scan(self, buf, requests=None):
+        """Walk the request arrays at the start of ``buf`` by their headers
+        and return where the first incomplete one, or the first byte that
+        is not '*' (inline text), starts.  Raises ProtocolError at a header
+        Redis refuses.  With ``requests``, appends each complete request's
+        arguments to it."""
         size = len(buf)
         start = 0
-        while start < size:
+        while start < size and buf[start] == 42:  # '*'
             pos = start
-            if buf[pos] != 42:
-                raise ProtocolError("Protocol error: expected '*', got '%c'" % buf[pos])
             end = buf.find(b"\r\n", pos)
             if end < 0:
                 if size - pos > MAX_INLINE:
@@ -258,11 +285,10 @@ class RequestParser:
             if count > MAX_MULTIBULK:
                 raise ProtocolError("Protocol error: invalid multibulk length")
             pos = end + 2
-            complete = True
-            for _ in range(max(count, 0)):
+            args = []
+            for _ in range(count):  # none for a count <= 0: skipped, as Redis
                 if pos >= size:
-                    complete = False
-                    break
+                    return start
                 if buf[pos] != 36:  # '$'
                     raise ProtocolError(
                         "Protocol error: expected '$', got '%c'" % buf[pos])
@@ -270,18 +296,18 @@ class RequestParser:
                 if end < 0:
                     if size - pos > MAX_INLINE:
                         raise ProtocolError("Protocol error: too big bulk count string")
-                    complete = False
-                    break
+                    return start
                 length = _header_int(buf, pos + 1, end, "invalid bulk length")
                 if length > self.max_bulk_len or length < 0:
                     raise ProtocolError("Protocol error: invalid bulk length")
-                pos = end + 2 + length + 2
-            if not complete or pos > size:
-                break
+                pos = end + 2 + length + 2  # (the CRLF after it unchecked, as Redis)
+                if pos > size:
+                    return start
+                args.append(bytes(buf[end + 2:pos - 2]))
+            if requests is not None and args:
+                requests.append(args)
             start = pos
-        del buf[:start]
-        if not buf:
-            self._in_multibulk = False  # every request in it was complete
+        return start
 
     def _feed_inline(self, data, out):
         buf = self._inline + data if self._inline else data
@@ -309,10 +335,14 @@ class RequestParser:
 
 
 def _header_int(buf, start, end, what):
-    try:
-        return int(bytes(buf[start:end]))
-    except ValueError:
-        raise ProtocolError(f"Protocol error: {what}") from None
+    """A header's number, as strictly as Redis (and hiredis) read it: an
+    optional '-', then digits without a leading zero."""
+    text = bytes(buf[start:end])
+    digits = text[1:] if text[:1] == b"-" else text
+    if (not digits.isdigit() or len(digits) > 18
+            or (digits[0] == 48 and (len(digits) > 1 or text[:1] == b"-"))):  # '0'
+        raise ProtocolError(f"Protocol error: {what}")
+    return int(text)
 
 
 def split_inline(line):

@@ -22,7 +22,7 @@ import select
 import socket
 
 
-from ...protocol.resp import ProtocolError, RequestParser
+from ...protocol.resp import ProtocolError, RequestParser, error
 
 from . import log
 from .listening import accept_forever, open_listener
@@ -323,7 +323,7 @@ class ClientServer:
         while pending and client.blocked is None:
             node.execute(client, pending.popleft())
         pending.clear()
-        client.out.append(b"-ERR " + str(exc).encode() + b"\r\n")
+        client.out.append(error(f"ERR {exc}"))  # (a byte quoted in it may be CR or LF)
         log.verbose(f"Protocol error from client {client.addr}: {exc}")
         conn.closing = True
         if node.log.end > conn.mark:

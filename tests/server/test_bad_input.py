@@ -111,11 +111,31 @@ def test_huge_multibulk_count(witness, small):
 
 
 def test_garbage_multibulk(witness, small):
-    for data in (b"*1\r\nxyz\r\n", b"*x\r\n", b"*1\r\n$x\r\n", b"*1\r\n$3\r\nabcde\r\n",
+    for data in (b"*1\r\nxyz\r\n", b"*x\r\n", b"*1\r\n$x\r\n",
                  b"*2\r\n*1\r\n$1\r\na\r\n$1\r\nb\r\n"):
         with Raw(small.port) as raw:
             raw.send(data)
             closed_with(raw, "")
+
+
+def test_protocol_error_reply_is_one_line(witness, small):
+    """The byte an error quotes may be CR or LF: the reply stays one line."""
+    with Raw(small.port) as raw:
+        raw.send(encode("PING") + b"*2\r\n$4\r\nECHO\r\n\n\r\n")
+        data = raw.read_all_until_closed()
+        assert data == b"+PONG\r\n-ERR Protocol error: expected '$', got ' '\r\n", data
+
+
+def test_inline_requests_after_arrays_in_one_read(witness, small):
+    """Redis tells inline from multibulk request by request, so a client may
+    mix them in one write; a bulk longer than announced is cut as Redis
+    does (the two bytes after it are skipped, the rest read inline)."""
+    with Raw(small.port) as raw:
+        raw.send(encode("PING") + b"PING\r\n\r\n" + encode("ECHO", "a") + b"ECHO b\r\n")
+        assert [raw.reply() for _ in range(4)] == [b"PONG", b"PONG", b"a", b"b"]
+        raw.send(b"*1\r\n$3\r\nabcde\r\n")
+        assert str(raw.reply()).startswith("ERR unknown command 'abc'")
+        assert raw.call("PING") == b"PONG"
 
 
 def test_unbalanced_quotes_inline(witness, small):

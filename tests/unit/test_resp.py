@@ -1,5 +1,7 @@
 """RESP request parsing (multibulk and inline) and reply encoding."""
 
+import re
+
 import pytest
 
 from trisque.protocol import resp
@@ -47,17 +49,47 @@ def test_split_at_every_element_boundary():
 
 
 def test_every_split_of_a_pipeline():
-    # (inline text right after a multibulk request in the same read is not
-    # supported: hiredis takes the rest of the chunk; clients never mix)
-    data = (b"PING\r\n" + mb("PING") + mb("ADDJOB", "q", b"*1\r\n$1\r\n", 0)
-            + mb("") + b"*0\r\n" + mb("X", "y" * 20))
-    expected = [[b"PING"], [b"PING"], [b"ADDJOB", b"q", b"*1\r\n$1\r\n", b"0"],
-                [b""], [b"X", b"y" * 20]]
+    data = (b"PING\r\n" + mb("PING") + b"ECHO x\r\n\r\n" + mb("ADDJOB", "q", b"*1\r\n$1\r\n", 0)
+            + mb("") + b"*0\r\n" + mb("X", "y" * 20) + b"+OK\r\n")
+    expected = [[b"PING"], [b"PING"], [b"ECHO", b"x"], [b"ADDJOB", b"q", b"*1\r\n$1\r\n", b"0"],
+                [b""], [b"X", b"y" * 20], [b"+OK"]]
     for i in range(len(data)):
         for j in range(i, len(data)):
             p = RequestParser()
             out = p.feed(data[:i]) + p.feed(data[i:j]) + p.feed(data[j:])
             assert out == expected, (i, j)
+
+
+def test_inline_after_arrays_in_one_read():
+    """Redis decides per request: what follows a request array without a
+    '*' is inline text, whatever RESP type its first byte would be."""
+    p = RequestParser()
+    assert p.feed(mb("PING") + b"PING\r\n" + mb("ECHO", "a")) == \
+        [[b"PING"], [b"PING"], [b"ECHO", b"a"]]
+    assert p.feed(mb("PING") + b"\r\n\r\n" + mb("PING")) == [[b"PING"], [b"PING"]]
+    assert p.feed(mb("PING") + b"+OK\r\n:5\r\n$3\r\nfoo\r\n_\r\n") == \
+        [[b"PING"], [b"+OK"], [b":5"], [b"$3"], [b"foo"], [b"_"]]
+    assert p.feed(mb("PING") + b"*-1\r\n*-7\r\n" + mb("QLEN", "q")) == [[b"PING"], [b"QLEN", b"q"]]
+    # and back to arrays after the inline text, hiredis again
+    assert p.feed(mb("PING") + b"PING\r\n" + mb("ECHO", "b")[:9]) == [[b"PING"], [b"PING"]]
+    assert p.feed(mb("ECHO", "b")[9:] + mb("PING")) == [[b"ECHO", b"b"], [b"PING"]]
+
+
+@pytest.mark.parametrize("data,message", [
+    (mb("PING") + b"*1\r\n:5\r\n", "expected '$', got ':'"),
+    (mb("PING") + b"*2\r\n$4\r\nECHO\r\n*1\r\n", "expected '$', got '*'"),
+    (mb("PING") + b"*1\r\n$04\r\nPING\r\n", "invalid bulk length"),
+    (mb("PING") + b"*01\r\n$4\r\nPING\r\n", "invalid multibulk length"),
+    (mb("PING") + b"*1\r\n$-0\r\n", "invalid bulk length"),
+    (mb("PING") + b"*1\r\n$4\r\nPING\r\n*x\r\n", "invalid multibulk length"),
+])
+def test_errors_after_complete_requests(data, message):
+    p = RequestParser()
+    with pytest.raises(ProtocolError, match=re.escape(message)) as info:
+        kept = p.feed(data)  # (some only with the next read: see test_malformed_multibulk)
+        assert kept == [[b"PING"]]
+        p.feed(b"$1\r\nx\r\n")
+    assert all(request == [b"PING"] for request in info.value.requests)
 
 
 def test_inline_forms():
