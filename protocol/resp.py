@@ -203,7 +203,10 @@ class RequestParser:
         checked = False
         if carried or _LARGE_COUNT.search(data) is not None:
             self._partial += data
-            self._check_partial()  # may raise; keeps only an incomplete tail
+            try:
+                self._check_partial()  # keeps only an incomplete tail
+            except ProtocolError:  # after the requests before the bad header
+                return self._reparse(carried + data, first, out)
             checked = True
         reader.feed(data)
         last = False  # the last complete request of this chunk
