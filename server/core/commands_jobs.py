@@ -195,6 +195,8 @@ def getjob(node, client, argv):
                 out.append(job_reply(fetch(queue, now_ms), withcounters))
                 count -= 1
         if count:
+            if queue is None:
+                node.get_queue(name)  # as Disque's GETJOB: it exists now, empty
             node.cluster.need_jobs(name)
         progress = False
     while count and progress:
@@ -202,6 +204,8 @@ def getjob(node, client, argv):
         for name in names:
             queue = queues.get(name)
             if queue is None or not queue.jobs or queue.paused & PAUSED_OUT:
+                if queue is None:
+                    node.get_queue(name)
                 node.cluster.need_jobs(name)
                 continue
             out.append(job_reply(node.fetch(queue, now_ms), withcounters))

@@ -56,7 +56,7 @@ def qscan(node, client, argv):
     """QSCAN [cursor] [COUNT n] [BUSYLOOP] [MINLEN n] [MAXLEN n] [IMPORTRATE r]"""
     count = 100
     busyloop = False
-    minlen = maxlen = importrate = None
+    minlen = maxlen = importrate = -1  # -1: no such filter (Disque's, given or not)
     cursor = None
     i, argc = 1, len(argv)
     while i < argc:
@@ -86,11 +86,11 @@ def qscan(node, client, argv):
 
     def wanted(queue):
         size = len(queue.jobs)
-        if minlen is not None and size < minlen:
+        if minlen != -1 and size < minlen:
             return False
-        if maxlen is not None and size > maxlen:
+        if maxlen != -1 and size > maxlen:
             return False
-        return importrate is None or rate(queue) >= importrate
+        return importrate == -1 or rate(queue) >= importrate
 
     cursor, queues = scan(node.queues, cursor or 0, count, busyloop, wanted,
                           node.queue_deletions)

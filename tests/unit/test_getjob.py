@@ -31,6 +31,17 @@ def test_argument_errors(core, args, error):
     assert core.default.blocked is None
 
 
+def test_getjob_makes_missing_queues(core):
+    """As Disque: the queues a GETJOB names exist afterwards, empty (until
+    idle queues are collected), whether it found jobs or not."""
+    add(core, "full")
+    assert core("QSTAT", "missing") is None
+    assert len(core("GETJOB", "NOHANG", "COUNT", 5, "FROM", "full", "missing")) == 1
+    stat = core("QSTAT", "missing")
+    assert dict(zip(stat[::2], stat[1::2]))[b"len"] == 0
+    assert sorted(core("QSCAN", "BUSYLOOP")[1]) == [b"full", b"missing"]
+
+
 def test_nohang_empty_is_null_array(core):
     assert core("GETJOB", "NOHANG", "FROM", "nope") is None
     assert core.node.execute(core.default, [b"GETJOB", b"NOHANG", b"FROM", b"q"]) is None

@@ -144,6 +144,11 @@ def test_qscan_filters(core):
     assert seen == []  # nothing is imported on a lone node
     seen, _ = qscan_all(core, "IMPORTRATE", 0, "COUNT", 1)
     assert len(seen) == 10
+    # -1 is Disque's "no filter", given or not; -2 filters everything
+    seen, _ = qscan_all(core, "MINLEN", -1, "MAXLEN", -1, "IMPORTRATE", -1)
+    assert len(seen) == 10
+    seen, _ = qscan_all(core, "MAXLEN", -2)
+    assert seen == []
 
 
 @pytest.mark.parametrize("args,error", [
