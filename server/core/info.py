@@ -45,6 +45,7 @@ def section_fields(node, name):
             ("process_id", os.getpid()), ("run_id", RUN_ID),
             ("tcp_port", config.port), ("uptime_in_seconds", uptime),
             ("uptime_in_days", uptime // 86400), ("hz", config.hz),
+            ("executable", os.path.abspath(sys.argv[0])),
             ("config_file", config.config_file or ""),
         ]
     if name == "clients":
@@ -119,5 +120,6 @@ def render(node, section):
         if fields is None:
             continue
         body = "".join(f"{k}:{v}\r\n" for k, v in fields)
-        parts.append(f"# {name.capitalize()}\r\n{body}")
+        title = "CPU" if name == "cpu" else name.capitalize()  # as Disque
+        parts.append(f"# {title}\r\n{body}")
     return "\r\n".join(parts)

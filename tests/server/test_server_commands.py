@@ -155,6 +155,7 @@ def test_info_sections(any_c):
     assert c.info("commandstats")["cmdstat_addjob"]["calls"] >= 2
     assert "cluster_state" in c.info("cluster") or c.info("cluster") == {}
     assert c.info("nosuchsection") == {}
+    assert "executable" in c.info("server")
     with pytest.raises(redis.ResponseError, match="syntax error"):
         c.execute_command("INFO", "jobs", "queues")
 
@@ -170,6 +171,8 @@ def test_info_raw_shape(shared):
         raw.send_command("INFO", "jobs")
         assert raw.read_line() == b"=31\r\n"  # verbatim string in RESP3
         assert raw.sock.recv(100) == b"txt:# Jobs\r\nregistered_jobs:0\r\n\r\n"
+        raw.call("HELLO", 2)
+        assert raw.call("INFO", "cpu").startswith(b"# CPU\r\n")  # as Disque
 
 
 def test_used_memory_grows_with_jobs(c):
