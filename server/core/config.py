@@ -46,7 +46,7 @@ def format_memory(value):
 
 class Directive:
     def __init__(self, name, kind, default, choices=None, low=None, high=None,
-                 runtime=True, multi=False):
+                 runtime=True, multi=False, clamp=False):
         self.name = name
         self.attr = name.replace("-", "_")
         self.kind = kind  # int, memory, bool, enum, str, list
@@ -56,6 +56,7 @@ class Directive:
         self.high = high
         self.runtime = runtime  # CONFIG SET allowed
         self.multi = multi  # may appear on several lines (values accumulate)
+        self.clamp = clamp  # out of low..high: capped, not refused
 
     def parse(self, args):
         """Turn the directive's arguments (strings) into a value."""
@@ -81,6 +82,8 @@ class Directive:
                 value = int(text)
             except ValueError:
                 raise ConfigError("argument must be an integer") from None
+        if self.clamp:
+            return min(max(value, self.low), self.high)
         if (self.low is not None and value < self.low) or (
                 self.high is not None and value > self.high):
             raise ConfigError(f"argument must be between {self.low} and {self.high}")
@@ -154,7 +157,7 @@ DIRECTIVES = [
     Directive("maxmemory-policy", "enum", "acks", choices=("acks", "noeviction")),
     Directive("maxmemory-samples", "int", 5, low=1),
     Directive("activerehashing", "bool", True),
-    Directive("hz", "int", 10, low=1, high=500),
+    Directive("hz", "int", 10, low=1, high=500, clamp=True),  # a hint: capped, as Disque
     Directive("requirepass", "str", ""),
     Directive("proto-max-bulk-len", "memory", 512 * 1024**2, low=1),
     Directive("client-output-buffer-limit", "list", ["normal", "0", "0", "0"]),

@@ -40,7 +40,7 @@ def test_config_set(c):
     for name, value, message in [
         ("maxmemory", "lots", "Invalid argument 'lots' for CONFIG SET 'maxmemory'"),
         ("loglevel", "loud", "Invalid argument 'loud' for CONFIG SET 'loglevel'"),
-        ("hz", "0", "Invalid argument '0' for CONFIG SET 'hz'"),
+        ("hz", "often", "Invalid argument 'often' for CONFIG SET 'hz'"),
         ("nosuch", "1", "Unsupported CONFIG parameter: nosuch"),
         ("port", "1234", "Unsupported CONFIG parameter: port"),
         ("dir", "/nonexistent/trisque", "Changing directory: No such file or directory"),
@@ -49,6 +49,9 @@ def test_config_set(c):
             c.config_set(name, value)
         assert str(info.value) == message  # Disque's exact texts
     assert c.config_get("maxmemory") == {"maxmemory": str(1024 ** 3)}
+    for value, kept in [("0", "1"), ("1000", "500"), ("10", "10")]:  # hz: capped, as Disque
+        assert c.config_set("hz", value)
+        assert c.config_get("hz") == {"hz": kept}
     with pytest.raises(redis.ResponseError, match="Wrong number of arguments for CONFIG SET"):
         c.execute_command("CONFIG", "SET", "maxmemory")
     with pytest.raises(redis.ResponseError, match="CONFIG subcommand must be one of"):
