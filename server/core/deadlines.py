@@ -9,28 +9,40 @@ How: deadlines mostly arrive in order within a few streams.  Every new job
 expires TTL after now, every delivered job is due for requeue RETRY after
 now: two sequences that never go back in time, interleaved.  So deadlines
 live in up to ``MAX_LANES`` lanes, each a list of items appended in
-non-decreasing ``wake_ms`` order, plus a SortedKeyList for the few that fit
-no lane (a deadline earlier than the end of every lane, with all lanes
-taken).  A new deadline goes at the end of the lane whose last deadline is
-the latest not after it: an append.  Removing one finds it by bisection in
-its lane; near the head the few before it shift up, elsewhere it leaves a
-hole that keeps its deadline (so the item is freed at once); holes are
-squeezed out once they are half of a lane.  The earliest deadline is the
-smallest lane head or the SortedKeyList's first.  8 bytes a deadline.
+non-decreasing ``wake_ms`` order.  A new deadline goes at the end of the
+lane whose last deadline is the latest not after it: an append.  Removing
+one finds it by bisection in its lane; near the head the few before it
+shift up, elsewhere it leaves a hole that keeps its deadline (so the item
+is freed at once); holes are squeezed out once they are half of a lane.
+8 bytes a deadline.
 
-Measured against one SortedKeyList for everything (python -m bench and
-instruction counts under callgrind): GETJOB, which moves a job from its
-expiry to its requeue deadline, went from ~280 to ~60 bytecodes here.
-Items due in the same millisecond may come out in a different order than
-they were scheduled.
+In a cluster the requeue deadlines are jittered (+-250 ms, so that holders
+do not all requeue at once): they arrive out of order, and once the lanes
+are taken almost none fits one.  Those go to buckets: a dict from the
+millisecond to the item due then, or a list of them, and a heap of the
+buckets' milliseconds.  At tens of thousands of jobs a second dozens share
+a millisecond, so most changes are a dict lookup and a list append or
+removal (found by creation time, as in a lane); a new millisecond is one
+heappush (C, O(log n)).  A removal that empties a bucket leaves its key in
+the heap (skipped when it comes up; the heap is rebuilt once most keys are
+stale).  Items due in the same millisecond may come out in any order.
+
+Measured (callgrind, python -m bench.cluster_instructions): a replica's
+REPLJOB record went from ~43.4k to ~34.4k instructions with buckets in
+place of the SortedKeyList that took those deadlines before (~31.8k with
+no jitter at all: in-order appends to a lane).  Memory at a million jittered
+deadlines: ~12 bytes each at 40 a millisecond (the SortedKeyList ~17), ~38
+at one a millisecond (a dict entry a deadline; the SortedKeyList ~14).
+GETJOB, which moves a job from its expiry to its requeue deadline, went
+from ~280 to ~60 bytecodes with lanes instead of one SortedKeyList.
 """
 
 from bisect import bisect_left, bisect_right
+from heapq import heapify, heappop, heappush
 from operator import attrgetter
 
-from sortedcontainers import SortedKeyList
-
 MAX_LANES = 8
+STALE_MIN = 64  # stale bucket keys in the heap before it is worth rebuilding
 COMPACT_MIN = 64  # holes in a lane before it is worth squeezing them out
 NEAR_HEAD = 32  # a removal this close to the head shifts instead of a hole
 _WAKE = attrgetter("wake_ms")
@@ -90,7 +102,9 @@ class _Lane:
 class Deadlines:
     def __init__(self):
         self._lanes = []
-        self._rest = SortedKeyList(key=_WAKE)
+        self._buckets = {}  # wake_ms -> the item, or a list of the items, due then
+        self._keys = []  # heap of the buckets' wake_ms; some may be stale
+        self._floor = None  # a deadline before this fits no lane (see set)
         self._len = 0
 
     def __len__(self):
@@ -107,8 +121,11 @@ class Deadlines:
             self._len += 1
         item.wake_ms = wake_ms
         # Lanes are kept latest tail first, so the first that fits is the
-        # best fit, and appending there keeps that order.
-        for lane in self._lanes:
+        # best fit, and appending there keeps that order.  ``_floor``: all
+        # lanes are taken and none fits a deadline before it, so a
+        # jittered one leaves the loop at the first lane for its bucket.
+        lanes = self._lanes
+        for lane in lanes:
             if lane.tail <= wake_ms:
                 lane.tail = wake_ms
                 lane.items.append(item)
@@ -123,10 +140,23 @@ class Deadlines:
                     else:
                         lane.by_ctime = False
                 return
-        if len(self._lanes) >= MAX_LANES:
-            self._rest.add(item)
-            return
-        self._lanes.append(_Lane(item, wake_ms))  # earlier than every tail: goes last
+            floor = self._floor
+            if floor is not None and wake_ms < floor:
+                break
+        else:
+            if len(lanes) < MAX_LANES:
+                lanes.append(_Lane(item, wake_ms))  # earlier than every tail: goes last
+                return
+            self._floor = lanes[-1].tail  # (tails only rise while lanes stay)
+        buckets = self._buckets
+        bucket = buckets.get(wake_ms)
+        if bucket is None:
+            buckets[wake_ms] = item
+            heappush(self._keys, wake_ms)
+        elif bucket.__class__ is list:
+            bucket.append(item)
+        else:
+            buckets[wake_ms] = [bucket, item]
 
     def cancel(self, item):
         old = item.wake_ms
@@ -152,6 +182,10 @@ class Deadlines:
                 return
             if key < first.wake_ms:
                 continue
+            # Not at a head: before searching lanes, its bucket (jittered
+            # deadlines on a cluster node are mostly there).
+            if self._buckets and self._remove_from_bucket(item, key):
+                return
             i = -1
             if lane.by_ctime:  # out-of-order acks: ~20% of their CPU before
                 try:
@@ -176,24 +210,37 @@ class Deadlines:
                 if lane.holes >= COMPACT_MIN and 2 * lane.holes > len(items) - head:
                     self._compact(lane)
             return
-        self._remove_rest(item, key)
+        if not self._remove_from_bucket(item, key):
+            raise ValueError(f"{item!r} is not scheduled at {key}")
 
-    def _remove_rest(self, item, key):
-        """SortedKeyList.remove, minus its Python loop over equal keys
-        (jobs added in the same millisecond share an expiry)."""
-        rest = self._rest
-        pos = bisect_left(rest._maxes, key)
-        if pos < len(rest._maxes):
-            keys = rest._keys[pos]
-            start = bisect_left(keys, key)
-            try:
-                idx = rest._lists[pos].index(item, start, bisect_right(keys, key))
-            except ValueError:
-                pass  # the equal keys run on into the next sublist
-            else:
-                rest._delete(pos, idx)
-                return
-        rest.remove(item)
+    def _remove_from_bucket(self, item, key):
+        buckets = self._buckets
+        bucket = buckets.get(key)
+        if bucket is item:
+            del buckets[key]
+            if len(self._keys) > 2 * len(buckets) + STALE_MIN:
+                self._keys = list(buckets)  # drop the stale keys
+                heapify(self._keys)
+            return True
+        if bucket.__class__ is list:
+            i = _find_in_run(bucket, item, 0, len(bucket))
+            if i >= 0:
+                del bucket[i]
+                if len(bucket) == 1:
+                    buckets[key] = bucket[0]
+                return True
+        return False
+
+    def _first_key(self):
+        """The earliest bucket's deadline (buckets not empty): stale keys
+        at the top of the heap (buckets emptied by removals) go first."""
+        keys = self._keys
+        buckets = self._buckets
+        key = keys[0]
+        while key not in buckets:
+            heappop(keys)
+            key = keys[0]
+        return key
 
     def _advance(self, lane, head):
         """The entry before ``head`` is gone: move the head past holes, drop
@@ -205,6 +252,7 @@ class Deadlines:
             lane.holes -= 1
         if head == end:
             self._lanes.remove(lane)
+            self._floor = None  # room for a new lane
             return
         if head >= 1024 and 2 * head > end:
             del items[:head]
@@ -223,9 +271,8 @@ class Deadlines:
             key = lane.items[lane.head].wake_ms
             if best is None or key < best:
                 best = key
-        rest = self._rest
-        if rest:
-            key = rest[0].wake_ms
+        if self._buckets:
+            key = self._first_key()
             if best is None or key < best:
                 best = key
         return best
@@ -233,7 +280,7 @@ class Deadlines:
     def pop_due(self, now_ms, limit):
         """Remove and return up to ``limit`` items due at ``now_ms``."""
         due = []
-        rest = self._rest
+        buckets = self._buckets
         while len(due) < limit:
             best = None
             best_key = None
@@ -242,18 +289,42 @@ class Deadlines:
                 if best is None or key < best_key:
                     best = lane
                     best_key = key
-            if rest and (best is None or rest[0].wake_ms < best_key):
-                if rest[0].wake_ms > now_ms:
-                    break
-                item = rest.pop(0)
-            else:
-                if best is None or best_key > now_ms:
-                    break
-                head = best.head
-                item = best.items[head]
-                best.items[head] = None
-                self._advance(best, head + 1)
+            if buckets:
+                key = self._first_key()
+                if best is None or key < best_key:
+                    if key > now_ms:
+                        break
+                    self._pop_bucket(key, limit - len(due), due)
+                    continue
+            if best is None or best_key > now_ms:
+                break
+            head = best.head
+            item = best.items[head]
+            best.items[head] = None
+            self._advance(best, head + 1)
             item.wake_ms = None
             self._len -= 1
             due.append(item)
         return due
+
+    def _pop_bucket(self, key, room, due):
+        """Up to ``room`` items of the earliest bucket (due at ``key``, the
+        top of the heap) onto ``due``."""
+        buckets = self._buckets
+        bucket = buckets[key]
+        if bucket.__class__ is not list:
+            bucket = [bucket]
+        elif len(bucket) > room:
+            taken = bucket[:room]
+            del bucket[:room]
+            if len(bucket) == 1:
+                buckets[key] = bucket[0]
+            bucket = taken
+            key = None
+        if key is not None:  # the whole bucket
+            del buckets[key]
+            heappop(self._keys)
+        for item in bucket:
+            item.wake_ms = None
+        self._len -= len(bucket)
+        due.extend(bucket)

@@ -1,0 +1,176 @@
+"""Deadlines with jittered deadlines (a replica's requeue times, RETRY from
+now +-250 ms): they arrive out of order, fill every lane and then go to
+the buckets keyed by millisecond.  Checked against a plain model under
+random operations, and at a million pending deadlines."""
+
+import random
+import time
+
+import pytest
+
+from trisque.server.core.deadlines import MAX_LANES, STALE_MIN, Deadlines
+
+
+class Item:
+    __slots__ = ("name", "wake_ms", "_ctime")  # what Deadlines reads
+
+    def __init__(self, name, ctime=None):
+        self.name = name
+        self.wake_ms = None
+        if ctime is not None:
+            self._ctime = ctime
+
+    def __repr__(self):
+        return f"<{self.name} {self.wake_ms}>"
+
+
+def check(deadlines, model):
+    assert len(deadlines) == len(model)
+    assert deadlines.next_ms() == (min(model.values()) if model else None)
+    for item, wake in model.items():
+        assert item.wake_ms == wake
+    # every live bucket has its key in the heap; stale keys stay bounded
+    keys = set(deadlines._keys)
+    assert all(k in keys for k in deadlines._buckets)
+    assert len(deadlines._keys) <= 2 * len(deadlines._buckets) + STALE_MIN + 1
+
+
+def pop_and_check(deadlines, model, now, limit):
+    due = deadlines.pop_due(now, limit)
+    expected = [w for w in model.values() if w <= now]
+    assert len(due) == min(limit, len(expected))
+    keys = [model[i] for i in due]
+    assert keys == sorted(keys)
+    if due:
+        assert keys[-1] <= now
+        left = [w for i, w in model.items() if i.wake_ms is not None]
+        assert not left or min(left) >= keys[-1]
+    for item in due:
+        assert item.wake_ms is None
+        del model[item]
+    return due
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_jittered_deadlines_match_a_reference_model(seed):
+    rng = random.Random(seed)
+    deadlines = Deadlines()
+    model = {}
+    # jobs (with a creation time, in creation order) and waiters (none)
+    items = [Item(f"j{n}", ctime=n) for n in range(1500)] + [Item(f"w{n}") for n in range(60)]
+    now = 10_000
+    retry = rng.choice([50, 300, 3000])
+    most_buckets = 0
+    if seed % 2:  # every lane taken at once: all but later deadlines go to buckets
+        for n in range(MAX_LANES):
+            far = Item(f"far{n}")
+            deadlines.set(far, 10**9 - n)
+            model[far] = 10**9 - n
+    for step in range(5000):
+        op = rng.random()
+        item = rng.choice(items)
+        if op < 0.6:
+            if rng.random() < 0.15:
+                wake = now + 5 * retry  # an expiry: an ordered stream
+            else:
+                wake = now + retry + rng.randrange(-250, 250)  # jittered requeue
+            deadlines.set(item, wake)
+            model[item] = wake
+        elif op < 0.8:
+            deadlines.cancel(item)
+            model.pop(item, None)
+            assert item.wake_ms is None
+        elif op < 0.83:
+            # many due in the same ms, cut by a small limit
+            pop_and_check(deadlines, model, now, rng.choice([1, 2, 5]))
+        else:
+            now += rng.randrange(0, 20)
+            pop_and_check(deadlines, model, now, rng.choice([1, 3, 50, 10**6]))
+        if step % 10 == 0:
+            check(deadlines, model)
+        else:
+            assert len(deadlines) == len(model) and item.wake_ms == model.get(item)
+        most_buckets = max(most_buckets, len(deadlines._buckets))
+    assert len(deadlines._lanes) <= MAX_LANES
+    assert most_buckets > (40 if seed % 2 else 10), "the jittered deadlines never reached the buckets"
+    pop_and_check(deadlines, model, 10**12, 10**7)
+    assert not model and len(deadlines) == 0 and deadlines.next_ms() is None
+    assert not deadlines._buckets and not deadlines._lanes
+
+
+def test_a_bucket_holds_every_item_due_in_its_millisecond():
+    deadlines = Deadlines()
+    fill = [Item(f"f{n}") for n in range(MAX_LANES)]
+    for n, item in enumerate(fill):  # every lane taken, tails late
+        deadlines.set(item, 100_000 - n)
+    same = [Item(n, ctime=n) for n in range(50)]
+    for item in same:
+        deadlines.set(item, 5000)
+    assert len(deadlines._buckets[5000]) == 50
+    for item in same[10:40]:  # found by creation time, then shifted out
+        deadlines.cancel(item)
+    deadlines.cancel(same[0])
+    assert deadlines.pop_due(4999, 100) == []
+    first = deadlines.pop_due(5000, 7)
+    assert [i.name for i in first] == list(range(1, 8))
+    rest = deadlines.pop_due(5000, 100)
+    assert [i.name for i in rest] == [8, 9] + list(range(40, 50))
+    assert 5000 not in deadlines._buckets
+    assert deadlines.next_ms() == 100_000 - MAX_LANES + 1
+    assert len(deadlines) == MAX_LANES
+
+
+def test_removed_buckets_leave_no_lasting_keys():
+    # Every deadline in a millisecond of its own, then cancelled (acked
+    # long before their requeue): the heap is rebuilt, not left to grow.
+    deadlines = Deadlines()
+    for n in range(MAX_LANES):
+        deadlines.set(Item(f"f{n}"), 10**9 - n)
+    rng = random.Random(5)
+    live = []
+    for n in range(20_000):
+        item = Item(n)
+        deadlines.set(item, rng.randrange(10**6))
+        live.append(item)
+        if len(live) > 100:
+            deadlines.cancel(live.pop(rng.randrange(len(live))))
+    assert len(deadlines._buckets) <= 100
+    assert len(deadlines._keys) <= 2 * len(deadlines._buckets) + STALE_MIN + 1
+    due = deadlines.pop_due(10**6, 10**6)
+    assert sorted(map(id, due)) == sorted(map(id, live))
+    assert [i.wake_ms for i in due] == [None] * len(due)
+
+
+def test_a_million_jittered_deadlines_stay_fast():
+    # A replica holding a million jobs copied at 40 a millisecond, each
+    # due RETRY later +-250 ms; a third acked (cancelled) in any order,
+    # then everything comes due.  Every operation stays O(log n): the
+    # whole test takes a few seconds (quadratic work would take hours).
+    rng = random.Random(1)
+    n = 1_000_000
+    jitter = rng.choices(range(-250, 250), k=n)
+    items = [Item(i, ctime=i) for i in range(n)]
+    deadlines = Deadlines()
+    start = time.process_time()
+    for i, item in enumerate(items):
+        deadlines.set(item, 300_000 + i // 40 + jitter[i])
+    cancelled = rng.sample(items, n // 3)
+    for item in cancelled:
+        deadlines.cancel(item)
+    assert len(deadlines) == n - len(cancelled)
+    assert len(deadlines._buckets) < 30_000  # 40 a millisecond share one
+    count = 0
+    last = 0
+    now = 299_000
+    while len(deadlines):
+        now += 100
+        due = deadlines.pop_due(now, 10_000)
+        for item in due:
+            assert last <= item.name // 40 + 300_000 + jitter[item.name] <= now
+        if due:
+            last = max(last, 300_000 + due[-1].name // 40 + jitter[due[-1].name])
+        count += len(due)
+    elapsed = time.process_time() - start
+    assert count == n - len(cancelled)
+    assert all(item.wake_ms is None for item in items)
+    assert elapsed < 60, elapsed
