@@ -301,7 +301,7 @@ def config_(node, client, argv):
     if sub == "RESETSTAT" and len(argv) == 2:
         node.stats.reset()
         for entry in unique_commands():
-            entry.stats[:] = [0, 0]
+            entry.calls = entry.ns = 0
         return resp.OK
     if sub == "REWRITE" and len(argv) == 2:
         try:

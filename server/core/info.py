@@ -101,9 +101,9 @@ def section_fields(node, name):
         return list(node.cluster.info_fields())
     if name == "commandstats":
         return [(f"cmdstat_{c.lname}",
-                 f"calls={c.stats[0]},usec={c.stats[1]},"
-                 f"usec_per_call={c.stats[1] / c.stats[0]:.2f}")
-                for c in unique_commands() if c.stats[0]]
+                 f"calls={c.calls},usec={c.ns // 1000},"
+                 f"usec_per_call={c.ns / 1000 / c.calls:.2f}")
+                for c in unique_commands() if c.calls]
     return None
 
 

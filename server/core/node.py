@@ -87,6 +87,10 @@ class Node:
         self.stats = Stats(self.now_ms())
         self.slowlog = []  # newest first: [id, unix_s, usec, argv, addr, name]
         self.slowlog_next_id = 0
+        # slowlog-log-slower-than in ns, as execute() compares (-1: never)
+        self.slowlog_ns = None
+        self._set_slowlog_threshold(config.slowlog_log_slower_than)
+        config.on_change["slowlog-log-slower-than"] = self._set_slowlog_threshold
         self.deletions = 0  # jobs removed, so scan cursors never skip one
         self.queue_deletions = 0
         self._last_ctime = 0
@@ -245,12 +249,11 @@ class Node:
             if self.on_internal_error is None:
                 raise
             reply = self.on_internal_error(command, argv, exc)
-        elapsed_us = (_perf_ns() - start) // 1000
-        stat = command.stats
-        stat[0] += 1
-        stat[1] += elapsed_us
-        if elapsed_us > self.config.slowlog_log_slower_than >= 0:
-            self._slowlog(client, argv, elapsed_us)
+        elapsed_ns = _perf_ns() - start
+        command.calls += 1
+        command.ns += elapsed_ns
+        if elapsed_ns >= self.slowlog_ns:
+            self._slowlog(client, argv, elapsed_ns // 1000)
         if reply is not None:
             mode = client.reply_mode
             if mode == REPLY_ON:
@@ -276,6 +279,9 @@ class Node:
         for monitor in self.monitors:
             if monitor is not client:
                 self.reply(monitor, data)
+
+    def _set_slowlog_threshold(self, usec):
+        self.slowlog_ns = usec * 1000 if usec >= 0 else _INF
 
     def _slowlog(self, client, argv, elapsed_us):
         entry = [self.slowlog_next_id, int(self.clock()), elapsed_us,

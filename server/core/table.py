@@ -10,7 +10,7 @@ loading), fast, noauth (allowed before AUTH).
 
 class Command:
     __slots__ = ("name", "lname", "arity", "flags", "handler", "deny_oom",
-                 "ok_loading", "stats", "first_key", "last_key", "key_step")
+                 "ok_loading", "calls", "ns", "first_key", "last_key", "key_step")
 
     def __init__(self, name, arity, flags, handler, keys=(0, 0, 0)):
         self.name = name
@@ -20,7 +20,8 @@ class Command:
         self.handler = handler
         self.deny_oom = "denyoom" in flags
         self.ok_loading = "loading" in flags
-        self.stats = [0, 0]  # calls, microseconds
+        self.calls = 0
+        self.ns = 0  # time spent running it (INFO commandstats)
         self.first_key, self.last_key, self.key_step = keys
 
 
