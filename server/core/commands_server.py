@@ -223,7 +223,8 @@ def client_(node, client, argv):
 
 def _client_line(c, now_ms):
     flags = "b" if c.blocked is not None else ("O" if c.monitor else "N")
-    return (f"id={c.id} addr={c.addr} laddr={c.laddr} fd=0 name={c.name} "
+    fd = getattr(c.transport, "fd", -1)  # -1: no socket (Redis's for its fake clients)
+    return (f"id={c.id} addr={c.addr} laddr={c.laddr} fd={fd} name={c.name} "
             f"age={(now_ms - c.ctime_ms) // 1000} idle={(now_ms - c.last_ms) // 1000} "
             f"flags={flags} db=0 sub=0 psub=0 multi=-1 qbuf=0 qbuf-free=0 obl=0 "
             f"oll={len(c.out)} omem=0 events=r cmd={c.last_cmd} "

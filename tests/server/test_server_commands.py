@@ -240,6 +240,8 @@ def test_client_commands(shared):
         listing = a.call("CLIENT", "LIST").decode()
         line = [ln for ln in listing.splitlines() if f"id={id_a} " in ln][0]
         assert "name=alpha" in line and "lib-name=mylib" in line and "lib-ver=1.2" in line
+        fds = [int(ln.split(" fd=")[1].split()[0]) for ln in listing.splitlines()]
+        assert len(set(fds)) == len(fds) and min(fds) > 2  # each client's own socket
         assert f"id={id_b} " in listing
         assert str(a.call("CLIENT", "FOO")).startswith("ERR Syntax error, try CLIENT")
         # KILL by ID
