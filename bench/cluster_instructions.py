@@ -126,6 +126,7 @@ def run_full(net, reqs, turn, rate):
     client = net.client
     out = client.out
     done = replies = 0
+    start = net.now
     for t in range(0, len(reqs), turn):
         batch = reqs[t:t + turn]
         for i in range(0, len(batch), 16):
@@ -133,7 +134,7 @@ def run_full(net, reqs, turn, rate):
                 execute(client, argv)
         net.deliver()
         done += len(batch)
-        net.now = START + done / rate / 1000
+        net.now = start + done / rate / 1000
         net.timers()
         net.deliver()
         replies += _answered(out)

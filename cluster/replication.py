@@ -27,14 +27,16 @@ from collections import deque
 
 from ..protocol import bus, errors, jobcodec, resp
 from ..server.core.client import PendingReply
-from ..server.core.job import (ACTIVE, BCAST_QUEUED, BCAST_WILLQUEUE, DUMMY_ACK,
-                               WAIT_REPL, Job)
+from ..server.core.job import (ACTIVE, BCAST_QUEUED, BCAST_WILLQUEUE, CTIME_EPOCH,
+                               DUMMY_ACK, WAIT_REPL, Job)
 from ..server.core.queue import PAUSED_IN
+from . import cluster as _cluster_module  # (imports us: read at run time)
 
 ADD_NODE_PERIOD_MS = 50
 RESEND_PERIOD_MS = 1000
 MAX_SHARED_HOLDERS = 4096  # distinct holder tuples shared between jobs
 
+_REPLJOB = bus.REPLJOB
 _pack_fixed = jobcodec._FIXED.pack  # the codec's layout (a test checks we agree)
 _NOT_DUMMY = ~DUMMY_ACK
 _ids_cache = {}  # tuple of node IDs -> their bytes (few distinct tuples)
@@ -43,7 +45,8 @@ _ids_cache = {}  # tuple of node IDs -> their bytes (few distinct tuples)
 def job_record(job, etime_field):
     """``server.core.job.serialize(job, etime_field)`` in one step, the
     holders' IDs encoded once per distinct set of holders (every REPLJOB
-    and YOURJOBS record is built here)."""
+    and YOURJOBS record is built here).  Reads the job's slots, not its
+    properties (ctime, the rare fields): a Python call each."""
     queue = job.queue
     body = job.body
     nodes = job.nodes_delivered
@@ -53,10 +56,16 @@ def job_record(job, etime_field):
         if len(_ids_cache) >= 4096:
             _ids_cache.clear()
         _ids_cache[nodes] = ids
+    rare = job._rare
+    if rare is None:
+        nacks = deliveries = 0
+    else:
+        nacks = rare.get("nacks", 0)
+        deliveries = rare.get("deliveries", 0)
     return b"".join((
-        _pack_fixed(job.id, job.state, job.flags & _NOT_DUMMY, job.repl, job.ctime,
-                    etime_field, job.delay_s, job.retry_s, job.nacks, job.deliveries,
-                    len(queue), len(body), len(nodes)),
+        _pack_fixed(job.id, job.state, job.flags & _NOT_DUMMY, job.repl,
+                    job._ctime + CTIME_EPOCH, etime_field, job.delay_s, job.retry_s,
+                    nacks, deliveries, len(queue), len(body), len(nodes)),
         queue, body, ids))
 
 
@@ -116,24 +125,26 @@ class AddJobTimer(PendingReply):
     deadline each: most are answered well before, and scheduling then
     cancelling a deadline per ADDJOB was a measurable part of its cost.
     ADDJOBs are watched in the order they came, each due 50 ms after it
-    came, so a deque holds them in deadline order; an answered one stays
-    in it until its time and is then dropped unseen.  One still waiting
-    at its time goes on with a deadline of its own (PendingAddJob.fire)."""
+    came (its ``sent_ms``, which stays put while it is watched here), so a
+    deque holds them in deadline order; an answered one (its reply known)
+    stays in it until its time and is then dropped unseen.  One still
+    waiting at its time goes on with a deadline of its own
+    (PendingAddJob.fire)."""
 
     __slots__ = ("waiting",)
 
     def __init__(self):
         super().__init__(None)
-        self.waiting = deque()  # (due ms, PendingAddJob), due in order
+        self.waiting = deque()  # PendingAddJob, due in order
 
     def watch(self, node, pending, now_ms):
         due = now_ms + ADD_NODE_PERIOD_MS
         waiting = self.waiting
         if ((pending.deadline_ms and pending.deadline_ms < due)
-                or (waiting and waiting[-1][0] > due)):  # the clock went back
+                or (waiting and waiting[-1].sent_ms > now_ms)):  # the clock went back
             pending.schedule(node, now_ms)
             return
-        waiting.append((due, pending))
+        waiting.append(pending)
         if self.wake_ms is None:
             node.deadlines.set(self, due)
             node.timers_changed(due)
@@ -142,16 +153,16 @@ class AddJobTimer(PendingReply):
         waiting = self.waiting
         now_ms = node.now_ms()
         while waiting:
-            due, pending = waiting[0]
-            if pending.job.waiter is pending:
-                if due > now_ms:
+            pending = waiting[0]
+            if pending.data is None:  # no reply yet (or its client left: fire checks)
+                if pending.sent_ms + ADD_NODE_PERIOD_MS > now_ms:
                     break
                 waiting.popleft()
                 pending.fire(node)
             else:
-                waiting.popleft()  # answered (or gone) meanwhile
+                waiting.popleft()  # answered meanwhile
         if waiting:
-            due = waiting[0][0]
+            due = waiting[0].sent_ms + ADD_NODE_PERIOD_MS
             node.deadlines.set(self, due)
             node.timers_changed(due)
 
@@ -173,12 +184,16 @@ def replicate(cluster, job, client, timeout_ms, asynchronous, external):
     others = job.repl if external else job.repl - 1
     job.nodes_delivered = () if external else (my_id,)
     if not asynchronous:
-        job.nodes_confirmed = set() if external else {my_id}
+        confirmed = set() if external else {my_id}
         node.register(job)
         node.schedule(job)  # its TTL runs while it waits, too
         now_ms = node.now_ms()
         pending = PendingAddJob(client, job, now_ms + timeout_ms if timeout_ms else 0, now_ms)
-        job.waiter = pending
+        if job._rare is None:  # (job.nodes_confirmed, job.waiter: in one step)
+            job._rare = {"nodes_confirmed": confirmed, "waiter": pending}
+        else:
+            job.nodes_confirmed = confirmed
+            job.waiter = pending
         cluster.replicating[job.id] = job
         _send_first(cluster, job, others, now_ms)
         cluster.add_timer.watch(node, pending, now_ms)
@@ -242,9 +257,21 @@ def _send_first(cluster, job, count, now_ms):
         shared.clear()
     job.nodes_delivered = shared.setdefault(holders, holders)
     record = job_record(job, max(1, job.etime_ms - now_ms))
-    enqueue = cluster._enqueue
+    # cluster._enqueue for each, the outbox's usual case inline: the last
+    # batch to that node is already a REPLJOB batch.
+    outbox = cluster.outbox
     for target in candidates:
-        enqueue(target, bus.REPLJOB, 0, record)
+        batches = outbox.get(target)
+        if batches is not None:
+            last = batches[-1]
+            if last[0] == _REPLJOB and not last[1]:
+                last[2].append(record)
+                continue
+        cluster._outbox_list(target, _REPLJOB, 0).append(record)
+    queued = cluster._queued + len(candidates)
+    cluster._queued = queued
+    if queued >= _cluster_module.EARLY_FLUSH_ITEMS and cluster._push is not None:
+        cluster._flush_early()
 
 
 def on_repljob(cluster, sender, records, mflags):
@@ -308,7 +335,7 @@ def on_gotjob(cluster, sender, items):
         job = replicating.get(job_id)
         if job is None or job.state != WAIT_REPL:
             continue
-        confirmed = job.nodes_confirmed
+        confirmed = job._rare["nodes_confirmed"]  # (set by replicate(); no property call)
         confirmed.add(sender_id)
         if len(confirmed) >= job.repl:
             replication_achieved(cluster, job, now_ms)
@@ -318,8 +345,8 @@ def replication_achieved(cluster, job, now_ms=None):
     """Rule 4.  Returns False if we kept no copy (external replication)."""
     node = cluster.node
     job.state = ACTIVE
-    pending = job.waiter
-    job.waiter = None
+    rare = job._rare  # (job.waiter without its property: hot)
+    pending = rare.pop("waiter", None) if rare is not None else None
     cluster.replicating.pop(job.id, None)
     if pending is not None:
         node.resolve(pending, b"+%s\r\n" % job.id)
@@ -329,10 +356,10 @@ def replication_achieved(cluster, job, now_ms=None):
             cluster.send_jobid(target, bus.ENQUEUE, job.id, job.delay_s)
         node.unregister(job)
         return False
-    job.nodes_confirmed = None
-    rare = job._rare
-    if rare is not None and not any(rare.values()):
-        job._rare = None  # every rare field back at its default (memory)
+    if rare is not None:
+        rare.pop("nodes_confirmed", None)
+        if not any(rare.values()):
+            job._rare = None  # every rare field back at its default (memory)
     node.log.job_stored(job)
     if job.delay_s:
         node.schedule(job)
