@@ -29,6 +29,7 @@ from ..protocol import bus, errors, jobcodec, resp
 from ..server.core.client import PendingReply
 from ..server.core.job import (ACTIVE, BCAST_QUEUED, BCAST_WILLQUEUE, CTIME_EPOCH,
                                DUMMY_ACK, WAIT_REPL, Job)
+from ..server.core.node import WILLQUEUE_ADVANCE_MS
 from ..server.core.queue import PAUSED_IN
 from . import cluster as _cluster_module  # (imports us: read at run time)
 
@@ -75,7 +76,9 @@ class PendingAddJob(PendingReply):
     __slots__ = ("job", "deadline_ms", "sent_ms")
 
     def __init__(self, client, job, deadline_ms, now_ms):
-        super().__init__(client)
+        self.client = client  # (PendingReply.__init__, inline)
+        self.data = None
+        self.wake_ms = None
         self.job = job
         self.deadline_ms = deadline_ms  # 0: wait forever
         self.sent_ms = now_ms  # last REPLJOB to every unconfirmed holder
@@ -285,8 +288,11 @@ def on_repljob(cluster, sender, records, mflags):
     tombstones = cluster.tombstones
     register = node.register
     job_stored = node.log.job_stored
-    schedule = node.schedule
+    set_deadline = node.deadlines.set
     jitter_ms = node.jitter_ms
+    # node.schedule(job) for a new active job, inline: its requeue (the
+    # WILLQUEUE before it, when other nodes count) or its expiry.
+    advance_ms = WILLQUEUE_ADVANCE_MS if cluster.size() > 1 else 0
     got = []  # GOTJOB items, one message for the frame
     for (job_id, _state, flags, repl, ctime, ttl_ms, delay_s, retry_s, nacks,
          deliveries, queue_name, body, nodes) in records:
@@ -300,16 +306,20 @@ def on_repljob(cluster, sender, records, mflags):
             merged = job.nodes_delivered + tuple(n for n in nodes if n not in job.nodes_delivered)
             job.nodes_delivered = merged
         else:
-            job = Job(job_id, queue_name, body, ACTIVE, repl, ctime,
-                      now_ms + ttl_ms, delay_s, retry_s)
+            etime_ms = now_ms + ttl_ms
+            job = Job(job_id, queue.name if queue is not None else queue_name, body,
+                      ACTIVE, repl, ctime, etime_ms, delay_s, retry_s)
             # Only the origin queues it first; a copy announces WILLQUEUE
             # before its own requeue, so a holder that has it queued can
             # answer QUEUED and keep it from being queued twice.
             if retry_s:
                 job.flags = BCAST_QUEUED | BCAST_WILLQUEUE
-                job.qtime_ms = now_ms + (delay_s + retry_s) * 1000 + jitter_ms()
+                job.qtime_ms = qtime = now_ms + (delay_s + retry_s) * 1000 + jitter_ms()
+                qtime -= advance_ms
+                wake_ms = qtime if qtime < etime_ms else etime_ms
             else:
                 job.flags = BCAST_QUEUED
+                wake_ms = etime_ms
             if nacks:
                 job.nacks = nacks
             if deliveries:
@@ -317,7 +327,7 @@ def on_repljob(cluster, sender, records, mflags):
             job.nodes_delivered = nodes if my_id in nodes else nodes + (my_id,)
             register(job)
             job_stored(job)
-            schedule(job)
+            set_deadline(job, wake_ms)
         got.append((job_id, 0))
     if got and not mflags & bus.NOREPLY:
         cluster.send_jobids(sender.id, bus.GOTJOB, got)
