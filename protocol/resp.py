@@ -192,22 +192,22 @@ class RequestParser:
 
     def _feed_multibulk(self, data, out):
         reader = self._reader
-        # what hiredis holds of a request begun in an earlier read
-        carried = bytes(self._partial) if self._partial else b""
+        # What hiredis holds of a request begun in an earlier read; copied
+        # only for _reparse (a big request spans hundreds of reads).
+        partial = self._partial
         first = len(out)
         # hiredis must never see a multibulk count we refuse: it would
         # reserve room for that many elements (2e9 costs 13 s of CPU when
         # freed).  So the headers are checked before hiredis gets the bytes
         # whenever we are inside a request, or the chunk may hold a large
         # count (one regex search; real clients almost never match).
-        checked = False
-        if carried or _LARGE_COUNT.search(data) is not None:
-            self._partial += data
+        checked = bool(partial) or _LARGE_COUNT.search(data) is not None
+        if checked:
+            partial += data  # = every byte hiredis has of what it has not returned
             try:
-                self._check_partial()  # keeps only an incomplete tail
+                complete = self._scan(partial)  # where an incomplete tail starts
             except ProtocolError:  # after the requests before the bad header
-                return self._reparse(carried + data, first, out)
-            checked = True
+                return self._reparse(bytes(partial), first, out)
         reader.feed(data)
         last = False  # the last complete request of this chunk
         try:
@@ -216,18 +216,20 @@ class RequestParser:
                 if request.__class__ is not list:
                     # Not an array: inline text after the arrays (Redis
                     # decides inline or multibulk per request), or garbage.
-                    return self._reparse(carried + data, first, out)
+                    return self._reparse(bytes(partial) if checked else data, first, out)
                 for arg in request:
                     if arg.__class__ is not bytes:
-                        return self._reparse(carried + data, first, out)
+                        return self._reparse(bytes(partial) if checked else data, first, out)
                 if request:  # ("*0\r\n": ignored, as Redis)
                     out.append(request)
                 last = request
                 request = reader.gets()
         except hiredis.ProtocolError:
-            return self._reparse(carried + data, first, out)
+            return self._reparse(bytes(partial) if checked else data, first, out)
         if checked:
-            pass  # _check_partial knows exactly where the chunk ended
+            del partial[:complete]  # _scan knew exactly where the chunk ended
+            if not partial:
+                self._in_multibulk = False  # every request in it was complete
         elif last is False or reader.has_data():
             # hiredis holds part of a request: check its headers now, so a
             # client cannot make us buffer a bulk we would refuse anyway.
@@ -288,7 +290,7 @@ class RequestParser:
             if count > MAX_MULTIBULK:
                 raise ProtocolError("Protocol error: invalid multibulk length")
             pos = end + 2
-            args = []
+            args = [] if requests is not None else None
             for _ in range(count):  # none for a count <= 0: skipped, as Redis
                 if pos >= size:
                     return start
@@ -306,8 +308,9 @@ class RequestParser:
                 pos = end + 2 + length + 2  # (the CRLF after it unchecked, as Redis)
                 if pos > size:
                     return start
-                args.append(bytes(buf[end + 2:pos - 2]))
-            if requests is not None and args:
+                if args is not None:
+                    args.append(bytes(buf[end + 2:pos - 2]))
+            if args:
                 requests.append(args)
             start = pos
         return start
