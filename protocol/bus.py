@@ -26,6 +26,7 @@ it is dropped.
 import ipaddress
 import re
 import struct
+from itertools import starmap
 
 from . import jobcodec
 
@@ -133,8 +134,9 @@ def jobs(header, type_, records, mflags=0):
 
 def jobids(header, type_, items, mflags=0):
     """items: (job id bytes, aux) pairs, all of the same type and mflags."""
+    # starmap: the pack calls from C, no Python step per item
     return _frame(header, type_, _U32.pack(len(items)) + b"".join(
-        _JOBID.pack(job_id, aux) for job_id, aux in items), mflags)
+        starmap(_JOBID.pack, items)), mflags)
 
 
 def queue_op(header, type_, name, aux=0):
