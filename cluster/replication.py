@@ -368,7 +368,7 @@ def replication_achieved(cluster, job, now_ms=None):
         return False
     if rare is not None:
         rare.pop("nodes_confirmed", None)
-        if not any(rare.values()):
+        if not rare or not any(rare.values()):
             job._rare = None  # every rare field back at its default (memory)
     node.log.job_stored(job)
     if job.delay_s:
