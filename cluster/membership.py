@@ -276,8 +276,15 @@ class Membership:
             sender.leaving = leaving
             self.dirty = True
             self.update_reachable()
-        if msg.port and (sender.port != msg.port or sender.bus_port != msg.bus_port):
-            sender.port, sender.bus_port = msg.port, msg.bus_port
+        # Rule: a PING comes on a link its sender opened, from where it is
+        # now: a node restarted elsewhere (a container's new IP, a new
+        # port) is found there, and our link to its old address dropped.
+        moved_ip = (msg.type == bus.PING and peer_ip and not link.node_id
+                    and sender.ip != peer_ip)
+        if moved_ip or (msg.port and (sender.port != msg.port
+                                      or sender.bus_port != msg.bus_port)):
+            if msg.port:
+                sender.port, sender.bus_port = msg.port, msg.bus_port
             if peer_ip:
                 sender.ip = peer_ip
             cluster.transport.drop_link(sender.id)

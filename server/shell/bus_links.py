@@ -19,6 +19,7 @@ sleeping peer on its own (bench/README.md, cluster section).
 """
 
 import errno
+import ipaddress
 import os
 import select
 import socket
@@ -108,6 +109,7 @@ class TcpTransport:
         self.flush_needed = False  # the cluster's outbox has frames
         self.held = False  # output waits for the AOF (appendfsync always)
         self.listeners = []
+        self.source_ip = None  # outgoing links leave from here (see bind)
 
     # --------------------------------------------- interface for Cluster
 
@@ -368,6 +370,10 @@ class TcpTransport:
                 family = socket.AF_INET6 if ":" in ip else socket.AF_INET
                 sock = socket.socket(family, socket.SOCK_STREAM)
                 sock.setblocking(False)
+                source = self.source_ip
+                if (source is not None and (":" in source) == (":" in ip)
+                        and not _loopback(ip)):
+                    sock.bind((source, 0))
                 err = sock.connect_ex((ip, port))
                 if err == errno.EINPROGRESS:
                     await trio.lowlevel.wait_writable(sock)
@@ -395,6 +401,7 @@ class TcpTransport:
             del self.out_links[link.node_id]
             return
         log.verbose(f"Cluster bus link to {link.node_id[:8]} ({ip}:{port}) connected")
+        self._learn_my_ip(sock)
         self.cluster.link_up(link.node_id)
         self.after_event()
 
@@ -402,20 +409,38 @@ class TcpTransport:
         """Open the bus's listening sockets now (an error stops start-up)."""
         for address in addresses:
             self.listeners.append(open_listener(address, port, LISTEN_BACKLOG))
+        # As Redis: links out leave from a bound address, so peers (which
+        # take a node's address from where its PINGs come) reach it there,
+        # not at another interface's address it does not listen on.  (Not
+        # from a wildcard or loopback one: loopback peers need no choice.)
+        for address in addresses:
+            if address not in ("0.0.0.0", "::", "*") and not _loopback(address):
+                self.source_ip = address
+                break
+
+    def _learn_my_ip(self, sock):
+        """Bound to every address, a node knows its own only from a bus
+        connection, in or out: the local end's address (a restarted
+        container may have a new one, and nobody may connect in before
+        it has said so)."""
+        if self.cluster.local_ip in ("", "0.0.0.0", "::"):
+            try:
+                local_ip = sock.getsockname()[0]
+            except OSError:
+                return
+            self.cluster.local_ip = local_ip
+            me = self.cluster.membership.myself
+            if me.ip in ("", "0.0.0.0", "::"):
+                me.ip = local_ip
 
     def _accepted(self, sock, addr):
         try:
             sock.setblocking(False)
             peer_ip = addr[0]
-            local_ip = sock.getsockname()[0]
+            self._learn_my_ip(sock)
         except OSError:
             sock.close()
             return
-        if self.cluster.local_ip in ("", "0.0.0.0", "::"):
-            self.cluster.local_ip = local_ip
-            me = self.cluster.membership.myself
-            if me.ip in ("", "0.0.0.0", "::"):
-                me.ip = local_ip
         try:
             self._add(Link(self, None, peer_ip), sock)
         except OSError:
@@ -573,3 +598,10 @@ def attach_cluster(node, nursery, after_event):
         raise ConfigError(f"Could not write the cluster config file {path}: "
                           f"{exc.strerror or exc}") from None
     return service
+
+
+def _loopback(address):
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return False
