@@ -252,6 +252,13 @@ class Membership:
                 if existing is not None and existing is not link_node:
                     self.delete(link_node)  # we knew it under its real ID
                     sender = existing
+                    if (existing.ip, existing.port) != (link_node.ip, link_node.port):
+                        # Rule: it answered where we met it: it lives there now
+                        # (restarted elsewhere, as all of a cluster may be).
+                        existing.ip, existing.port = link_node.ip, link_node.port
+                        existing.bus_port = link_node.bus_port
+                        cluster.transport.drop_link(existing.id)
+                        self.dirty = True
                 else:
                     self.rename(link_node, msg.sender)
                     sender = link_node
@@ -276,10 +283,10 @@ class Membership:
             sender.leaving = leaving
             self.dirty = True
             self.update_reachable()
-        # Rule: a PING comes on a link its sender opened, from where it is
-        # now: a node restarted elsewhere (a container's new IP, a new
-        # port) is found there, and our link to its old address dropped.
-        moved_ip = (msg.type == bus.PING and peer_ip and not link.node_id
+        # Rule: a PING or MEET comes on a link its sender opened, from where
+        # it is now: a node restarted elsewhere (a container's new IP, a
+        # new port) is found there, and our link to its old address dropped.
+        moved_ip = (msg.type != bus.PONG and peer_ip and not link.node_id
                     and sender.ip != peer_ip)
         if moved_ip or (msg.port and (sender.port != msg.port
                                       or sender.bus_port != msg.bus_port)):
@@ -305,6 +312,14 @@ class Membership:
                     self.maybe_mark_failed(node, now_ms)
                 else:
                     node.fail_reports.pop(sender.id, None)
+                    # Rule (as Redis): we cannot reach it, the sender can,
+                    # at another address: it moved there (all of a cluster
+                    # restarted with new addresses, say).
+                    if (ip and port and not node.link_ok and not node.handshake
+                            and (node.ip, node.port) != (ip, port)):
+                        node.ip, node.port, node.bus_port = ip, port, bus_port
+                        self.cluster.transport.drop_link(node.id)
+                        self.dirty = True
                 continue
             if node_id in self.banned or flags & bus.F_NOADDR or not port:
                 continue
