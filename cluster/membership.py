@@ -17,6 +17,12 @@ Rules (after Disque's cluster.c, in our words):
   PFAIL, FAIL or leaving.
 - The node ID and the known peers persist in ``cluster-config-file`` so a
   restarted node comes back as itself, knowing its peers.
+- Addresses move (Redis's rules): a node comes back with a new address
+  (a container's new IP, even all of the cluster at once), and is found
+  there when its PING or MEET arrives from it, when it answers our MEET
+  there, or when a peer that reaches it gossips that address while we
+  cannot reach it.  A node bound to every interface learns its own address
+  from the local end of its bus connections.
 """
 
 from ..protocol import bus
