@@ -312,19 +312,16 @@ class Deadlines:
         top of the heap) onto ``due``."""
         buckets = self._buckets
         bucket = buckets[key]
-        if bucket.__class__ is not list:
-            bucket = [bucket]
-        elif len(bucket) > room:
+        if bucket.__class__ is list and len(bucket) > room:
             taken = bucket[:room]
             del bucket[:room]
             if len(bucket) == 1:
                 buckets[key] = bucket[0]
-            bucket = taken
-            key = None
-        if key is not None:  # the whole bucket
+        else:  # the whole bucket
+            taken = bucket if bucket.__class__ is list else [bucket]
             del buckets[key]
             heappop(self._keys)
-        for item in bucket:
+        for item in taken:
             item.wake_ms = None
-        self._len -= len(bucket)
-        due.extend(bucket)
+        self._len -= len(taken)
+        due.extend(taken)
