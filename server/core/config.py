@@ -61,7 +61,8 @@ class Directive:
     def parse(self, args):
         """Turn the directive's arguments (strings) into a value."""
         if self.kind == "list":
-            return list(args)
+            # (--bind "127.0.0.1 ::1" on a command line: two addresses, as Redis)
+            return [word for arg in args for word in arg.split()]
         if len(args) != 1:
             raise ConfigError("wrong number of arguments")
         text = args[0]

@@ -191,6 +191,22 @@ def test_no_config_file_defaults_to_loopback(tmp):
     assert b"Ready to accept connections" in proc.stdout.read()
 
 
+@pytest.mark.parametrize("bind", [["127.0.0.1", "::1"], ["127.0.0.1 ::1"]])
+def test_bind_two_addresses(tmp, bind):
+    """--bind a b, or --bind "a b" (as redis-server takes it): both listen."""
+    port = free_port()
+    proc = start(["--port", str(port), "--dir", str(tmp), "--bind", *bind], cwd=tmp)
+    try:
+        wait_up(port, proc)
+        with Raw(port) as raw:
+            assert raw.call("CONFIG", "GET", "bind") == [b"bind", b"127.0.0.1 ::1"]
+        with socket.create_connection(("::1", port), timeout=5) as sock:
+            sock.sendall(b"PING\r\n")
+            assert sock.recv(100) == b"+PONG\r\n"
+    finally:
+        assert stop(proc) == 0
+
+
 def test_shutdown_command(make_server):
     srv = make_server(config='pidfile "down.pid"\n')
     pidfile = os.path.join(srv.dir, "down.pid")
