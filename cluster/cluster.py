@@ -201,6 +201,16 @@ class Cluster:
         if self._queued >= EARLY_FLUSH_ITEMS and self._push is not None:
             self._flush_early()
 
+    def enqueue_to(self, node_ids, type_, mflags, item):
+        """The same message to several other nodes (a REPLJOB record to
+        each new holder): _enqueue's work, one call for all."""
+        outbox_list = self._outbox_list
+        for node_id in node_ids:
+            outbox_list(node_id, type_, mflags).append(item)
+        self._queued += len(node_ids)
+        if self._queued >= EARLY_FLUSH_ITEMS and self._push is not None:
+            self._flush_early()
+
     def _outbox_list(self, node_id, type_, mflags):
         """Where a message for ``node_id`` goes: the last batch to it if of
         the same type (one frame carries a run of them), else a new one."""

@@ -31,13 +31,11 @@ from ..server.core.job import (ACTIVE, BCAST_QUEUED, BCAST_WILLQUEUE, CTIME_EPOC
                                DUMMY_ACK, WAIT_REPL, Job)
 from ..server.core.node import WILLQUEUE_ADVANCE_MS
 from ..server.core.queue import PAUSED_IN
-from . import cluster as _cluster_module  # (imports us: read at run time)
 
 ADD_NODE_PERIOD_MS = 50
 RESEND_PERIOD_MS = 1000
 MAX_SHARED_HOLDERS = 4096  # distinct holder tuples shared between jobs
 
-_REPLJOB = bus.REPLJOB
 _pack_fixed = jobcodec._FIXED.pack  # the codec's layout (a test checks we agree)
 _NOT_DUMMY = ~DUMMY_ACK
 _ids_cache = {}  # tuple of node IDs -> their bytes (few distinct tuples)
@@ -260,21 +258,7 @@ def _send_first(cluster, job, count, now_ms):
         shared.clear()
     job.nodes_delivered = shared.setdefault(holders, holders)
     record = job_record(job, max(1, job.etime_ms - now_ms))
-    # cluster._enqueue for each, the outbox's usual case inline: the last
-    # batch to that node is already a REPLJOB batch.
-    outbox = cluster.outbox
-    for target in candidates:
-        batches = outbox.get(target)
-        if batches is not None:
-            last = batches[-1]
-            if last[0] == _REPLJOB and not last[1]:
-                last[2].append(record)
-                continue
-        cluster._outbox_list(target, _REPLJOB, 0).append(record)
-    queued = cluster._queued + len(candidates)
-    cluster._queued = queued
-    if queued >= _cluster_module.EARLY_FLUSH_ITEMS and cluster._push is not None:
-        cluster._flush_early()
+    cluster.enqueue_to(candidates, bus.REPLJOB, 0, record)
 
 
 def on_repljob(cluster, sender, records, mflags):
