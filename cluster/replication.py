@@ -74,9 +74,7 @@ class PendingAddJob(PendingReply):
     __slots__ = ("job", "deadline_ms", "sent_ms")
 
     def __init__(self, client, job, deadline_ms, now_ms):
-        self.client = client  # (PendingReply.__init__, inline)
-        self.data = None
-        self.wake_ms = None
+        super().__init__(client)
         self.job = job
         self.deadline_ms = deadline_ms  # 0: wait forever
         self.sent_ms = now_ms  # last REPLJOB to every unconfirmed holder
