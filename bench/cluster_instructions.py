@@ -25,7 +25,6 @@ import argparse
 import os
 import pickle
 import random
-import subprocess
 import sys
 import tempfile
 import time
@@ -37,12 +36,15 @@ from trisque.server.core.config import Config
 from trisque.server.core.node import Node
 
 from .client import encode
+from .instructions import NoPeers, instructions
 
 START = 1_700_000_000.0
 NODES = 3
 
 
-class Transport:
+class Transport(NoPeers):
+    """Links always up (NoPeers' no-ops); frames go on the net's wire."""
+
     def __init__(self, net, index):
         self.net = net
         self.index = index
@@ -55,15 +57,6 @@ class Transport:
 
     def flush_soon(self):
         self.net.flush_needed.add(self.index)
-
-    def ensure_link(self, node):
-        pass
-
-    def drop_link(self, node_id):
-        pass
-
-    def rename_link(self, old_id, new_id):
-        pass
 
 
 class Net:
@@ -219,16 +212,9 @@ def timed(n, turn, rate):
 
 def callgrind(n, turn, rate):
     def total(mode, path):
-        argv = [sys.executable, "-m", "bench.cluster_instructions", "-n", str(n),
-                "--turn", str(turn), "--rate", str(rate), "--mode", mode,
-                "--record", path]
-        env = dict(os.environ, PYTHONHASHSEED="0")
-        out = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"]
-                             + argv, capture_output=True, text=True, env=env).stderr
-        for line in out.splitlines():
-            if "Collected :" in line:
-                return int(line.split()[-1])
-        raise RuntimeError(out[-3000:])
+        return instructions([sys.executable, "-m", "bench.cluster_instructions", "-n", str(n),
+                             "--turn", str(turn), "--rate", str(rate), "--mode", mode,
+                             "--record", path])
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "frames.pickle")
         one_run("record", n, turn, rate, path)

@@ -88,6 +88,18 @@ def measure(n, phases, shuffle):
     return result
 
 
+def instructions(argv):
+    """Instructions the command ``argv`` executes, counted by callgrind
+    (with a fixed hash seed, so runs repeat exactly)."""
+    env = dict(os.environ, PYTHONHASHSEED="0")
+    out = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"]
+                         + argv, capture_output=True, text=True, env=env).stderr
+    for line in out.splitlines():
+        if "Collected :" in line:
+            return int(line.split()[-1])
+    raise RuntimeError(out[-3000:])
+
+
 def callgrind(n, shuffle):
     """Instructions per command of each phase."""
     def total(upto):
@@ -95,13 +107,7 @@ def callgrind(n, shuffle):
                 "--phases", ",".join(upto)]
         if shuffle:
             argv.append("--shuffle")
-        env = dict(os.environ, PYTHONHASHSEED="0")
-        out = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"]
-                             + argv, capture_output=True, text=True, env=env).stderr
-        for line in out.splitlines():
-            if "Collected :" in line:
-                return int(line.split()[-1])
-        raise RuntimeError(out[-2000:])
+        return instructions(argv)
     # PING alone; then ADDJOB, + GETJOB, + building the ACKJOB requests
     # (their IDs are only known then), + running them: the differences.
     runs = [(), ("PING",), ("ADDJOB",), ("ADDJOB", "GETJOB"),
