@@ -36,7 +36,9 @@ class Hosts:
 
     def __init__(self):
         tag = "%04d" % (os.getpid() % 10000)
-        self.subnet = f"10.{77 + os.getpid() % 100}.{os.getpid() // 100 % 250}"
+        # 198.18.0.0/15 is set aside for network tests (RFC 2544): no real
+        # network of the machine's is shadowed while the bridge exists
+        self.subnet = f"198.{18 + os.getpid() % 2}.{os.getpid() // 2 % 256}"
         self.bridge = f"tqbr{tag}"
         self.names = [f"tq{tag}n{i}" for i in range(NODES)]
         self.addresses = {}
