@@ -34,8 +34,11 @@ class Hosts:
     """NODES namespaces on a bridge; the test process reaches them from
     the bridge's address."""
 
+    made = 0  # per process: names differ from a previous test's (deleted lazily)
+
     def __init__(self):
-        tag = "%04d" % (os.getpid() % 10000)
+        Hosts.made += 1
+        tag = "%03d%d" % (os.getpid() % 1000, Hosts.made % 10)
         # 198.18.0.0/15 is set aside for network tests (RFC 2544): no real
         # network of the machine's is shadowed while the bridge exists
         self.subnet = f"198.{18 + os.getpid() % 2}.{os.getpid() // 2 % 256}"
@@ -44,12 +47,19 @@ class Hosts:
         self.addresses = {}
         self.procs = [None] * NODES
         self.dirs = [tempfile.mkdtemp(prefix="trisque-host-") for _ in range(NODES)]
+        try:
+            self._make()
+        except BaseException:
+            self.cleanup()
+            raise
+
+    def _make(self):
         sh("ip", "link", "add", self.bridge, "type", "bridge")
         sh("ip", "addr", "add", f"{self.subnet}.1/24", "dev", self.bridge)
         sh("ip", "link", "set", self.bridge, "up")
         for i, ns in enumerate(self.names):
             sh("ip", "netns", "add", ns)
-            veth = f"tq{tag}v{i}"
+            veth = f"{self.bridge[2:]}v{i}"  # (interface names: 15 bytes at most)
             sh("ip", "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", ns)
             sh("ip", "link", "set", veth, "master", self.bridge)
             sh("ip", "link", "set", veth, "up")
@@ -57,10 +67,12 @@ class Hosts:
             sh("ip", "netns", "exec", ns, "ip", "link", "set", "eth0", "up")
             self.move(i, 10 + i)
 
-    def move(self, i, host):
-        """Give node i the address <subnet>.<host> (only), in every hosts file."""
+    def move(self, i, host, keep=False):
+        """Give node i the address <subnet>.<host> (only, unless ``keep``:
+        then besides its first one), in every hosts file."""
         ns = self.names[i]
-        sh("ip", "netns", "exec", ns, "ip", "addr", "flush", "dev", "eth0")
+        if not keep:
+            sh("ip", "netns", "exec", ns, "ip", "addr", "flush", "dev", "eth0")
         sh("ip", "netns", "exec", ns, "ip", "addr", "add", f"{self.subnet}.{host}/24",
            "dev", "eth0")
         self.addresses[i] = f"{self.subnet}.{host}"
@@ -70,13 +82,13 @@ class Hosts:
             with open(f"/etc/netns/{name}/hosts", "w") as f:
                 f.write("\n".join(lines) + "\n")
 
-    def start(self, i):
+    def start(self, i, bind="0.0.0.0"):
         # as deploy/docker-compose.yml: the first node joins the others,
         # they join the first; gossip does the rest
         peers = range(1, NODES) if i == 0 else [0]
         joins = [arg for j in peers for arg in ("--cluster-join", f"node{j}:7711")]
         self.procs[i] = subprocess.Popen(
-            ["ip", "netns", "exec", self.names[i], *server_command(), "--bind", "0.0.0.0",
+            ["ip", "netns", "exec", self.names[i], *server_command(), "--bind", bind,
              "--dir", self.dirs[i], "--appendonly", "yes",
              "--cluster-node-timeout", str(NODE_TIMEOUT_MS), *joins],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -102,7 +114,8 @@ class Hosts:
             if proc is not None and proc.poll() is None:
                 proc.kill()
                 proc.wait()
-        for ns in self.names:
+        for i, ns in enumerate(self.names):
+            subprocess.run(["ip", "link", "del", f"{self.bridge[2:]}v{i}"], capture_output=True)
             subprocess.run(["ip", "netns", "del", ns], capture_output=True)
             shutil.rmtree(f"/etc/netns/{ns}", ignore_errors=True)
         subprocess.run(["ip", "link", "del", self.bridge], capture_output=True)
@@ -178,3 +191,17 @@ def test_hosts_join_by_name_and_find_nodes_at_new_addresses(hosts):
     assert [hosts.client(i).execute_command("CLUSTER", "MYID") for i in range(NODES)] == ids
     got = hosts.client(1).execute_command("GETJOB", "TIMEOUT", 10000, "FROM", "q")
     assert got == [[b"q", job, b"again"]]
+
+
+def test_node_bound_to_its_second_address_is_found_there(hosts):
+    """Each host has two addresses and each node listens on its second
+    only: its links out must leave from there too, or peers (which take a
+    node's address from where its PINGs come) would move it to the first,
+    where nothing listens."""
+    for i in range(NODES):
+        hosts.move(i, 200 + i, keep=True)
+    for i in range(NODES):
+        hosts.start(i, bind=hosts.addresses[i])
+    wait_for(lambda: mesh(hosts), timeout=30, message="full mesh at the second addresses")
+    job = hosts.client(0).execute_command("ADDJOB", "q", "x", 0, "REPLICATE", 3)
+    assert hosts.client(2).execute_command("SHOW", job) is not None
