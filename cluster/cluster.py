@@ -21,6 +21,7 @@ from collections import deque
 from ..protocol import bus
 from ..protocol.jobid import IdGenerator
 from ..server.core.commands_queues import set_paused
+from ..server.core.job import serialize
 from . import acks, federation, replication, requeue
 from .membership import Membership
 
@@ -257,7 +258,7 @@ class Cluster:
                     send(node_id, bus.jobids(header, type_, items, mflags))
 
     def serialize_for_bus(self, job):
-        return replication.job_record(job, max(1, job.etime_ms - self.node.now_ms()))
+        return serialize(job, max(1, job.etime_ms - self.node.now_ms()))
 
     # -------------------------------------------------------- receiving
 

@@ -25,47 +25,16 @@ ON REPLJOB: store the job ``active`` (or merge ``nodes_delivered`` if we
 
 from collections import deque
 
-from ..protocol import bus, errors, jobcodec, resp
+from ..protocol import bus, errors, resp
 from ..server.core.client import PendingReply
-from ..server.core.job import (ACTIVE, BCAST_QUEUED, BCAST_WILLQUEUE, CTIME_EPOCH,
-                               DUMMY_ACK, WAIT_REPL, Job)
+from ..server.core.job import (ACTIVE, BCAST_QUEUED, BCAST_WILLQUEUE,
+                               WAIT_REPL, Job, serialize)
 from ..server.core.node import WILLQUEUE_ADVANCE_MS
 from ..server.core.queue import PAUSED_IN
 
 ADD_NODE_PERIOD_MS = 50
 RESEND_PERIOD_MS = 1000
 MAX_SHARED_HOLDERS = 4096  # distinct holder tuples shared between jobs
-
-_pack_fixed = jobcodec._FIXED.pack  # the codec's layout (a test checks we agree)
-_NOT_DUMMY = ~DUMMY_ACK
-_ids_cache = {}  # tuple of node IDs -> their bytes (few distinct tuples)
-
-
-def job_record(job, etime_field):
-    """``server.core.job.serialize(job, etime_field)`` in one step, the
-    holders' IDs encoded once per distinct set of holders (every REPLJOB
-    and YOURJOBS record is built here).  Reads the job's slots, not its
-    properties (ctime, the rare fields): a Python call each."""
-    queue = job.queue
-    body = job.body
-    nodes = job.nodes_delivered
-    ids = _ids_cache.get(nodes)
-    if ids is None:
-        ids = b"".join(n.encode() if n.__class__ is str else n for n in nodes)
-        if len(_ids_cache) >= 4096:
-            _ids_cache.clear()
-        _ids_cache[nodes] = ids
-    rare = job._rare
-    if rare is None:
-        nacks = deliveries = 0
-    else:
-        nacks = rare.get("nacks", 0)
-        deliveries = rare.get("deliveries", 0)
-    return b"".join((
-        _pack_fixed(job.id, job.state, job.flags & _NOT_DUMMY, job.repl,
-                    job._ctime + CTIME_EPOCH, etime_field, job.delay_s, job.retry_s,
-                    nacks, deliveries, len(queue), len(body), len(nodes)),
-        queue, body, ids))
 
 
 class PendingAddJob(PendingReply):
@@ -233,7 +202,7 @@ def add_nodes(cluster, job, count, noreply, resend=True):
     confirmed = job.nodes_confirmed or ()
     targets = [t for t in targets if t != node.id and t not in confirmed]
     if targets:
-        record = job_record(job, max(1, job.etime_ms - node.now_ms()))
+        record = serialize(job, max(1, job.etime_ms - node.now_ms()))
         mflags = bus.NOREPLY if noreply else 0
         for target in targets:
             cluster.send_job(target, bus.REPLJOB, record, mflags)
@@ -255,7 +224,7 @@ def _send_first(cluster, job, count, now_ms):
     if len(shared) >= MAX_SHARED_HOLDERS:
         shared.clear()
     job.nodes_delivered = shared.setdefault(holders, holders)
-    record = job_record(job, max(1, job.etime_ms - now_ms))
+    record = serialize(job, max(1, job.etime_ms - now_ms))
     cluster.enqueue_to(candidates, bus.REPLJOB, 0, record)
 
 
@@ -383,5 +352,5 @@ def on_link_up(cluster, node_id):
     for job in list(replicating.values()):
         confirmed = job.nodes_confirmed or ()
         if node_id in job.nodes_delivered and node_id not in confirmed:
-            record = job_record(job, max(1, job.etime_ms - now_ms))
+            record = serialize(job, max(1, job.etime_ms - now_ms))
             cluster.send_job(node_id, bus.REPLJOB, record)

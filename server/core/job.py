@@ -115,12 +115,37 @@ class Job:
         return f"<Job {self.id.decode()} {STATE_NAMES[self.state]} q={self.queue!r}>"
 
 
+_pack_fixed = jobcodec._FIXED.pack
+_NOT_DUMMY = ~DUMMY_ACK  # a dummy ack's flag stays here
+_ids_cache = {}  # tuple of holder IDs -> their bytes (few distinct tuples)
+
+
 def serialize(job, etime_ms):
-    """The job as bytes (protocol.jobcodec), with the given expiry field."""
-    return jobcodec.encode(job.id, job.state, job.flags & ~DUMMY_ACK, job.repl,
-                           job.ctime, etime_ms, job.delay_s, job.retry_s,
-                           job.nacks, job.deliveries, job.queue, job.body,
-                           job.nodes_delivered)
+    """The job as bytes (protocol.jobcodec's layout; a test checks this
+    against jobcodec.encode), with the given expiry field.  Every REPLJOB,
+    YOURJOBS and LOADJOB record is built here, in one step: the holders'
+    IDs encoded once per distinct set of holders, the job's slots read
+    rather than its properties (a Python call each)."""
+    queue = job.queue
+    body = job.body
+    nodes = job.nodes_delivered
+    ids = _ids_cache.get(nodes)
+    if ids is None:
+        ids = b"".join(n.encode() if n.__class__ is str else n for n in nodes)
+        if len(_ids_cache) >= 4096:
+            _ids_cache.clear()
+        _ids_cache[nodes] = ids
+    rare = job._rare
+    if rare is None:
+        nacks = deliveries = 0
+    else:
+        nacks = rare.get("nacks", 0)
+        deliveries = rare.get("deliveries", 0)
+    return b"".join((
+        _pack_fixed(job.id, job.state, job.flags & _NOT_DUMMY, job.repl,
+                    job._ctime + CTIME_EPOCH, etime_ms, job.delay_s, job.retry_s,
+                    nacks, deliveries, len(queue), len(body), len(nodes)),
+        queue, body, ids))
 
 
 def deserialize(data, offset=0):

@@ -12,6 +12,7 @@ from trisque.server.shell import aof_load
 from trisque.server.shell.aof_job import loadjob_record
 from trisque.server.shell.aof_rewrite import job_snapshot
 
+from tests.cluster.test_codec_paths import codec_record
 from tests.unit.conftest import Core
 
 
@@ -230,7 +231,7 @@ def test_fast_record_matches_the_codec():
             job.nodes_delivered = nodes
             job.flags |= 8  # DUMMY_ACK never goes to the file
             job.nacks, job.deliveries = 3, 4
-            assert loadjob_record(job) == aof.loadjob(serialize(job, job.etime_ms))
+            assert loadjob_record(job) == aof.loadjob(codec_record(job, job.etime_ms))
 
 
 def test_fast_decode_matches_the_codec():
