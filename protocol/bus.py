@@ -213,41 +213,12 @@ def _decode_body(type_, payload):
     raise ValueError("unknown type")
 
 
-_RECORD = jobcodec._FIXED  # a job record's fixed part
-
-
 def _decode_jobs(frame, pos):
-    """The job records of a REPLJOB or YOURJOBS frame, from ``pos``:
-    jobcodec.decode's checks and fields, in one loop (hundreds of records
-    a frame under load)."""
-    size = len(frame)
+    """The job records of a REPLJOB or YOURJOBS frame, from ``pos``."""
     (count,) = _U32.unpack_from(frame, pos)
-    pos += 4
-    unpack = _RECORD.unpack_from
-    fixed = _RECORD.size
-    node_ids = jobcodec._node_ids
-    records = []
-    append = records.append
-    ids = []
-    id_append = ids.append
-    for _ in range(count):
-        end = pos + fixed
-        if end > size:
-            raise ValueError("truncated job record")
-        (job_id, state, flags, repl, ctime, etime_ms, delay_s, retry_s, nacks,
-         deliveries, qlen, blen, nnodes) = unpack(frame, pos)
-        if state > 3:
-            raise ValueError("bad job state")
-        qend = end + qlen
-        bend = qend + blen
-        pos = bend + nnodes * NODE_ID_LEN
-        if pos > size:
-            raise ValueError("truncated job record")
-        id_append(job_id)
-        append((job_id, state, flags, repl, ctime, etime_ms, delay_s, retry_s, nacks,
-                deliveries, frame[end:qend], frame[qend:bend], node_ids(frame[bend:pos])))
-    _expect_end(pos, size)
-    if not _JOB_IDS.fullmatch(b"".join(ids)):  # every ID at once: one C call
+    records, end = jobcodec.decode_many(frame, pos + 4, count)
+    _expect_end(end, len(frame))
+    if not _JOB_IDS.fullmatch(b"".join([r[0] for r in records])):  # one C call for all
         raise ValueError("bad job id")
     return records
 

@@ -44,20 +44,34 @@ def _node_ids(raw):
 
 def decode(data, offset=0):
     """Return (fields tuple in FIELDS order, offset after the record)."""
-    end = offset + _FIXED.size
-    if end > len(data):
-        raise ValueError("truncated job record")
-    (job_id, state, flags, repl, ctime, etime_ms, delay_s, retry_s, nacks,
-     deliveries, qlen, blen, nnodes) = _FIXED.unpack_from(data, offset)
-    if state > 3:
-        raise ValueError("bad job state")
-    qend = end + qlen
-    bend = qend + blen
-    nend = bend + nnodes * NODE_ID_LEN
-    if nend > len(data):
-        raise ValueError("truncated job record")
-    queue = bytes(data[end:qend])
-    body = bytes(data[qend:bend])
-    nodes = _node_ids(bytes(data[bend:nend]))
-    return ((job_id, state, flags, repl, ctime, etime_ms, delay_s, retry_s,
-             nacks, deliveries, queue, body, nodes), nend)
+    records, end = decode_many(data, offset, 1)
+    return records[0], end
+
+
+def decode_many(data, offset, count):
+    """``count`` records one after the other from ``offset``: (list of
+    fields tuples, offset after the last).  One loop, since a bus frame
+    carries hundreds."""
+    if data.__class__ is not bytes:
+        data = bytes(data)
+    size = len(data)
+    unpack = _FIXED.unpack_from
+    fixed = _FIXED.size
+    records = []
+    append = records.append
+    for _ in range(count):
+        end = offset + fixed
+        if end > size:
+            raise ValueError("truncated job record")
+        (job_id, state, flags, repl, ctime, etime_ms, delay_s, retry_s, nacks,
+         deliveries, qlen, blen, nnodes) = unpack(data, offset)
+        if state > 3:
+            raise ValueError("bad job state")
+        qend = end + qlen
+        bend = qend + blen
+        offset = bend + nnodes * NODE_ID_LEN
+        if offset > size:
+            raise ValueError("truncated job record")
+        append((job_id, state, flags, repl, ctime, etime_ms, delay_s, retry_s, nacks,
+                deliveries, data[end:qend], data[qend:bend], _node_ids(data[bend:offset])))
+    return records, offset
