@@ -178,9 +178,7 @@ class Cluster:
         if node_id == self.node.id or not items:
             return
         self._outbox_list(node_id, type_, mflags).extend(items)
-        self._queued += len(items)
-        if self._queued >= EARLY_FLUSH_ITEMS and self._push is not None:
-            self._flush_early()
+        self._count_queued(len(items))
 
     def send_job(self, node_id, type_, record, mflags=0):
         self._enqueue(node_id, type_, mflags, record)
@@ -198,9 +196,7 @@ class Cluster:
         if node_id == self.node.id:
             return
         self._outbox_list(node_id, type_, mflags).append(item)
-        self._queued += 1
-        if self._queued >= EARLY_FLUSH_ITEMS and self._push is not None:
-            self._flush_early()
+        self._count_queued(1)
 
     def enqueue_to(self, node_ids, type_, mflags, item):
         """The same message to several other nodes (a REPLJOB record to
@@ -208,7 +204,12 @@ class Cluster:
         outbox_list = self._outbox_list
         for node_id in node_ids:
             outbox_list(node_id, type_, mflags).append(item)
-        self._queued += len(node_ids)
+        self._count_queued(len(node_ids))
+
+    def _count_queued(self, n):
+        """``n`` more messages in the outbox: past EARLY_FLUSH_ITEMS, a
+        long turn sends them before it ends (see _flush_early)."""
+        self._queued += n
         if self._queued >= EARLY_FLUSH_ITEMS and self._push is not None:
             self._flush_early()
 
