@@ -35,6 +35,7 @@ from .listening import accept_forever, open_listener
 from .socket_set import SocketSet
 
 RECV_SIZE = 64 * 1024
+_ANY = ("", "0.0.0.0", "::", "*")  # no address of its own: every interface
 CONNECT_RETRY_MS = 20  # at most one connection attempt per peer this often
 MAX_LINK_BUFFER = 256 * 1024 * 1024  # drop a link whose peer stopped reading
 SAVE_WARNING_PERIOD_MS = 10000  # nodes.conf cannot be written: log this often
@@ -203,9 +204,11 @@ class TcpTransport:
         if self.flush_needed:
             self.flush_needed = False
             self.cluster.flush()
-        self._write_all()
+        self.push()
 
-    def _write_all(self):
+    def push(self):
+        """Write every link with output: at the end of a turn, and (the
+        cluster calls it) in the middle of a long one that produced a lot."""
         if not self.to_write or self.held:
             return
         # A GOTJOB promises the peer a copy: with appendfsync always that
@@ -221,11 +224,6 @@ class TcpTransport:
             link.queued = False
             if link.connected and not link.closed:
                 write(link)
-
-    def push(self):
-        """Write what is queued now, in the middle of a turn (the cluster
-        calls it when a long turn has produced a lot)."""
-        self._write_all()
 
     def _durable(self, _):
         self.held = False
@@ -414,7 +412,7 @@ class TcpTransport:
         # not at another interface's address it does not listen on.  (Not
         # from a wildcard or loopback one: loopback peers need no choice.)
         for address in addresses:
-            if address not in ("0.0.0.0", "::", "*") and not _loopback(address):
+            if address not in _ANY and not _loopback(address):
                 self.source_ip = address
                 break
 
@@ -423,14 +421,14 @@ class TcpTransport:
         connection, in or out: the local end's address (a restarted
         container may have a new one, and nobody may connect in before
         it has said so)."""
-        if self.cluster.local_ip in ("", "0.0.0.0", "::"):
+        if self.cluster.local_ip in _ANY:
             try:
                 local_ip = sock.getsockname()[0]
             except OSError:
                 return
             self.cluster.local_ip = local_ip
             me = self.cluster.membership.myself
-            if me.ip in ("", "0.0.0.0", "::"):
+            if me.ip in _ANY:
                 me.ip = local_ip
 
     def _accepted(self, sock, addr):
