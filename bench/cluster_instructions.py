@@ -29,21 +29,21 @@ import sys
 import tempfile
 import time
 
-from trisque.cluster.cluster import Cluster
+from trisque.cluster.cluster import Cluster, Transport
 from trisque.cluster.membership import ClusterNode
 from trisque.protocol.resp import RequestParser
 from trisque.server.core.config import Config
 from trisque.server.core.node import Node
 
 from .client import encode
-from .instructions import NoPeers, instructions
+from .instructions import instructions
 
 START = 1_700_000_000.0
 NODES = 3
 
 
-class Transport(NoPeers):
-    """Links always up (NoPeers' no-ops); frames go on the net's wire."""
+class WireTransport(Transport):
+    """Links always up (nothing to connect); frames go on the net's wire."""
 
     def __init__(self, net, index):
         self.net = net
@@ -74,7 +74,7 @@ class Net:
             node_rng = random.Random(seed + i)
             node = Node(Config(), node_id, clock=lambda: self.now, rng=node_rng,
                         random_bytes=node_rng.randbytes)
-            cluster = Cluster(node, Transport(self, i), "127.0.0.1", 7711 + i, 17711 + i)
+            cluster = Cluster(node, WireTransport(self, i), "127.0.0.1", 7711 + i, 17711 + i)
             for j, peer_id in enumerate(ids):
                 if j != i:
                     peer = ClusterNode(peer_id, "127.0.0.1", 7711 + j, 17711 + j,

@@ -20,7 +20,7 @@ import subprocess
 import sys
 import time
 
-from trisque.cluster.cluster import Cluster
+from trisque.cluster.cluster import Cluster, Transport
 from trisque.protocol.resp import RequestParser
 from trisque.server.core.config import Config
 from trisque.server.core.node import Node
@@ -28,25 +28,6 @@ from trisque.server.core.node import Node
 from .client import encode
 
 PHASES = ("PING", "ADDJOB", "GETJOB", "ACKJOB")
-
-
-class NoPeers:
-    """The bus transport of a node that has no peer."""
-
-    def send(self, node_id, frame):
-        pass
-
-    def flush_soon(self):
-        pass
-
-    def ensure_link(self, node):
-        pass
-
-    def drop_link(self, node_id):
-        pass
-
-    def rename_link(self, old_id, new_id):
-        pass
 
 
 def run(node, client, requests, pipeline=16):
@@ -67,7 +48,7 @@ def measure(n, phases, shuffle):
     """Microseconds per command of each phase run (up to the last of
     ``phases``; the requests of every phase are built either way)."""
     node = Node(Config(), "a" * 40, time.time)
-    Cluster(node, NoPeers(), "127.0.0.1", 7711, 17711)
+    Cluster(node, Transport(), "127.0.0.1", 7711, 17711)
     client = node.add_client()
     requests = {"PING": [encode("PING")] * n,
                 "ADDJOB": [encode("ADDJOB", "q", b"%012d" % i, 0) for i in range(n)],

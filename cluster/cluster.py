@@ -7,10 +7,8 @@ dispatches the messages that arrive from the bus to them.
 
 It does no I/O itself: a *transport* carries frames.  The real one is
 server/shell/bus_links.py (TCP); the simulator's is in-memory.  A transport
-provides ``send(node_id, frame)``, ``ensure_link(node)``,
-``drop_link(node_id)``, ``rename_link(old_id, new_id)`` and
-``flush_soon()``, and calls ``receive(frame, link)``, ``link_up(node_id)``
-and ``link_down(node_id)`` here.
+provides what ``Transport`` below lists, and calls ``receive(frame,
+link)``, ``link_up(node_id)`` and ``link_down(node_id)`` here.
 
 Job messages to one peer produced in one turn of the event loop are
 coalesced: consecutive messages of the same type travel in one frame.
@@ -28,6 +26,28 @@ from .membership import Membership
 
 TOMBSTONE_MS = 10000  # far longer than a frame can be delayed on the bus
 EARLY_FLUSH_ITEMS = 128  # messages in the outbox: send them before the turn ends
+
+
+class Transport:
+    """What a transport provides, doing nothing: links to nobody (a node
+    alone, or a test or benchmark that carries frames its own way)."""
+
+    def send(self, node_id, frame):
+        """Queue ``frame`` for the node ``node_id``."""
+
+    def flush_soon(self):
+        """Frames are queued in the cluster's outbox: have it flushed at
+        the end of this turn.  (A transport may also offer ``push()``:
+        write what is queued now, in the middle of a long turn.)"""
+
+    def ensure_link(self, node):
+        """Connect to ``node`` (a ClusterNode) unless already linked."""
+
+    def drop_link(self, node_id):
+        """Close the link to ``node_id``, if any."""
+
+    def rename_link(self, old_id, new_id):
+        """A handshake node got its real ID: its link follows."""
 
 
 class Cluster:

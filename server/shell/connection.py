@@ -21,7 +21,6 @@ import collections
 import select
 import socket
 
-
 from ...protocol.resp import ProtocolError, RequestParser, error
 
 from . import log

@@ -13,7 +13,7 @@ import random
 
 import hiredis
 
-from trisque.cluster.cluster import Cluster
+from trisque.cluster.cluster import Cluster, Transport
 from trisque.cluster.membership import ClusterNode
 from trisque.protocol import bus
 from trisque.server.core.config import Config
@@ -22,7 +22,9 @@ from trisque.server.core.node import Node
 START = 1_700_000_000.0
 
 
-class Transport:
+class WireTransport(Transport):
+    """Links always up (nothing to connect); frames go on the net's wire."""
+
     def __init__(self, net, index):
         self.net = net
         self.index = index
@@ -30,15 +32,6 @@ class Transport:
 
     def send(self, node_id, frame):
         self.net.wire.append((self.index, node_id, frame))
-
-    def ensure_link(self, node):
-        pass
-
-    def drop_link(self, node_id):
-        pass
-
-    def rename_link(self, old_id, new_id):
-        pass
 
     def flush_soon(self):
         self.net.flush_needed.add(self.index)
@@ -58,7 +51,7 @@ class Net:
         for i, node_id in enumerate(ids):
             node = Node(Config(), node_id, clock=lambda: self.now,
                         rng=random.Random(seed + i))
-            transport = Transport(self, i)
+            transport = WireTransport(self, i)
             cluster = Cluster(node, transport, "127.0.0.1", 7711 + i, 17711 + i)
             transport.cluster = cluster
             for j, peer_id in enumerate(ids):
