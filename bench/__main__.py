@@ -1,4 +1,4 @@
-"""python -m bench [-n REQUESTS] [--rounds R] [--disque PATH]
+"""python -m bench [-n REQUESTS] [--rounds R] [--disque PATH] [--floor]
 python -m bench memory [--jobs N] [--body BYTES]"""
 
 import argparse
@@ -17,6 +17,9 @@ def main(argv=None):
                         help="jobs through the batch cycle (default: -n)")
     parser.add_argument("--disque", metavar="PATH",
                         help="also measure this disque-server binary")
+    parser.add_argument("--floor", action="store_true",
+                        help="also measure bench.floor, the least a Python "
+                             "server can do (an upper bound for trisque)")
     parser.add_argument("--jobs", type=int, default=1000000,
                         help="memory mode: jobs to queue (default 1000000)")
     parser.add_argument("--body", type=int, default=100,
@@ -28,7 +31,7 @@ def main(argv=None):
     else:
         from . import throughput
         throughput.run(args.requests, disque=args.disque, cycle_jobs=args.cycle_jobs,
-                       rounds=args.rounds)
+                       rounds=args.rounds, floor=args.floor)
     return 0
 
 

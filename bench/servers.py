@@ -95,6 +95,15 @@ def start_redis():
     return Server("redis", argv, port, directory)
 
 
+def start_floor():
+    """bench.floor: the least a Python server can do (see there)."""
+    port = free_port()
+    directory = tempfile.mkdtemp(prefix="floor-bench-")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    argv = [sys.executable, os.path.join(root, "bench", "floor.py"), str(port)]
+    return Server("floor", argv, port, directory)
+
+
 def start_disque(exe):
     port = free_port()
     directory = tempfile.mkdtemp(prefix="disque-bench-")

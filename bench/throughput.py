@@ -138,7 +138,7 @@ def cycle(port, jobs, batch, kind):
     return rounds * batch / elapsed
 
 
-def run(requests=200000, disque=None, cycle_jobs=None, rounds=1):
+def run(requests=200000, disque=None, cycle_jobs=None, rounds=1, floor=False):
     """Every figure ``rounds`` times (servers alternating, so machine load
     hits both alike); the table shows the median of each."""
     cycle_jobs = cycle_jobs or requests
@@ -148,6 +148,8 @@ def run(requests=200000, disque=None, cycle_jobs=None, rounds=1):
         others = {}
         if disque:
             others["disque"] = servers.start_disque(disque)
+        if floor:
+            others["floor"] = servers.start_floor()
         try:
             for r in range(rounds):
                 for pipeline in (1, PIPELINE):
