@@ -230,16 +230,20 @@ class RequestParser:
             del partial[:complete]  # _scan knew exactly where the chunk ended
             if not partial:
                 self._in_multibulk = False  # every request in it was complete
-        elif last is False or reader.has_data():
+        elif (last is False or reader.has_data()
+              or not (last and data.endswith(last[-1], 0, -2))):
             # hiredis holds part of a request: check its headers now, so a
-            # client cannot make us buffer a bulk we would refuse anyway.
+            # client cannot make us buffer a bulk we would refuse anyway,
+            # and a bad one is answered at once, as Redis does.
             self._partial += data
             self._check_partial()
         else:
-            # Most often the chunk ended right after a request, but it may
-            # also have ended between two elements of the next one (hiredis
-            # consumed every byte either way).  Resolved lazily, because
-            # checking costs more than parsing: see feed() and _resolve().
+            # Most often the chunk ended right after a request (it ends
+            # with that request's last argument), but it may also have
+            # ended between two elements of the next one that happen to
+            # end alike (hiredis consumed every byte either way).  Resolved
+            # lazily, because checking costs more than parsing: see feed()
+            # and _resolve().
             self._maybe_chunk = data
             self._maybe_last = last
             self._in_multibulk = False
@@ -294,14 +298,14 @@ class RequestParser:
             for _ in range(count):  # none for a count <= 0: skipped, as Redis
                 if pos >= size:
                     return start
-                if buf[pos] != 36:  # '$'
-                    raise ProtocolError(
-                        "Protocol error: expected '$', got '%c'" % buf[pos])
                 end = buf.find(b"\r\n", pos)
-                if end < 0:
+                if end < 0:  # (Redis looks at a header once its line is whole)
                     if size - pos > MAX_INLINE:
                         raise ProtocolError("Protocol error: too big bulk count string")
                     return start
+                if buf[pos] != 36:  # '$'
+                    raise ProtocolError(
+                        "Protocol error: expected '$', got '%c'" % buf[pos])
                 length = _header_int(buf, pos + 1, end, "invalid bulk length")
                 if length > self.max_bulk_len or length < 0:
                     raise ProtocolError("Protocol error: invalid bulk length")
