@@ -111,11 +111,16 @@ async def run(config):
             cluster_service = attach_cluster(node, nursery, server.flush_dirty)
             persistence = attach_log(node)
             if cluster_service is not None:
-                await cluster_service.start(nursery)
-            # Clients are served while the AOF loads: they get -LOADING
-            # (as from Disque) rather than a connection that hangs.
+                cluster_service.bind()
+            # Clients are served while the AOF loads and the node rejoins
+            # its cluster: they get -LOADING (as from Disque) rather than a
+            # connection that hangs.
+            node.loading = True
             await server.serve(nursery)
             await persistence.load()
+            if cluster_service is not None:
+                await cluster_service.start(nursery)
+            node.loading = False
             nursery.start_soon(timer_loop, node, server)
             nursery.start_soon(persistence.run)
             nursery.start_soon(_watch_signals, shutdown, shutdown_mode)

@@ -370,8 +370,9 @@ class AppendOnlyLog:
 
     async def load(self):
         """Load the file (appendonly yes, or aof-enqueue-jobs-once), then
-        open it for appending.  Raises ConfigError if the node must not
-        start (the reasons are logged)."""
+        open it for appending; server/main.py keeps node.loading set
+        meanwhile.  Raises ConfigError if the node must not start (the
+        reasons are logged)."""
         config = self.config
         node = self.node
         self.path = os.path.abspath(config.appendfilename)
@@ -379,7 +380,6 @@ class AppendOnlyLog:
         config.on_change["appendfsync"] = self._on_appendfsync
         self._remove_stale_temp_files()
         if config.appendonly or config.aof_enqueue_jobs_once:
-            node.loading = True
             try:
                 loader = aof_load.load(node, self.path, config.aof_load_truncated,
                                        config.aof_enqueue_jobs_once)
@@ -393,8 +393,6 @@ class AppendOnlyLog:
                 log.warning(str(exc))
                 raise ConfigError("Refusing to start: the append only file "
                                   "cannot be loaded (see the lines above)") from None
-            finally:
-                node.loading = False
             if config.aof_enqueue_jobs_once:
                 # It applies to one restart only: turn it off, in the
                 # config file too, as Disque does.

@@ -444,8 +444,8 @@ class TcpTransport:
         except OSError:
             sock.close()
 
-    def start(self, nursery, addresses, port):
-        self.bind(addresses, port)
+    def serve(self, nursery):
+        """Accept peers on the bound sockets and run the links."""
         for listener in self.listeners:
             nursery.start_soon(accept_forever, listener, "cluster bus connection",
                                self._accepted)
@@ -462,14 +462,23 @@ class ClusterService:
         self.config_path = config_path
         cluster.save_config = self.save
 
-    async def start(self, nursery):
+    def bind(self):
+        """Open the bus port now, so that a bind error stops start-up."""
         config = self.node.config
         try:
-            self.transport.start(nursery, config.bind, config.bus_port())
+            self.transport.bind(config.bind, config.bus_port())
         except OSError as exc:
             from ..core.config import ConfigError
             raise ConfigError(f"Could not bind the cluster bus port {config.bus_port()}: "
                               f"{exc.strerror}") from None
+
+    async def start(self, nursery):
+        """Join the cluster: only once the AOF is loaded, because a copy
+        confirmed or an ack taken while it loads would live in memory only
+        (the AOF opens for appending after the load), and a second crash
+        would lose a job whose ADDJOB reply promised another copy here."""
+        config = self.node.config
+        self.transport.serve(nursery)
         await self._greet_peers()
         nursery.start_soon(self._save_loop)
         if config.cluster_join:

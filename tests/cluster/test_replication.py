@@ -7,6 +7,8 @@ import time
 
 import pytest
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from tests.harness import wait_for
 
@@ -210,6 +212,55 @@ def test_appendfsync_always_copies_are_on_disk_before_the_reply(make_cluster):
     assert c[2].info()["registered_jobs"] == 200
     for job_id in job_ids[::20]:
         assert show(c[2], job_id)["state"] == "active"
+
+
+def test_a_node_loading_its_aof_takes_no_copies_and_no_acks(make_cluster):
+    """A restarted node joins the cluster only once its AOF is loaded.  It
+    used to rejoin first: a copy it confirmed, or an ack it took, while
+    loading was kept in memory only (the AOF opens for appending after the
+    load), so after a second crash an ADDJOB answered for two copies had
+    one, and an acked job came back (found by a kill -9 chaos run)."""
+    c = make_cluster(2, config="appendonly yes\n")
+    acked = addjob(c[1], "q", "acked while the other node loads", "REPLICATE", 2)
+    for start in range(0, 100000, 5000):  # about a second of loading
+        pipe = c[0].pipeline(transaction=False)
+        for i in range(start, start + 5000):
+            pipe.execute_command("ADDJOB", "filler", f"body{i}", 0, "REPLICATE", 1)
+        pipe.execute()
+    c.kill(0)
+    c.servers[0].start(wait=False)
+    probe = c.servers[0].client(retry=Retry(NoBackoff(), 0))
+
+    def loading():
+        try:
+            probe.ping()
+            return None  # done already (or not loading yet: retried)
+        except redis.BusyLoadingError:
+            return True
+        except redis.ConnectionError:
+            return None
+    wait_for(loading, 15, interval=0.005, message="the restarted node to load")
+    assert c[1].execute_command("ACKJOB", acked) == 1
+    added = []
+    n = 0
+    while loading():
+        try:
+            added.append(addjob(c[1], "q", f"during load {n}", "REPLICATE", 2,
+                                timeout=100))
+        except redis.ResponseError as exc:
+            assert str(exc).startswith("NOREPL"), exc
+        n += 1
+    c.servers[0].wait_ready()
+    c.clients[0] = c.servers[0].client()
+    added.append(addjob(c[1], "q", "after the load", "REPLICATE", 2, timeout=10000))
+    # the ack's garbage collection has reached the reloaded node
+    wait_for(lambda: show(c[1], acked) is None and show(c[0], acked) is None, 15,
+             message="the acked job to be forgotten on both nodes")
+    c.kill(0)
+    c.restart(0)
+    for job_id in added:
+        assert show(c[0], job_id) is not None, job_id
+    assert show(c[0], acked) is None
 
 
 def test_long_pipeline_sends_its_copies_in_several_frames(cluster3):
