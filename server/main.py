@@ -112,15 +112,18 @@ async def run(config):
             persistence = attach_log(node)
             if cluster_service is not None:
                 cluster_service.bind()
-            # Clients are served while the AOF loads and the node rejoins
-            # its cluster: they get -LOADING (as from Disque) rather than a
-            # connection that hangs.
+            # Clients are served while the AOF loads: they get -LOADING (as
+            # from Disque) rather than a connection that hangs.
             node.loading = True
             await server.serve(nursery)
             await persistence.load()
-            if cluster_service is not None:
-                await cluster_service.start(nursery)
             node.loading = False
+            if cluster_service is not None:
+                # Then the node joins the bus (not before: see start()),
+                # and its requests wait until its peers know it is back.
+                server.hold()
+                await cluster_service.start(nursery)
+                server.release()
             nursery.start_soon(timer_loop, node, server)
             nursery.start_soon(persistence.run)
             nursery.start_soon(_watch_signals, shutdown, shutdown_mode)

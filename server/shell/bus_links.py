@@ -485,7 +485,7 @@ class ClusterService:
             nursery.start_soon(self._join_loop, list(config.cluster_join))
 
     async def _greet_peers(self):
-        """Before we serve clients, let the peers of nodes.conf know we are
+        """Before we answer clients, let the peers of nodes.conf know we are
         back: connect to each and wait (at most STARTUP_GREETING_MS) until it
         answered our PING and pinged us on its own new link, or cannot be
         reached.  A node restarting after a crash was flagged FAIL by its

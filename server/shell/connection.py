@@ -21,6 +21,8 @@ import collections
 import select
 import socket
 
+import trio
+
 from ...protocol.resp import ProtocolError, RequestParser, error
 
 from . import log
@@ -98,6 +100,7 @@ class ClientServer:
         self.conns = {}  # fd -> Connection
         self.ready = []  # connections to look at again on the next turn
         self.replying = []  # connections that ran requests this turn
+        self.released = None  # a trio.Event while hold() keeps requests waiting
 
     # ----------------------------------------------------------- output
 
@@ -135,6 +138,16 @@ class ClientServer:
         if (conn.outbuf or client.killed or conn.pending or client.close_after_reply
                 or conn.closing or conn.closed or not conn.events & _IN):
             conn.wake()
+
+    def hold(self):
+        """Leave every request waiting (read nor run) until release()."""
+        self.released = trio.Event()
+        self.epoll.wake()
+
+    def release(self):
+        released, self.released = self.released, None
+        if released is not None:
+            released.set()
 
     def wake(self, conn):
         if not conn.queued:
@@ -205,6 +218,8 @@ class ClientServer:
         replying = self.replying
         try:
             while True:
+                if self.released is not None:
+                    await self.released.wait()
                 # clients to look at again: others run once a turn, too
                 for fd, events in await epoll.wait(bool(self.ready)):
                     conn = conns.get(fd)

@@ -2,6 +2,8 @@
 FORGET, RESET, LEAVING, cluster-join."""
 
 import os
+import signal
+import socket
 import threading
 import time
 
@@ -120,6 +122,41 @@ def test_restarted_node_is_cleared_even_if_killed_at_once(make_cluster):
     greeting = [l for l in c.servers[2].log().splitlines() if "Greeted" in l][-1:]
     wait_for(seen_cleared, 1.5, interval=0.01,
              message=f"FAIL cleared (seen on {cleared}; {greeting})")
+
+
+def test_restarted_node_answers_its_first_ping_ready(make_cluster):
+    """Disque's suite takes a node as up at its first reply to PING, even
+    -LOADING, and sends it commands at once: a restarted node answers
+    -LOADING only while its AOF loads; while it then greets its peers,
+    requests wait, and the first answer is +PONG.  A stopped peer (it
+    accepts the link but never answers) makes the greeting last its full
+    second."""
+    c = make_cluster(3)
+    ids = c.ids()
+    nodes_conf = os.path.join(c.servers[2].dir, "nodes.conf")
+    wait_for(lambda: ids[0] in open(nodes_conf).read() and ids[1] in open(nodes_conf).read(),
+             10, message="the peers saved in nodes.conf (the node greets them)")
+    c.kill(2)
+    stopped = c.servers[1].proc.pid
+    os.kill(stopped, signal.SIGSTOP)
+    try:
+        c.servers[2].start(wait=False)
+        first = []
+
+        def answered():
+            try:
+                with socket.create_connection(("127.0.0.1", c.servers[2].port),
+                                              timeout=5) as sock:
+                    sock.sendall(b"PING\r\n")
+                    first.append(sock.recv(100))
+                    return True
+            except OSError:
+                return False
+        wait_for(answered, 15, message="the restarted node to answer")
+    finally:
+        os.kill(stopped, signal.SIGCONT)
+    assert first == [b"+PONG\r\n"]
+    assert "Greeted the cluster: 1 of 2" in c.servers[2].log()
 
 
 def test_fail_needs_a_majority(make_cluster):
