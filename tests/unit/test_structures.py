@@ -1,5 +1,5 @@
 """The two ordered structures behind the hot path, against plain reference
-models under random operations: Deadlines (lanes + SortedKeyList) and a
+models under random operations: Deadlines (lanes + millisecond buckets) and a
 queue's JobList (deque until it must be sorted)."""
 
 import random
@@ -9,22 +9,7 @@ import pytest
 from trisque.server.core.deadlines import MAX_LANES, Deadlines
 from trisque.server.core.queue import SMALL_FIFO, JobList
 
-
-class Item:
-    __slots__ = ("name", "wake_ms", "_ctime")  # what Deadlines, JobList read
-
-    def __init__(self, name, ctime=0):
-        self.name = name
-        self.wake_ms = None
-        self._ctime = ctime
-
-    def __repr__(self):
-        return f"<{self.name} {self.wake_ms}>"
-
-
-def check_deadlines(deadlines, model):
-    assert len(deadlines) == len(model)
-    assert deadlines.next_ms() == (min(model.values()) if model else None)
+from .test_deadlines import Item, check as check_deadlines  # (Item: what both read)
 
 
 @pytest.mark.parametrize("seed", range(12))
