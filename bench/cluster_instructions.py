@@ -4,9 +4,10 @@
     python -m bench.cluster_instructions --callgrind       # instructions per job
 
 Three node cores with their cluster rules in one process, joined by an
-in-memory bus (as tests/federation/inproc.py, without its frame log).  The
-origin runs N ``ADDJOB q <body> 0 REPLICATE 3`` requests, 16 a chunk as
-redis-benchmark -P 16 sends them, ``--turn`` of them per event-loop turn;
+in-memory bus: tests/federation/inproc.py's, recording frames instead of
+logging them.  The origin runs N ``ADDJOB q <body> 0 REPLICATE 3``
+requests, 16 a chunk as redis-benchmark -P 16 sends them, ``--turn`` of
+them per event-loop turn;
 the bus sends every 128 queued messages (as the real one) and at the end
 of the turn; the replicas then handle their frames and answer GOTJOB, and
 the origin handles those and answers the clients.  The fake clock moves
@@ -29,78 +30,36 @@ import sys
 import tempfile
 import time
 
-from trisque.cluster.cluster import Cluster, Transport
-from trisque.cluster.membership import ClusterNode
 from trisque.protocol.resp import RequestParser
 from trisque.server.core.config import Config
 from trisque.server.core.node import Node
 
+from tests.federation.inproc import Net as InprocNet  # (benchmarks run from the root)
+
 from .client import encode
 from .instructions import instructions
 
-START = 1_700_000_000.0
 NODES = 3
 
 
-class WireTransport(Transport):
-    """Links always up (nothing to connect); frames go on the net's wire."""
+class Net(InprocNet):
+    """tests/federation/inproc.py's net of NODES nodes, with job IDs from
+    each node's seeded RNG (so runs repeat exactly) and the frames each
+    node receives recorded (when ``record`` is a dict) instead of logged."""
 
-    def __init__(self, net, index):
-        self.net = net
-        self.index = index
-
-    def send(self, node_id, frame):
-        self.net.wire.append((self.index, node_id, frame))
-
-    def push(self):
-        pass  # frames stay on the wire until the turn's end (deliver)
-
-    def flush_soon(self):
-        self.net.flush_needed.add(self.index)
-
-
-class Net:
     def __init__(self, seed=1):
-        self.now = START
-        self.wire = []  # (from index, to id, frame)
-        self.flush_needed = set()
+        super().__init__(NODES, seed)
         self.record = None  # index -> [(now, frame)] when recording
-        rng = random.Random(seed)
-        ids = ["%040x" % rng.getrandbits(160) for _ in range(NODES)]
-        self.index_of = {node_id: i for i, node_id in enumerate(ids)}
-        self.nodes = []
-        self.clusters = []
-        for i, node_id in enumerate(ids):
-            node_rng = random.Random(seed + i)
-            node = Node(Config(), node_id, clock=lambda: self.now, rng=node_rng,
-                        random_bytes=node_rng.randbytes)
-            cluster = Cluster(node, WireTransport(self, i), "127.0.0.1", 7711 + i, 17711 + i)
-            for j, peer_id in enumerate(ids):
-                if j != i:
-                    peer = ClusterNode(peer_id, "127.0.0.1", 7711 + j, 17711 + j,
-                                       node.now_ms())
-                    peer.link_ok = True
-                    cluster.membership.add(peer)
-            self.nodes.append(node)
-            self.clusters.append(cluster)
-        self.client = self.nodes[0].add_client("127.0.0.1:1")
+        self.client = self.clients[0]
 
-    def deliver(self):
-        clusters = self.clusters
-        while True:
-            for i in sorted(self.flush_needed):
-                self.flush_needed.discard(i)
-                clusters[i].flush()
-            if not self.wire:
-                if not self.flush_needed:
-                    return
-                continue
-            wire, self.wire = self.wire, []
-            for _src, dst_id, frame in wire:
-                dst = self.index_of[dst_id]
-                if self.record is not None:
-                    self.record[dst].append((self.now, frame))
-                clusters[dst].receive(frame, None)
+    def make_node(self, i, node_id, seed):
+        rng = random.Random(seed + i)
+        return Node(Config(), node_id, clock=lambda: self.now, rng=rng,
+                    random_bytes=rng.randbytes)
+
+    def carried(self, src, dst, frame):
+        if self.record is not None:
+            self.record[dst].append((self.now, frame))
 
     def timers(self):
         for node in self.nodes:

@@ -49,8 +49,7 @@ class Net:
         ids = ["%040x" % rng.getrandbits(160) for _ in range(n)]
         self.index_of = {node_id: i for i, node_id in enumerate(ids)}
         for i, node_id in enumerate(ids):
-            node = Node(Config(), node_id, clock=lambda: self.now,
-                        rng=random.Random(seed + i))
+            node = self.make_node(i, node_id, seed)
             transport = WireTransport(self, i)
             cluster = Cluster(node, transport, "127.0.0.1", 7711 + i, 17711 + i)
             transport.cluster = cluster
@@ -65,6 +64,11 @@ class Net:
         self.clients = [node.add_client("127.0.0.1:1") for node in self.nodes]
         for c in self.clients:
             c.proto = 2
+
+    def make_node(self, i, node_id, seed):
+        """Node ``i``'s core, on the net's clock, with an RNG of its own."""
+        return Node(Config(), node_id, clock=lambda: self.now,
+                    rng=random.Random(seed + i))
 
     # ------------------------------------------------------------ time
 
@@ -102,11 +106,15 @@ class Net:
                 continue
             wire, self.wire = self.wire, []
             for src, dst_id, frame in wire:
-                msg = bus.decode(frame)
                 dst = self.index_of[dst_id]
-                self.log.append((self.ms(), src, dst, bus.NAMES[msg.type], msg.body))
+                self.carried(src, dst, frame)
                 if not drop:
                     self.clusters[dst].receive(frame, None)
+
+    def carried(self, src, dst, frame):
+        """Every frame on its way, before its receiver gets it: logged."""
+        msg = bus.decode(frame)
+        self.log.append((self.ms(), src, dst, bus.NAMES[msg.type], msg.body))
 
     def sent(self, type_name, src=None, dst=None, since=0):
         return [e for e in self.log if e[3] == type_name and e[0] >= since
