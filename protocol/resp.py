@@ -230,9 +230,9 @@ class RequestParser:
             del partial[:complete]  # _scan knew exactly where the chunk ended
             if not partial:
                 self._in_multibulk = False  # every request in it was complete
-        elif (last is False or reader.has_data()
-              or not (last and data.endswith(last[-1], 0, -2))):
-            # hiredis holds part of a request: check its headers now, so a
+        elif not (last and data.endswith(last[-1], 0, -2)) or reader.has_data():
+            # hiredis holds part of a request (the chunk has no complete
+            # one, or does not end with it): check its headers now, so a
             # client cannot make us buffer a bulk we would refuse anyway,
             # and a bad one is answered at once, as Redis does.
             self._partial += data
