@@ -3,6 +3,15 @@ import pytest
 from tests.harness import Server
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Keep each phase's report on the test item, so a fixture's teardown
+    can tell whether the test failed (harness.call_failed)."""
+    outcome = yield
+    report = outcome.get_result()
+    setattr(item, "report_" + report.when, report)
+
+
 @pytest.fixture
 def server():
     srv = Server().start()

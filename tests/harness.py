@@ -59,6 +59,13 @@ def decode_all(data):
         out.append(item)
 
 
+def call_failed(request):
+    """Whether the test of this fixture ``request`` failed (its report is
+    kept on the item by tests/conftest.py's hook)."""
+    report = getattr(request.node, "report_call", None)
+    return report is not None and report.failed
+
+
 def wait_for(condition, timeout=10.0, interval=0.02, message="condition"):
     """Poll ``condition`` until it returns a true value or time runs out."""
     deadline = time.monotonic() + timeout

@@ -12,7 +12,7 @@ kills or reconfigures nodes builds its own with ``make_cluster``.
 
 import pytest
 
-from tests.harness import Server, wait_for
+from tests.harness import Server, call_failed, wait_for
 
 NODE_TIMEOUT_MS = 2000  # small, so failure detection is quick to observe,
 # but not so small that a loaded machine makes nodes miss it
@@ -76,6 +76,14 @@ class Cluster:
 
     def registered_jobs(self):
         return [info(self.clients[i], "registered_jobs") for i in self.alive()]
+
+    def print_logs(self, lines=60):
+        """The last lines each node logged (shown with a failed test's
+        report: what a flaky failure on CI needs to be understood)."""
+        for i, s in enumerate(self.servers):
+            tail = s.log().splitlines()[-lines:]
+            print(f"----- node {i} (port {s.port}), last {len(tail)} log lines")
+            print("\n".join(tail))
 
     def close(self):
         for c in self.clients:
@@ -168,7 +176,7 @@ def addjob(client, queue, body, *args, timeout=5000):
 # ---------------------------------------------------------------- fixtures
 
 @pytest.fixture
-def make_cluster():
+def make_cluster(request):
     built = []
 
     def make(n, **kwargs):
@@ -177,6 +185,8 @@ def make_cluster():
         return cluster
     yield make
     for cluster in built:
+        if call_failed(request):
+            cluster.print_logs()
         cluster.close()
 
 
