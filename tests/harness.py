@@ -38,10 +38,18 @@ def port_free(port):
     return True
 
 
+_ports_given = set()
+
+
 def free_port():
+    """A port free now (and its bus port), never one given before in this
+    process: servers are given their ports before any of them binds, and
+    two on one port let the loser's readiness check reach the winner (a
+    5-node cluster quietly had 4 nodes, one of them under two indexes)."""
     for _ in range(1000):
         port = random.randrange(*PORT_RANGE)
-        if port_free(port):
+        if port not in _ports_given and port_free(port):
+            _ports_given.add(port)
             return port
     raise RuntimeError("no free port")
 
