@@ -11,6 +11,6 @@ A long run (node dirs are kept, and printed, when it fails; exit status 1):
         --fsync always --seed 7
 
 prints a JSON summary: answered adds, deliveries, acks, kills, lost bodies,
-redeliveries after an answered ACKJOB. tests/chaos/test_chaos.py is a short
+redeliveries after an answered ACKJOB. tests/cluster/test_chaos.py is a short
 run in the normal suite.
 """

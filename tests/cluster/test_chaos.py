@@ -2,12 +2,10 @@
 
 import random
 
-from tests.cluster.conftest import make_cluster  # noqa: F401 (fixture: logs on failure, cleanup)
-
-from .run import Plan, node_config, run
+from tests.chaos.run import Plan, node_config, run
 
 
-def test_kill9_under_load_loses_no_answered_job_and_gc_frees_all(make_cluster):  # noqa: F811
+def test_kill9_under_load_loses_no_answered_job_and_gc_frees_all(make_cluster):
     cluster = make_cluster(3, config=node_config("everysec"))
     # Kills 1.5-2.5 s after the last restart: 4-6 in 20 s, at least 3 even
     # if a loaded machine makes restarts take 4 s.
