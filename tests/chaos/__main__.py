@@ -5,7 +5,14 @@ import json
 import random
 import sys
 
-from .run import Plan, run, start_cluster
+from .run import Plan, resume, run, start_cluster
+
+
+def faults(text):
+    kinds = tuple(text.split(","))
+    if not kinds or not set(kinds) <= {"kill", "stop"}:
+        raise argparse.ArgumentTypeError("a comma-separated list of kill, stop")
+    return kinds
 
 
 def main():
@@ -16,10 +23,13 @@ def main():
     parser.add_argument("--fsync", default="everysec", choices=("always", "everysec", "no"))
     parser.add_argument("--rate", type=float, default=300, help="ADDJOBs per second")
     parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--faults", type=faults, default=("kill",),
+                        help="kill (kill -9, restart), stop (SIGSTOP 0.5-5 s, "
+                             "SIGCONT) or both: kill,stop")
     args = parser.parse_args()
     seed = random.randrange(1 << 30) if args.seed is None else args.seed
     plan = Plan(replicate=args.replicate, duration=args.duration, rate=args.rate,
-                seed=seed, drain_timeout=max(60, args.duration))
+                seed=seed, faults=args.faults, drain_timeout=max(60, args.duration))
     cluster = start_cluster(args.nodes, args.fsync)
     summary = None
     try:
@@ -27,6 +37,7 @@ def main():
         summary["fsync"] = args.fsync
         print(json.dumps(summary, indent=1))
     finally:
+        resume(cluster)  # nothing stays frozen, whatever happened
         if summary is not None and summary["ok"]:
             cluster.close()
         else:

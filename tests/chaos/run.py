@@ -1,4 +1,4 @@
-"""One chaos run: producers, consumers and kill -9 against a real cluster.
+"""One chaos run: producers, consumers and kill -9 / SIGSTOP against a real cluster.
 
 ``run(cluster, plan)`` drives an already meshed ``tests.cluster.conftest``
 cluster of nodes with ``appendonly yes`` (``start_cluster`` builds one):
@@ -10,7 +10,12 @@ cluster of nodes with ``appendonly yes`` (``start_cluster`` builds one):
   some, ACKJOB some late (perhaps after RETRY requeued them) and never ack
   some (RETRY must bring them back);
 - the chaos thread kill -9s one or more nodes, restarts them with the same
-  directory after a short down time, and lets the cluster settle.
+  directory after a short down time, and lets the cluster settle; with
+  ``faults=("kill", "stop")`` (or ``("stop",)``) some faults instead
+  freeze nodes with SIGSTOP for 0.5-5 s (below and above the 2 s node
+  timeout: a GC pause, a stuck VM, a partition) and SIGCONT them. Calls
+  to a frozen node time out (an error, like a call to a dead node) and
+  new calls go to the other nodes.
 
 Then chaos and producers stop, the consumers drain, and the summary says
 whether every answered body was delivered (nothing acknowledged is lost)
@@ -21,6 +26,7 @@ import collections
 import contextlib
 import dataclasses
 import random
+import signal
 import threading
 import time
 
@@ -49,6 +55,8 @@ class Plan:
     # buffers of nodes killed one after the other.
     pause: tuple = (1.5, 3.0)
     down: tuple = (0.5, 1.5)     # how long killed nodes stay down
+    faults: tuple = ("kill",)    # drawn from for each fault: "kill", "stop"
+    stopped: tuple = (0.5, 5.0)  # how long SIGSTOPped nodes stay frozen
     drain_timeout: float = 60.0  # after chaos: delivery, then ack GC
 
 
@@ -81,6 +89,8 @@ class Chaos:
         self.acks = 0
         self.redelivered_after_ack = collections.Counter()  # by the ack command
         self.kills = 0
+        self.stops = 0
+        self.frozen = set()                     # nodes SIGSTOPped right now
         self.slowest_restart = 0.0              # seconds until loaded and answering
         self.crashes = []                       # nodes that exited unasked
         self.errors = collections.Counter()     # "ADDJOB ConnectionError" -> n
@@ -88,13 +98,18 @@ class Chaos:
         self.stop_chaos = threading.Event()
         self.stop_producers = threading.Event()
         self.stop_consumers = threading.Event()
+        assert plan.faults and set(plan.faults) <= {"kill", "stop"}, plan.faults
+        # A call to a frozen node hangs until this timeout: longer than an
+        # ADDJOB's own replication timeout, so only a frozen node makes it.
+        self.socket_timeout = (10 if "stop" not in plan.faults
+                               else plan.add_timeout_ms / 1000 + 1)
 
     # ------------------------------------------------------------ helpers
 
     @contextlib.contextmanager
     def clients(self):
         """A thread's own clients, one per node, that never retry by themselves."""
-        clients = [s.client(socket_timeout=10, socket_connect_timeout=2,
+        clients = [s.client(socket_timeout=self.socket_timeout, socket_connect_timeout=2,
                             retry=Retry(NoBackoff(), 0)) for s in self.cluster.servers]
         try:
             yield clients
@@ -105,8 +120,10 @@ class Chaos:
     def call(self, clients, rng, *command, node=None):
         """(node asked, reply) for ``command`` on ``node`` or, if it is down
         or not given, a random live node; the reply is None if no node is up
-        or the call failed (the error is counted)."""
-        live = self.cluster.alive()
+        or the call failed (the error is counted). Frozen nodes count as down
+        (a call sent just before the freeze times out: an error)."""
+        with self.lock:
+            live = [i for i in self.cluster.alive() if i not in self.frozen]
         if node is None or node not in live:
             if not live:
                 return None, None
@@ -213,7 +230,13 @@ class Chaos:
         most = max_down(len(self.cluster), self.plan.replicate)
         while not self.stop_chaos.wait(rng.uniform(*self.plan.pause)):
             self.restart_crashed()
+            # A kill-only plan draws exactly what it drew before "stop" existed.
+            faults = self.plan.faults
+            fault = rng.choice(faults) if len(faults) > 1 else faults[0]
             victims = rng.sample(nodes, rng.randint(1, most))
+            if fault == "stop":
+                self.freeze(victims, rng.uniform(*self.plan.stopped))
+                continue
             for i in victims:
                 self.cluster.kill(i)
             with self.lock:
@@ -224,6 +247,21 @@ class Chaos:
                 self.cluster.restart(i)  # waits until it is loaded and answers
                 self.slowest_restart = max(self.slowest_restart,
                                            time.monotonic() - restarted)
+
+    def freeze(self, victims, seconds):
+        """SIGSTOP ``victims`` for ``seconds``, then SIGCONT them."""
+        with self.lock:
+            self.frozen.update(victims)
+            self.stops += len(victims)
+        try:
+            for i in victims:
+                self.cluster.servers[i].proc.send_signal(signal.SIGSTOP)
+            time.sleep(seconds)
+        finally:
+            for i in victims:
+                self.cluster.servers[i].proc.send_signal(signal.SIGCONT)
+            with self.lock:
+                self.frozen.difference_update(victims)
 
     def restart_crashed(self):
         """A node down that we did not kill crashed: note it, bring it back."""
@@ -258,8 +296,11 @@ class Chaos:
         finally:  # no thread outlives the run, whatever happened
             for event in (self.stop_chaos, self.stop_producers, self.stop_consumers):
                 event.set()
-            for t in [chaos, *producers, *consumers]:
-                t.join()
+            try:
+                for t in [chaos, *producers, *consumers]:
+                    t.join()
+            finally:
+                resume(self.cluster)
         return self.summary(load_seconds, time.monotonic() - drained, gc_complete)
 
     def all_delivered(self):
@@ -282,7 +323,8 @@ class Chaos:
             return {
                 "nodes": len(self.cluster), "replicate": self.plan.replicate,
                 "seed": self.plan.seed, "load_seconds": round(load_seconds, 1),
-                "kills": self.kills, "crashes": self.crashes,
+                "faults": list(self.plan.faults),
+                "kills": self.kills, "stops": self.stops, "crashes": self.crashes,
                 "slowest_restart_seconds": round(self.slowest_restart, 1),
                 "answered_adds": len(self.answered), "unanswered_adds": self.unanswered,
                 "deliveries": sum(self.delivered.values()),
@@ -297,6 +339,14 @@ class Chaos:
                 "ok": (not lost and gc_complete and not self.crashes
                        and not self.thread_failures),
             }
+
+
+def resume(cluster):
+    """SIGCONT every node process still running: none stays frozen (a
+    frozen process would also ignore the SIGTERM that stops it)."""
+    for server in cluster.servers:
+        if server.proc is not None and server.proc.poll() is None:
+            server.proc.send_signal(signal.SIGCONT)
 
 
 def poll(condition, deadline, message):
