@@ -2,7 +2,10 @@
 
 - 500 ms before a held, non-queued job would be requeued, WILLQUEUE goes to
   the other holders.  A holder that has it queued answers QUEUED; one that
-  has it acked answers SETACK.
+  has it acked answers SETACK.  Ours, beyond Disque: a node that sends
+  WILLQUEUE late (it was frozen, or its loop was busy, past the requeue
+  time) still waits those 500 ms before queueing the job, so the answers
+  (often already waiting in its socket) come first.
 - When a holder queues the job again it sends QUEUED (counting a NACK or an
   additional delivery).  Receivers push their own requeue time back by
   RETRY; a receiver that has it queued too dequeues it if the sender's ID,

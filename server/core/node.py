@@ -545,6 +545,12 @@ class Node:
             # Rule: tell the other holders we are about to requeue it.
             self.cluster.will_queue(job)
             job.flags &= ~BCAST_WILLQUEUE
+            if job.qtime_ms - WILLQUEUE_ADVANCE_MS < now_ms:
+                # Woken late (the node was frozen, or its loop busy): the
+                # holders still get the advance to answer (SETACK if it
+                # was acked meanwhile, QUEUED if queued elsewhere) before
+                # it goes back in a queue.
+                job.qtime_ms = now_ms + WILLQUEUE_ADVANCE_MS
         if state == ACTIVE and job.qtime_ms and job.qtime_ms <= now_ms:
             queue = self.queues.get(job.queue)
             if job.retry_s and queue is not None and queue.paused & PAUSED_IN:
