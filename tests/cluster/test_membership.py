@@ -134,8 +134,12 @@ def test_restarted_node_answers_its_first_ping_ready(make_cluster):
     c = make_cluster(3)
     ids = c.ids()
     nodes_conf = os.path.join(c.servers[2].dir, "nodes.conf")
-    wait_for(lambda: ids[0] in open(nodes_conf).read() and ids[1] in open(nodes_conf).read(),
-             10, message="the peers saved in nodes.conf (the node greets them)")
+
+    def peers_saved():
+        with open(nodes_conf) as f:
+            text = f.read()
+        return ids[0] in text and ids[1] in text
+    wait_for(peers_saved, 10, message="the peers saved in nodes.conf (the node greets them)")
     c.kill(2)
     stopped = c.servers[1].proc.pid
     os.kill(stopped, signal.SIGSTOP)

@@ -75,15 +75,17 @@ class Net:
     def ms(self):
         return round((self.now - START) * 1000)
 
-    def advance(self, ms, cron=True):
+    def advance(self, ms, cron=True, running=None):
         """Move time in 100 ms cron ticks (and the rest), running timers,
-        the federation cron and the bus."""
+        the federation cron and the bus.  Only the nodes whose indexes are
+        in ``running`` (default: all) run their timers."""
         while ms > 0:
             step = min(100, ms)
             self.now += step / 1000
             ms -= step
-            for node in self.nodes:
-                node.run_timers()
+            for i, node in enumerate(self.nodes):
+                if running is None or i in running:
+                    node.run_timers()
             if cron and step == 100:
                 self.cron()
             self.deliver()
@@ -148,7 +150,14 @@ class Net:
         return client
 
     def qstat(self, i, queue):
-        reply = self.run(i, "QSTAT", queue)
+        return self._fields(self.run(i, "QSTAT", queue))
+
+    def show(self, i, job_id):
+        return self._fields(self.run(i, "SHOW", job_id))
+
+    @staticmethod
+    def _fields(reply):
+        """A name/value array as a dict (None for a nil reply)."""
         return None if reply is None else {
             k.decode(): v for k, v in zip(reply[::2], reply[1::2])}
 
