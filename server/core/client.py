@@ -1,5 +1,12 @@
 """A client connection as the core sees it: protocol version, auth, output.
 
+Disque never spoke RESP3, and its clients (pydisque, dwq) read every reply
+as RESP2: so Disque's own commands answer in RESP2 shapes (flat field/value
+arrays, ``$-1``/``*-1`` nulls, INFO as a bulk) on a RESP3 connection too,
+unless it asked for RESP3 types with ``CLIENT DISQUE-RESP3 ON``
+(``disque_proto``).  Redis's generic commands (HELLO 3, CLIENT, CONFIG...)
+answer in RESP3 types, as Redis 7 does.
+
 The shell owns the socket; the core appends encoded replies to ``out`` and,
 for replies produced outside the client's own request (a blocked GETJOB
 served by another client's ADDJOB, a timeout), calls ``node.wake(client)``
@@ -17,7 +24,7 @@ class Client:
         "id", "addr", "laddr", "proto", "name", "lib_name", "lib_ver",
         "authenticated", "ctime_ms", "last_ms", "last_cmd", "out",
         "blocked", "wake_ms", "reply_mode", "close_after_reply", "monitor",
-        "killed", "transport", "slots",
+        "killed", "transport", "slots", "disque_resp3",
     )
 
     def __init__(self, client_id, addr="", laddr="", now_ms=0, transport=None):
@@ -43,6 +50,11 @@ class Client:
         # Replies queued behind a PendingReply (e.g. an ADDJOB waiting for
         # replication): pipelined commands keep running, replies keep order.
         self.slots = None
+        self.disque_resp3: bool = False  # CLIENT DISQUE-RESP3 ON
+
+    def disque_proto(self) -> int:
+        """The RESP version Disque's commands answer this client in."""
+        return self.proto if self.disque_resp3 else 2
 
 
 class BlockedGet:

@@ -48,7 +48,7 @@ DOCS = {
               "with a protocol version: switch to RESP2 or RESP3",
               "[protover [AUTH username password] [SETNAME clientname]]"),
     "CLIENT": ("connection", "Manage client connections",
-               "LIST|ID|INFO|KILL|SETNAME|GETNAME|SETINFO|REPLY [arguments]"),
+               "LIST|ID|INFO|KILL|SETNAME|GETNAME|SETINFO|REPLY|DISQUE-RESP3 [arguments]"),
     # server
     "INFO": ("server", "Information and statistics about the node", "[section]"),
     "TIME": ("server", "The server time", ""),

@@ -1,5 +1,7 @@
-"""Job commands: ADDJOB, GETJOB, ACKJOB, FASTACK, NACK, ENQUEUE, DEQUEUE,
-WORKING, DELJOB, SHOW, JSCAN.  Replies and errors are Disque's."""
+"""Job commands: ADDJOB, GETJOB, ACKJOB, FASTACK,
+NACK, ENQUEUE, DEQUEUE, WORKING, DELJOB, SHOW, JSCAN.  Replies and errors
+are Disque's, in RESP2 shapes unless the client opted in to RESP3 types
+(client.py)."""
 
 from ...protocol import errors, jobid, resp
 from ...protocol.args import to_int
@@ -218,7 +220,7 @@ def getjob(node, client, argv):
             return b"*1\r\n" + out[0]
         return b"*%d\r\n%s" % (len(out), b"".join(out))
     if nohang:
-        return resp.null_array(client.proto)
+        return resp.null_array(client.disque_proto())
     if node.cluster.leaving():
         raise CommandError(errors.LEAVING)
     unique = list(dict.fromkeys(names))
@@ -337,12 +339,12 @@ def show(node, client, argv):
     validate_ids(argv[1:])
     job = node.jobs.get(argv[1])
     if job is None:
-        return resp.null(client.proto)
-    return resp.encode(job_info(node, job), client.proto)
+        return resp.null(client.disque_proto())
+    return resp.encode(job_info(node, job), client.disque_proto())
 
 
 def job_info(node, job):
-    """SHOW's 15 fields, in Disque's order (a map in RESP3)."""
+    """SHOW's 15 fields, in Disque's order (a map for CLIENT DISQUE-RESP3)."""
     now_ms = node.now_ms()
     return {
         "id": job.id,
@@ -417,7 +419,7 @@ def jscan(node, client, argv):
         items = [job_info(node, job) for job in jobs]
     else:
         items = [resp.Status(job.id.decode()) for job in jobs]
-    return resp.encode([str(cursor), items], client.proto)
+    return resp.encode([str(cursor), items], client.disque_proto())
 
 
 @command("LOADJOB", 2, "write")

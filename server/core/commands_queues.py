@@ -35,7 +35,7 @@ def qpeek(node, client, argv):
 def qstat(node, client, argv):
     queue = node.queues.get(argv[1])
     if queue is None:
-        return resp.null_array(client.proto)
+        return resp.null_array(client.disque_proto())
     now_s = node.now_ms() // 1000
     return resp.encode({
         "name": queue.name,
@@ -48,7 +48,7 @@ def qstat(node, client, argv):
         "jobs-in": queue.jobs_in,
         "jobs-out": queue.jobs_out,
         "pause": queue.pause_name(),
-    }, client.proto)
+    }, client.disque_proto())
 
 
 @command("QSCAN", -1, "readonly")
@@ -94,7 +94,7 @@ def qscan(node, client, argv):
 
     cursor, queues = scan(node.queues, cursor or 0, count, busyloop, wanted,
                           node.queue_deletions)
-    return resp.encode([str(cursor), [q.name for q in queues]], client.proto)
+    return resp.encode([str(cursor), [q.name for q in queues]], client.disque_proto())
 
 
 _PAUSE_OPTIONS = {b"NONE": 0, b"IN": PAUSED_IN, b"OUT": PAUSED_OUT, b"ALL": PAUSED_ALL}

@@ -81,7 +81,7 @@ def hello(node, client, argv):
     if len(argv) == 1:
         if not client.authenticated:
             raise CommandError(errors.NOAUTH)
-        return resp.encode([1, node.id] + node.cluster.hello_nodes(), client.proto)
+        return resp.encode([1, node.id] + node.cluster.hello_nodes(), client.disque_proto())
     try:
         proto = to_int(argv[1])
     except CommandError:
@@ -131,7 +131,9 @@ def info(node, client, argv):
     if len(argv) > 2:
         raise CommandError(errors.SYNTAX)
     section = argv[1].decode("utf-8", "replace").lower() if len(argv) > 1 else "default"
-    return resp.encode(resp.Verbatim(info_module.render(node, section)), client.proto)
+    # Disque's sections, so Disque's bulk (Redis 7's verbatim string only
+    # after CLIENT DISQUE-RESP3 ON).
+    return resp.encode(resp.Verbatim(info_module.render(node, section)), client.disque_proto())
 
 
 @command("COMMAND", -1, "readonly loading")
@@ -195,6 +197,12 @@ def client_(node, client, argv):
             client.lib_ver = _valid_name(argv[3])
         else:
             raise CommandError(f"ERR Unrecognized option '{argv[2].decode(errors='replace')}'")
+        return resp.OK
+    if sub == "DISQUE-RESP3" and len(argv) == 3:  # client.py says why
+        mode = upper(argv[2])
+        if mode not in ("ON", "OFF"):
+            raise CommandError(errors.SYNTAX)
+        client.disque_resp3 = mode == "ON"
         return resp.OK
     if sub == "MAINT_NOTIFICATIONS":
         return resp.OK  # redis-py 8 asks; we have no maintenance events

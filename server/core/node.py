@@ -527,7 +527,7 @@ class Node:
             return
         if blocked.__class__ is BlockedGet:
             self.unblock(client)
-            self.reply(client, resp.null_array(client.proto))
+            self.reply(client, resp.null_array(client.disque_proto()))
         else:
             blocked.timeout(self, client)
 

@@ -25,15 +25,19 @@ def is_error(reply, prefix=""):
 
 
 class Core:
-    def __init__(self, config=None, seed=1):
+    def __init__(self, config=None, seed=1, random_bytes=None):
         self.now = START
         self.node = Node(config or Config(), NODE_ID, clock=lambda: self.now,
-                         rng=random.Random(seed))
+                         rng=random.Random(seed), random_bytes=random_bytes)
         self.default = self.client()
 
-    def client(self, proto=2):
+    def client(self, proto=2, disque_resp3=False):
+        """A new client speaking RESP ``proto``; ``disque_resp3``: it sent
+        CLIENT DISQUE-RESP3 ON (Disque's commands answer in RESP3 types)."""
         client = self.node.add_client("127.0.0.1:%d" % (40000 + self.node.next_client_id))
         client.proto = proto
+        if disque_resp3:
+            assert self.run("CLIENT", "DISQUE-RESP3", "ON", client=client) == b"OK"
         return client
 
     @staticmethod

@@ -47,9 +47,12 @@ def test_nohang_empty_is_null_array(core):
     assert core.node.execute(core.default, [b"GETJOB", b"NOHANG", b"FROM", b"q"]) is None
     assert core.default.out == [b"*-1\r\n"]
     core.default.out.clear()
-    c3 = core.client(proto=3)
+    c3 = core.client(proto=3)  # RESP3: still Disque's null array
     core.node.execute(c3, [b"GETJOB", b"NOHANG", b"FROM", b"q"])
-    assert c3.out == [b"_\r\n"]
+    assert c3.out == [b"*-1\r\n"]
+    maps = core.client(proto=3, disque_resp3=True)
+    core.node.execute(maps, [b"GETJOB", b"NOHANG", b"FROM", b"q"])
+    assert maps.out == [b"_\r\n"]
 
 
 def test_reply_shape_and_withcounters(core):
@@ -124,17 +127,17 @@ def test_blocking_on_several_queues(core):
 
 
 def test_blocking_timeout_returns_null(core):
-    consumer = core.client()
-    c3 = core.client(proto=3)
+    consumer = core.client(proto=3)  # RESP3, yet Disque's null array
+    maps = core.client(proto=3, disque_resp3=True)
     core("GETJOB", "TIMEOUT", 1000, "FROM", "q", client=consumer)
-    core("GETJOB", "TIMEOUT", 1500, "FROM", "q", client=c3)
+    core("GETJOB", "TIMEOUT", 1500, "FROM", "q", client=maps)
     core.advance(0.999)
     assert consumer.out == [] and consumer.blocked is not None
     core.advance(0.001)
     assert consumer.out == [b"*-1\r\n"] and consumer.blocked is None
-    assert c3.out == []
+    assert maps.out == []
     core.advance(0.5)
-    assert c3.out == [b"_\r\n"]
+    assert maps.out == [b"_\r\n"]
     assert not core.node.queues[b"q"].blocked
     # a job arriving later stays queued
     add(core, "q")
@@ -261,11 +264,14 @@ def test_queue_counters(core):
 def test_flushall_unblocks_getjob_with_null(core):
     consumer = core.client()
     c3 = core.client(proto=3)
+    maps = core.client(proto=3, disque_resp3=True)
     core("GETJOB", "TIMEOUT", 5000, "FROM", "q", client=consumer)
     core("GETJOB", "FROM", "q", "r", client=c3)
+    core("GETJOB", "FROM", "q", client=maps)
     add(core, "other")
     assert core("DEBUG", "FLUSHALL") == b"OK"
-    assert consumer.out == [b"*-1\r\n"] and c3.out == [b"_\r\n"]
+    assert consumer.out == [b"*-1\r\n"] and c3.out == [b"*-1\r\n"]
+    assert maps.out == [b"_\r\n"]
     assert core.node.blocked_clients() == 0
     assert not core.node.queues and not core.node.jobs
     core.advance(10)  # the old timeout does not fire again

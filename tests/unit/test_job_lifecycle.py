@@ -53,7 +53,10 @@ def test_show_and_working_unknown(core):
     assert str(core("WORKING", UNKNOWN)) == "NOJOB Job not known in the context of this node."
     c3 = core.client(proto=3)
     core.node.execute(c3, [b"SHOW", UNKNOWN.encode()])
-    assert c3.out == [b"_\r\n"]
+    assert c3.out == [b"$-1\r\n"]  # Disque's null bulk on RESP3 too
+    maps = core.client(proto=3, disque_resp3=True)
+    core.node.execute(maps, [b"SHOW", UNKNOWN.encode()])
+    assert maps.out == [b"_\r\n"]
 
 
 # ----------------------------------------------------------------- acks
@@ -268,10 +271,12 @@ def test_show_requeue_fields(core):
     assert core.show(a)["next-requeue-within"] == 7000
 
 
-def test_show_resp3_is_a_map(core):
+def test_show_is_flat_in_resp3_and_a_map_on_request(core):
     a = add(core)
     c3 = core.client(proto=3)
-    info = core("SHOW", a, client=c3)
+    assert core("SHOW", a, client=c3) == core("SHOW", a)
+    maps = core.client(proto=3, disque_resp3=True)
+    info = core("SHOW", a, client=maps)
     assert isinstance(info, dict)
     assert list(info) == [b"id", b"queue", b"state", b"repl", b"ttl", b"ctime",
                           b"delay", b"retry", b"nacks", b"additional-deliveries",

@@ -69,10 +69,15 @@ def test_qstat(core):
     fields = as_dict(core("QSTAT", "q"))
     assert fields[b"blocked"] == 1 and fields[b"idle"] == 0
     assert fields[b"pause"] == b"out"
-    c3 = core.client(proto=3)
-    stat3 = core("QSTAT", "q", client=c3)
-    assert isinstance(stat3, dict) and stat3[b"blocked"] == 1
-    assert core("QSTAT", "nope", client=c3) is None
+    c3 = core.client(proto=3)  # RESP3 alone: Disque's flat array, *-1
+    assert core("QSTAT", "q", client=c3) == core("QSTAT", "q")
+    assert core.node.execute(c3, [b"QSTAT", b"nope"]) is None
+    assert c3.out.pop() == b"*-1\r\n"
+    maps = core.client(proto=3, disque_resp3=True)
+    stat3 = core("QSTAT", "q", client=maps)
+    assert isinstance(stat3, dict) and stat3 == as_dict(core("QSTAT", "q"))
+    assert core.node.execute(maps, [b"QSTAT", b"nope"]) is None
+    assert maps.out.pop() == b"_\r\n"
 
 
 # --------------------------------------------------------------- PAUSE
@@ -256,8 +261,10 @@ def test_jscan_reply_all(core):
     cursor, items = core("JSCAN", "REPLY", "id")
     assert items == [job_id]
     c3 = core.client(proto=3)
-    cursor, [info3] = core("JSCAN", "REPLY", "ALL", client=c3)
-    assert isinstance(info3, dict) and info3[b"body"] == b"body"
+    assert core("JSCAN", "REPLY", "ALL", client=c3) == [b"0", [info]]
+    maps = core.client(proto=3, disque_resp3=True)
+    cursor, [info3] = core("JSCAN", "REPLY", "ALL", client=maps)
+    assert isinstance(info3, dict) and info3 == as_dict(info)
 
 
 @pytest.mark.parametrize("args,error", [
