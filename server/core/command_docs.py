@@ -65,6 +65,7 @@ DOCS = {
                 "MEET ip port | NODES | INFO | FORGET node | RESET HARD|SOFT | "
                 "LEAVING yes|no | ..."),
 }
+DOCS["GETJOBS"] = DOCS["GETJOB"]  # another name of it
 
 
 def docs_for(command):

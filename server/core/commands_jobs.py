@@ -1,4 +1,4 @@
-"""Job commands: ADDJOB, GETJOB, ACKJOB, FASTACK,
+"""Job commands: ADDJOB, GETJOB (also named GETJOBS), ACKJOB, FASTACK,
 NACK, ENQUEUE, DEQUEUE, WORKING, DELJOB, SHOW, JSCAN.  Replies and errors
 are Disque's, in RESP2 shapes unless the client opted in to RESP3 types
 (client.py)."""
@@ -147,6 +147,9 @@ _GETJOB_OPTIONS = {b"FROM": _FROM, b"NOHANG": _NOHANG, b"WITHCOUNTERS": _WITHCOU
                    b"TIMEOUT": _TIMEOUT, b"COUNT": _COUNT}
 
 
+# GETJOBS: another name of GETJOB (same grammar, replies and errors), the
+# one users read in this project's description.
+@command("GETJOBS", -2, "write fast")
 @command("GETJOB", -2, "write fast")
 def getjob(node, client, argv):
     """GETJOB [NOHANG] [TIMEOUT ms] [COUNT n] [WITHCOUNTERS] FROM queue..."""

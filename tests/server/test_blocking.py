@@ -3,6 +3,8 @@
 
 import time
 
+import pytest
+
 from tests.harness import wait_for
 from tests.server.util import Raw, encode
 
@@ -11,9 +13,10 @@ def blocked(client):
     return client.info("clients")["blocked_clients"]
 
 
-def test_blocked_getjob_served_by_another_client(c, shared):
+@pytest.mark.parametrize("getjob", ["GETJOB", "GETJOBS"])
+def test_blocked_getjob_served_by_another_client(c, shared, getjob):
     with Raw(shared.port) as consumer:
-        consumer.send_command("GETJOB", "FROM", "q")
+        consumer.send_command(getjob, "FROM", "q")
         wait_for(lambda: blocked(c) == 1, message="consumer blocked")
         assert consumer.pending() == b""
         job_id = c.execute_command("ADDJOB", "q", "hello", 0)

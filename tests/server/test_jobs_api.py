@@ -50,22 +50,24 @@ def test_addjob_show_getjob_ackjob(any_c):
     assert c.info("jobs")["registered_jobs"] == 0
 
 
-def test_getjob_nohang_empty_is_nil(any_c):
-    assert any_c.execute_command("GETJOB", "NOHANG", "FROM", "q") is None
+@pytest.mark.parametrize("getjob", ["GETJOB", "GETJOBS"])
+def test_getjob_nohang_empty_is_nil(any_c, getjob):
+    assert any_c.execute_command(getjob, "NOHANG", "FROM", "q") is None
     assert any_c.execute_command("QSTAT", "nope") is None
     assert any_c.execute_command("SHOW", UNKNOWN) is None
 
 
-def test_getjob_withcounters_and_count(any_c):
+@pytest.mark.parametrize("getjob", ["GETJOB", "GETJOBS"])
+def test_getjob_withcounters_and_count(any_c, getjob):
     c = any_c
     ids = [add(c, "a", "a%d" % i) for i in range(3)] + [add(c, "b", "b0")]
     assert c.execute_command("NACK", ids[0]) == 0  # queued
-    reply = c.execute_command("GETJOB", "COUNT", 10, "WITHCOUNTERS", "FROM", "a", "b")
+    reply = c.execute_command(getjob, "COUNT", 10, "WITHCOUNTERS", "FROM", "a", "b")
     assert [j[1] for j in reply] == [ids[0], ids[3], ids[1], ids[2]]
     assert reply[0][3:] == [b"nacks", 0, b"additional-deliveries", 0]
     assert c.execute_command("NACK", ids[0]) == 1
     assert c.execute_command("ENQUEUE", ids[1]) == 1
-    reply = c.execute_command("GETJOB", "COUNT", 2, "WITHCOUNTERS", "FROM", "a")
+    reply = c.execute_command(getjob, "COUNT", 2, "WITHCOUNTERS", "FROM", "a")
     assert reply[0][1] == ids[0] and reply[0][4] == 1 and reply[0][6] == 0
     assert reply[1][1] == ids[1] and reply[1][4] == 0 and reply[1][6] == 1
 
@@ -101,6 +103,9 @@ def test_error_replies(any_c):
         (("ADDJOB", "q", "x", 0, "TTL", 0), "TTL must be a number > 0"),
         (("ADDJOB", "q", "x", 0, "FOO"), "syntax error"),
         (("GETJOB", "COUNT", 0, "FROM", "q"), "COUNT must be a number greater than zero"),
+        (("GETJOBS", "COUNT", 0, "FROM", "q"), "COUNT must be a number greater than zero"),
+        (("GETJOBS", "FROM"), "syntax error"),
+        (("GETJOBS",), "wrong number of arguments for 'getjobs' command"),
         (("WORKING", UNKNOWN), "NOJOB Job not known in the context of this node."),
         (("SHOW", "nope"), "BADID Invalid Job ID format."),
         (("QPEEK", "q", "x"), "value is not an integer or out of range"),

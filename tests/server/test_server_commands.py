@@ -202,6 +202,8 @@ def test_command(any_c):
     assert len(table) == count
     assert table["addjob"]["arity"] == -4
     assert table["getjob"]["arity"] == -2
+    assert table["getjobs"]["arity"] == -2  # another name of GETJOB
+    assert table["getjobs"]["flags"] == table["getjob"]["flags"]
     assert table["ackjob"]["arity"] == -1
     assert table["show"]["arity"] == 2
     assert "denyoom" in table["addjob"]["flags"]

@@ -1,4 +1,6 @@
-"""GETJOB: options, FROM, round robin, blocking, fairness, timeouts, PAUSE."""
+"""GETJOB: options, FROM, round robin, blocking, fairness, timeouts, PAUSE.
+GETJOBS is another name of it: the tests marked ``both_names`` run with
+each."""
 
 import pytest
 
@@ -9,8 +11,12 @@ def add(core, queue, body="x", *opts):
     return core("ADDJOB", queue, body, 0, *opts)
 
 
+both_names = pytest.mark.parametrize("getjob", ["GETJOB", "GETJOBS"])
+
+
+@both_names
 @pytest.mark.parametrize("args,error", [
-    ((), "ERR wrong number of arguments for 'getjob' command"),
+    ((), "ERR wrong number of arguments for '{name}' command"),
     (("FROM",), "ERR syntax error"),
     (("NOHANG",), "ERR syntax error"),
     (("NOHANG", "FROM"), "ERR syntax error"),
@@ -23,10 +29,10 @@ def add(core, queue, body="x", *opts):
     (("TIMEOUT",), "ERR syntax error"),
     (("COUNT",), "ERR syntax error"),
 ])
-def test_argument_errors(core, args, error):
+def test_argument_errors(core, getjob, args, error):
     add(core, "q")
-    reply = core("GETJOB", *args)
-    assert str(reply) == error
+    reply = core(getjob, *args)
+    assert str(reply) == error.format(name=getjob.lower())
     assert core("QLEN", "q") == 1
     assert core.default.blocked is None
 
@@ -42,44 +48,48 @@ def test_getjob_makes_missing_queues(core):
     assert sorted(core("QSCAN", "BUSYLOOP")[1]) == [b"full", b"missing"]
 
 
-def test_nohang_empty_is_null_array(core):
-    assert core("GETJOB", "NOHANG", "FROM", "nope") is None
-    assert core.node.execute(core.default, [b"GETJOB", b"NOHANG", b"FROM", b"q"]) is None
+@both_names
+def test_nohang_empty_is_null_array(core, getjob):
+    assert core(getjob, "NOHANG", "FROM", "nope") is None
+    assert core.node.execute(core.default, [getjob.encode(), b"NOHANG", b"FROM", b"q"]) is None
     assert core.default.out == [b"*-1\r\n"]
     core.default.out.clear()
     c3 = core.client(proto=3)  # RESP3: still Disque's null array
-    core.node.execute(c3, [b"GETJOB", b"NOHANG", b"FROM", b"q"])
+    core.node.execute(c3, [getjob.encode(), b"NOHANG", b"FROM", b"q"])
     assert c3.out == [b"*-1\r\n"]
     maps = core.client(proto=3, disque_resp3=True)
-    core.node.execute(maps, [b"GETJOB", b"NOHANG", b"FROM", b"q"])
+    core.node.execute(maps, [getjob.encode(), b"NOHANG", b"FROM", b"q"])
     assert maps.out == [b"_\r\n"]
 
 
-def test_reply_shape_and_withcounters(core):
+@both_names
+def test_reply_shape_and_withcounters(core, getjob):
     job_id = add(core, "q", "body")
-    assert core("GETJOB", "FROM", "q") == [[b"q", job_id, b"body"]]
+    assert core(getjob, "FROM", "q") == [[b"q", job_id, b"body"]]
     assert core("NACK", job_id) == 1
-    reply = core("GETJOB", "WITHCOUNTERS", "FROM", "q")
+    reply = core(getjob, "WITHCOUNTERS", "FROM", "q")
     assert reply == [[b"q", job_id, b"body", b"nacks", 1,
                       b"additional-deliveries", 0]]
 
 
-def test_everything_after_from_is_a_queue_name(core):
+@both_names
+def test_everything_after_from_is_a_queue_name(core, getjob):
     add(core, "COUNT", "in-count")
     add(core, "NOHANG", "in-nohang")
-    reply = core("GETJOB", "NOHANG", "FROM", "x", "NOHANG", "COUNT")
+    reply = core(getjob, "NOHANG", "FROM", "x", "NOHANG", "COUNT")
     assert reply[0][0] == b"NOHANG"
-    reply = core("GETJOB", "FROM", "COUNT", "5")
+    reply = core(getjob, "FROM", "COUNT", "5")
     assert reply[0][:1] == [b"COUNT"] and reply[0][2] == b"in-count"
 
 
-def test_count_round_robin_left_to_right(core):
+@both_names
+def test_count_round_robin_left_to_right(core, getjob):
     a = [add(core, "a", "a%d" % i) for i in range(3)]
     b = [add(core, "b", "b%d" % i) for i in range(1)]
     c = [add(core, "c", "c%d" % i) for i in range(2)]
-    reply = core("GETJOB", "COUNT", 5, "FROM", "a", "b", "c", "empty")
+    reply = core(getjob, "COUNT", 5, "FROM", "a", "b", "c", "empty")
     assert [j[1] for j in reply] == [a[0], b[0], c[0], a[1], c[1]]
-    reply = core("GETJOB", "COUNT", 10, "FROM", "c", "a")
+    reply = core(getjob, "COUNT", 10, "FROM", "c", "a")
     assert [j[1] for j in reply] == [a[2]]
 
 
@@ -102,9 +112,10 @@ def test_fifo_by_creation_time_even_after_requeue(core):
     assert core("GETJOB", "FROM", "q")[0][1] == first
 
 
-def test_blocking_getjob_served_by_addjob(core):
+@both_names
+def test_blocking_getjob_served_by_addjob(core, getjob):
     consumer = core.client()
-    assert core("GETJOB", "FROM", "q", client=consumer) is None
+    assert core(getjob, "FROM", "q", client=consumer) is None
     assert consumer.blocked is not None
     assert core("QSTAT", "q")[core("QSTAT", "q").index(b"blocked") + 1] == 1
     job_id = add(core, "q", "hello")
@@ -126,11 +137,12 @@ def test_blocking_on_several_queues(core):
     assert not core.node.queues[b"a"].blocked
 
 
-def test_blocking_timeout_returns_null(core):
+@both_names
+def test_blocking_timeout_returns_null(core, getjob):
     consumer = core.client(proto=3)  # RESP3, yet Disque's null array
     maps = core.client(proto=3, disque_resp3=True)
-    core("GETJOB", "TIMEOUT", 1000, "FROM", "q", client=consumer)
-    core("GETJOB", "TIMEOUT", 1500, "FROM", "q", client=maps)
+    core(getjob, "TIMEOUT", 1000, "FROM", "q", client=consumer)
+    core(getjob, "TIMEOUT", 1500, "FROM", "q", client=maps)
     core.advance(0.999)
     assert consumer.out == [] and consumer.blocked is not None
     core.advance(0.001)

@@ -29,8 +29,8 @@ SCRIPT: list[tuple[Union[str, int], ...]] = [
     ("QSCAN",), ("QSCAN", 0, "COUNT", 10, "MINLEN", 1),
     ("JSCAN",), ("JSCAN", 0, "REPLY", "all"), ("JSCAN", "STATE", "queued", "REPLY", "id"),
     ("SHOW", "$0"), ("SHOW", "$2"), ("SHOW", UNKNOWN),
-    ("GETJOB", "WITHCOUNTERS", "FROM", "q"), ("GETJOB", "COUNT", 5, "FROM", "q"),
-    ("GETJOB", "NOHANG", "FROM", "q"),
+    ("GETJOB", "WITHCOUNTERS", "FROM", "q"), ("GETJOBS", "COUNT", 5, "FROM", "q"),
+    ("GETJOB", "NOHANG", "FROM", "q"), ("GETJOBS", "NOHANG", "FROM", "q"),
     ("WORKING", "$0"), ("SHOW", "$0"), ("NACK", "$0"), ("ENQUEUE", "$1"),
     ("DEQUEUE", "$1"), ("SHOW", "$1"),
     ("PAUSE", "q", "out"), ("PAUSE", "q", "state"), ("QSTAT", "q"), ("PAUSE", "q", "none"),
@@ -43,7 +43,7 @@ SCRIPT: list[tuple[Union[str, int], ...]] = [
 RESP3_TYPED = [
     ("QSTAT", "q"), ("QSTAT", "nope"), ("JSCAN", 0, "REPLY", "all"),
     ("SHOW", "$0"), ("SHOW", "$2"), ("SHOW", UNKNOWN),
-    ("GETJOB", "NOHANG", "FROM", "q"),
+    ("GETJOB", "NOHANG", "FROM", "q"), ("GETJOBS", "NOHANG", "FROM", "q"),
     ("SHOW", "$0"), ("SHOW", "$1"), ("QSTAT", "q"),
     ("INFO", "jobs"), ("INFO", "queues"), ("INFO", "nosuchsection"), ("SHOW", "$0"),
 ]
