@@ -31,7 +31,7 @@ import threading
 import time
 
 import redis
-from redis.backoff import NoBackoff
+from redis.backoff import ExponentialWithJitterBackoff, NoBackoff
 from redis.retry import Retry
 
 from tests.cluster.conftest import build_cluster
@@ -58,6 +58,23 @@ class Plan:
     faults: tuple = ("kill",)    # drawn from for each fault: "kill", "stop"
     stopped: tuple = (0.5, 5.0)  # how long SIGSTOPped nodes stay frozen
     drain_timeout: float = 60.0  # after chaos: delivery, then ack GC
+    # Consumers: GETJOB COUNT, and whether they ack job by job with the
+    # mixed policies ("mixed") or whole batches, leaving unacked_batches
+    # of them for RETRY to bring back ("batch").
+    count: int = 10
+    acking: str = "mixed"
+    unacked_batches: float = 0.05
+    socket_timeout: float = 0.0  # client socket timeout (s); 0: chosen from the faults
+    # redis-py's own retries of a call that failed or timed out (its default
+    # since 6 is 3): a retried ADDJOB may create a second job, a retried
+    # GETJOB leaves the jobs of the first answer to RETRY.
+    client_retries: int = 0
+    # "random": faults drawn every pause until duration ends; "once": one
+    # node killed at kill_at s and restarted at restart_at s (issue 13's
+    # scenario, where nodes without an AOF come back empty).
+    schedule: str = "random"
+    kill_at: float = 8.0
+    restart_at: float = 12.0
 
 
 def node_config(fsync="everysec"):
@@ -101,16 +118,20 @@ class Chaos:
         assert plan.faults and set(plan.faults) <= {"kill", "stop"}, plan.faults
         # A call to a frozen node hangs until this timeout: longer than an
         # ADDJOB's own replication timeout, so only a frozen node makes it.
-        self.socket_timeout = (10 if "stop" not in plan.faults
-                               else plan.add_timeout_ms / 1000 + 1)
+        self.socket_timeout = plan.socket_timeout or (
+            10 if "stop" not in plan.faults else plan.add_timeout_ms / 1000 + 1)
+        assert plan.schedule in ("random", "once") and plan.acking in ("mixed", "batch")
 
     # ------------------------------------------------------------ helpers
 
     @contextlib.contextmanager
     def clients(self):
         """A thread's own clients, one per node, that never retry by themselves."""
+        retry = (Retry(NoBackoff(), 0) if not self.plan.client_retries else
+                 Retry(ExponentialWithJitterBackoff(base=1, cap=10), self.plan.client_retries,
+                       supported_errors=(redis.ConnectionError, redis.TimeoutError)))
         clients = [s.client(socket_timeout=self.socket_timeout, socket_connect_timeout=2,
-                            retry=Retry(NoBackoff(), 0)) for s in self.cluster.servers]
+                            retry=retry) for s in self.cluster.servers]
         try:
             yield clients
         finally:
@@ -184,10 +205,17 @@ class Chaos:
                 self.ack(clients, rng, "ACKJOB", node, [(job_id, body)])
             asked_at = time.monotonic()
             node, jobs = self.call(clients, rng, "GETJOB", "TIMEOUT", 200,
-                                   "COUNT", 10, "FROM", QUEUE)
+                                   "COUNT", self.plan.count, "FROM", QUEUE)
             if not jobs:
                 if node is None:
                     time.sleep(0.02)
+                continue
+            if self.plan.acking == "batch":
+                batch = [(job_id.decode(), body.decode()) for _, job_id, body in jobs]
+                for _, body in batch:
+                    self.record_delivery(body, asked_at)
+                if rng.random() >= self.plan.unacked_batches:
+                    self.ack(clients, rng, "ACKJOB", node, batch)
                 continue
             now_ack, fast_ack = [], []
             for _, job_id, body in jobs:
@@ -225,6 +253,8 @@ class Chaos:
                 self.acked.setdefault(body, (time.monotonic(), command))
 
     def chaos(self):
+        if self.plan.schedule == "once":
+            return self.kill_once()
         rng = random.Random(self.plan.seed)
         nodes = range(len(self.cluster))
         most = max_down(len(self.cluster), self.plan.replicate)
@@ -247,6 +277,20 @@ class Chaos:
                 self.cluster.restart(i)  # waits until it is loaded and answers
                 self.slowest_restart = max(self.slowest_restart,
                                            time.monotonic() - restarted)
+
+    def kill_once(self):
+        """One node kill -9ed at kill_at, restarted at restart_at."""
+        started = time.monotonic()
+        victim = random.Random(self.plan.seed).randrange(len(self.cluster))
+        if self.stop_chaos.wait(self.plan.kill_at):
+            return
+        self.cluster.kill(victim)
+        with self.lock:
+            self.kills += 1
+        time.sleep(max(0.0, started + self.plan.restart_at - time.monotonic()))
+        restarted = time.monotonic()
+        self.cluster.restart(victim)
+        self.slowest_restart = time.monotonic() - restarted
 
     def freeze(self, victims, seconds):
         """SIGSTOP ``victims`` for ``seconds``, then SIGCONT them."""
@@ -313,9 +357,45 @@ class Chaos:
         except redis.RedisError:
             return False
 
+    def copies(self, job_id):
+        """{node: state} of the live nodes that still hold ``job_id``."""
+        held = {}
+        for i in self.cluster.alive():
+            try:
+                reply = self.cluster[i].execute_command("SHOW", job_id)
+            except redis.RedisError as e:
+                held[i] = repr(e)
+                continue
+            if reply:
+                fields = dict(zip(reply[::2], reply[1::2]))
+                if fields[b"state"] != b"acked":
+                    held[i] = (f"{fields[b'state'].decode()} requeue-in "
+                               f"{fields[b'next-requeue-within']} ms")
+        return held
+
+    def queue_stats(self):
+        """QSTAT of the queue on every live node: what a starved job's
+        queues were doing."""
+        stats = {}
+        for i in self.cluster.alive():
+            try:
+                reply = self.cluster[i].execute_command("QSTAT", QUEUE)
+            except redis.RedisError as e:
+                stats[i] = repr(e)
+                continue
+            fields = dict(zip(reply[::2], reply[1::2])) if reply else {}
+            stats[i] = {k.decode(): fields[k] for k in (b"len", b"blocked", b"jobs-in",
+                        b"jobs-out", b"import-rate") if k in fields}
+        return stats
+
     def summary(self, load_seconds, drain_seconds, gc_complete):
         with self.lock:
-            lost = sorted(b for b in self.answered if not self.delivered[b])
+            undelivered = sorted(b for b in self.answered if not self.delivered[b])
+            # Never delivered while consumers polled: starved if a copy is
+            # left somewhere (a liveness failure), lost if none is.
+            held = {b: self.copies(self.answered[b]) for b in undelivered}
+            starved = [b for b in undelivered if held[b]]
+            lost = [b for b in undelivered if not held[b]]
             try:
                 registered = self.cluster.registered_jobs()
             except redis.RedisError as e:
@@ -323,7 +403,7 @@ class Chaos:
             return {
                 "nodes": len(self.cluster), "replicate": self.plan.replicate,
                 "seed": self.plan.seed, "load_seconds": round(load_seconds, 1),
-                "faults": list(self.plan.faults),
+                "faults": list(self.plan.faults), "schedule": self.plan.schedule,
                 "kills": self.kills, "stops": self.stops, "crashes": self.crashes,
                 "slowest_restart_seconds": round(self.slowest_restart, 1),
                 "answered_adds": len(self.answered), "unanswered_adds": self.unanswered,
@@ -331,12 +411,16 @@ class Chaos:
                 "distinct_delivered": len(self.delivered),
                 "acks": self.acks,
                 "redelivered_after_ack": dict(self.redelivered_after_ack),
+                "undelivered": len(undelivered),
+                "starved": len(starved),
+                "starved_examples": [(b, self.answered[b], held[b]) for b in starved[:10]],
+                "queues": self.queue_stats() if starved else None,
                 "lost": len(lost),
                 "lost_examples": [(b, self.answered[b]) for b in lost[:10]],
                 "drain_seconds": round(drain_seconds, 1),
                 "gc_complete": gc_complete, "registered_jobs": registered,
                 "errors": dict(self.errors), "thread_failures": self.thread_failures,
-                "ok": (not lost and gc_complete and not self.crashes
+                "ok": (not undelivered and gc_complete and not self.crashes
                        and not self.thread_failures),
             }
 
