@@ -50,6 +50,7 @@ def one_run(args, seed):
     if args.scenario == "restart-empty":
         plan = restart_empty_plan(seed)
         plan.replicate = args.nodes
+        plan.polling = args.polling
         # Default settings, as a new user starts nodes: Disque's 15 s node
         # timeout, so the others never flag the restarted node as failed.
         config = node_config(args.fsync) if args.aof else ""
@@ -91,6 +92,9 @@ def main():
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--node-timeout", type=int, default=15000,
                         help="cluster-node-timeout (ms) of the restart-empty scenario")
+    parser.add_argument("--polling", choices=("random", "sticky"), default="random",
+                        help="restart-empty consumers: a random node per GETJOB, or "
+                             "one node until it fails")
     parser.add_argument("--busy", type=int, default=0, help="busy loops beside the run")
     parser.add_argument("--faults", type=faults, default=("kill",),
                         help="kill (kill -9, restart), stop (SIGSTOP 0.5-5 s, "

@@ -69,6 +69,11 @@ class Plan:
     # since 6 is 3): a retried ADDJOB may create a second job, a retried
     # GETJOB leaves the jobs of the first answer to RETRY.
     client_retries: int = 0
+    # Consumers pick a random live node for every GETJOB ("random"), or keep
+    # the node they picked until a call to it fails ("sticky": a worker
+    # connected to one node; one killed moves its workers for good, and a
+    # node may be left with no consumer at all).
+    polling: str = "random"
     # "random": faults drawn every pause until duration ends; "once": one
     # node killed at kill_at s and restarted at restart_at s (issue 13's
     # scenario, where nodes without an AOF come back empty).
@@ -100,6 +105,8 @@ class Chaos:
         self.plan = plan
         self.lock = threading.Lock()
         self.answered = {}                      # body -> job ID
+        self.answered_at = {}                   # body -> when (monotonic)
+        self.slowest_first_delivery = 0.0       # seconds from answer to delivery
         self.unanswered = 0
         self.delivered = collections.Counter()  # body -> deliveries
         self.acked = {}                         # body -> (when answered, ACKJOB/FASTACK)
@@ -121,6 +128,7 @@ class Chaos:
         self.socket_timeout = plan.socket_timeout or (
             10 if "stop" not in plan.faults else plan.add_timeout_ms / 1000 + 1)
         assert plan.schedule in ("random", "once") and plan.acking in ("mixed", "batch")
+        assert plan.polling in ("random", "sticky")
 
     # ------------------------------------------------------------ helpers
 
@@ -143,18 +151,23 @@ class Chaos:
         or not given, a random live node; the reply is None if no node is up
         or the call failed (the error is counted). Frozen nodes count as down
         (a call sent just before the freeze times out: an error)."""
+        node, reply, _ = self.checked_call(clients, rng, *command, node=node)
+        return node, reply
+
+    def checked_call(self, clients, rng, *command, node=None):
+        """call(), and whether the node answered (a null reply is an answer)."""
         with self.lock:
             live = [i for i in self.cluster.alive() if i not in self.frozen]
         if node is None or node not in live:
             if not live:
-                return None, None
+                return None, None, False
             node = rng.choice(live)
         try:
-            return node, clients[node].execute_command(*command)
+            return node, clients[node].execute_command(*command), True
         except redis.RedisError as e:
             with self.lock:
                 self.errors[f"{command[0]} {type(e).__name__}"] += 1
-            return node, None
+            return node, None, False
 
     def thread(self, target, *args):
         def guarded():
@@ -189,6 +202,7 @@ class Chaos:
                     self.unanswered += 1
                 else:
                     self.answered[body] = job_id.decode()
+                    self.answered_at[body] = time.monotonic()
             if job_id is None:
                 time.sleep(0.02)  # a node just died: don't spin on it
 
@@ -198,14 +212,18 @@ class Chaos:
 
     def consume(self, clients, rng):
         late = []  # (due, node, job ID, body): acked after a while
+        sticky = None  # the node a sticky consumer polls
         while not self.stop_consumers.is_set():
             due = [item for item in late if item[0] <= time.monotonic()]
             late = [item for item in late if item[0] > time.monotonic()]
             for _, node, job_id, body in due:
                 self.ack(clients, rng, "ACKJOB", node, [(job_id, body)])
             asked_at = time.monotonic()
-            node, jobs = self.call(clients, rng, "GETJOB", "TIMEOUT", 200,
-                                   "COUNT", self.plan.count, "FROM", QUEUE)
+            node, jobs, answered = self.checked_call(
+                clients, rng, "GETJOB", "TIMEOUT", 200, "COUNT", self.plan.count,
+                "FROM", QUEUE, node=sticky)
+            if self.plan.polling == "sticky":
+                sticky = node if answered else None
             if not jobs:
                 if node is None:
                     time.sleep(0.02)
@@ -234,6 +252,9 @@ class Chaos:
 
     def record_delivery(self, body, asked_at):
         with self.lock:
+            if not self.delivered[body] and body in self.answered_at:
+                self.slowest_first_delivery = max(self.slowest_first_delivery,
+                                                  time.monotonic() - self.answered_at[body])
             self.delivered[body] += 1
             # Asked for after our ack of it was answered: the broker let an
             # acknowledged job come back (allowed, but worth counting).
@@ -411,6 +432,7 @@ class Chaos:
                 "distinct_delivered": len(self.delivered),
                 "acks": self.acks,
                 "redelivered_after_ack": dict(self.redelivered_after_ack),
+                "slowest_first_delivery_seconds": round(self.slowest_first_delivery, 1),
                 "undelivered": len(undelivered),
                 "starved": len(starved),
                 "starved_examples": [(b, self.answered[b], held[b]) for b in starved[:10]],
