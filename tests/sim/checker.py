@@ -10,9 +10,11 @@ Recorded during a run:
   REPLJOB or YOURJOBS frame (held until it arrives or is lost).
 
 Checked at the end, after healing and quiescence:
-- *lost*: a job whose synchronous ADDJOB succeeded and was never delivered
-  although its TTL did not pass (unless every node that held it lost its
-  disk in a crash: beyond the promise);
+- *lost*: a job whose synchronous ADDJOB succeeded, never delivered
+  although its TTL did not pass, with no copy left (unless every node that
+  held it lost its disk in a crash: beyond the promise);
+- *starved*: such a job with a copy left (RETRY 0 here; other jobs are
+  judged by the liveness rule, liveness.py, which also covers redelivery);
 - *acked then delivered*: a delivery after the ack reached every holder
   (no node, alive or on disk, still had an un-acked copy);
 - *leaks*: registered jobs left on any node once everything is acked or
@@ -122,15 +124,24 @@ class Checker:
                 del wire[job_id]
                 self._check_fully_acked(job_id)
 
-    def _held_anywhere(self, job_id):
+    def held_anywhere(self, job_id):
         if job_id in self.live or job_id in self.wire:
             return True
         return any(job_id in ids for ids in self.on_disk.values())
 
+    def where(self, job_id):
+        """Where copies of the job are, for reports."""
+        places = [f"node {i}" for i in sorted(self.live.get(job_id, ()))]
+        places += [f"node {i}'s disk" for i, ids in sorted(self.on_disk.items())
+                   if job_id in ids]
+        if job_id in self.wire:
+            places.append(f"{self.wire[job_id]} frame(s) on the wire")
+        return ", ".join(places) or "nobody"
+
     def _check_fully_acked(self, job_id):
         rec = self.jobs.get(job_id)
         if (rec is not None and rec.acked_ms is not None and rec.full_ack_ms is None
-                and not self._held_anywhere(job_id)):
+                and not self.held_anywhere(job_id)):
             rec.full_ack_ms = self.world.now_ms
             self._note(job_id, "the ack reached every holder")
 
@@ -190,19 +201,33 @@ class Checker:
                    for i in holders)
 
     def finish(self):
+        self.judge_deliveries()
+        self.judge_leaks()
+        return self.violations
+
+    def judge_deliveries(self):
+        """Lost and never-delivered jobs, judged now (the end of the drain)."""
         now = self.world.now_ms
         for rec in self.jobs.values():
             if (rec.synchronous and rec.accepted_ms is not None and not rec.deliveries
                     and now < rec.accepted_ms + rec.ttl_ms and not self._exempt(rec)):
-                self.violations.append(f"lost: {rec.id.decode()} accepted at "
-                                       f"{rec.accepted_ms} ms, never delivered")
+                if not self.held_anywhere(rec.id):
+                    self.violations.append(f"lost: {rec.id.decode()} accepted at "
+                                           f"{rec.accepted_ms} ms, never delivered, "
+                                           f"no copy left")
+                elif not rec.retry_s:
+                    self.violations.append(f"starved: {rec.id.decode()} (RETRY 0) "
+                                           f"accepted at {rec.accepted_ms} ms, never "
+                                           f"delivered though held by {self.where(rec.id)}")
+
+    def judge_leaks(self):
+        """Jobs left on any node, judged once everything is acked or expired."""
         for sim_node in self.world.nodes:
             if sim_node.alive and sim_node.node.jobs:
                 sample = next(iter(sim_node.node.jobs.values()))
                 self.violations.append(
                     f"leak: node {sim_node.index} still has {len(sim_node.node.jobs)} "
                     f"jobs, e.g. {sample!r}")
-        return self.violations
 
     def summary(self):
         accepted = sum(1 for r in self.jobs.values() if r.accepted_ms is not None)
@@ -212,4 +237,6 @@ class Checker:
         return {"accepted": accepted, "delivered": delivered,
                 "deliveries": deliveries, "duplicates": duplicates,
                 "max_dummy_acks": self.max_dummy_acks,
-                "violations": len(self.violations)}
+                "violations": len(self.violations),
+                "starved": sum(v.startswith("starved") for v in self.violations),
+                "lost": sum(v.startswith("lost") for v in self.violations)}

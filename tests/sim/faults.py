@@ -3,11 +3,23 @@
 Each profile schedules its faults during the workload phase; ``heal``
 undoes them all (network back to normal, every node restarted) before the
 checker's quiescence phase.
+
+restart-empty (issue 13): on a loaded machine (load.py: nodes stall, the
+bus is slow), one node at a time is killed and restarted empty under its
+old ID (nodes.conf kept, no AOF), after 0.5-8 s (often past the node
+timeout), slowly (its process stalls before its loop runs); half of the
+kills strike a node as it sends or receives jobs (YOURJOBS, or REPLJOB).
+Polling consumers (polling.py) take the jobs.  The load and the slow bus
+last through the drain: ``unload`` ends them before the cluster settles.
 """
+
+from .load import Load
 
 PROFILES = ("none", "loss", "delay", "reorder", "duplicate", "partition",
             "oneway", "minority", "flapping", "crash", "crash-noaof",
-            "clockjump", "slow", "burst", "mixed")
+            "clockjump", "slow", "burst", "mixed", "restart-empty")
+LOADED_DELAY_MS = (1, 30)  # the bus of a loaded machine
+EMPTY_DOWN_MS = (500, 8000)  # how long a node restarted empty stays down
 
 
 class Faults:
@@ -18,6 +30,8 @@ class Faults:
         self.rng = world.rng
         self.profile = profile
         self.active = False
+        self.load = Load(world) if profile == "restart-empty" else None
+        self.armed = False  # the next jobs frame on the bus kills a node
 
     @property
     def workload_options(self):
@@ -26,6 +40,7 @@ class Faults:
             "faults": self.profile != "none",
             "slow_consumers": self.profile in ("slow", "mixed"),
             "burst": self.profile in ("burst", "mixed"),
+            "polling": self.profile == "restart-empty",
         }
 
     def start(self, until_ms):
@@ -41,8 +56,12 @@ class Faults:
             net.jitter_ms = 40
         if p in ("duplicate", "mixed"):
             net.duplicate = 0.05
+        if self.load is not None:
+            self.load.start()
+            net.delay_ms = LOADED_DELAY_MS
+            net.on_jobs_sent = self._jobs_sent
         if p in ("partition", "oneway", "minority", "flapping", "crash",
-                 "crash-noaof", "clockjump", "mixed"):
+                 "crash-noaof", "clockjump", "mixed", "restart-empty"):
             self._schedule_next()
 
     def _schedule_next(self):
@@ -86,7 +105,32 @@ class Faults:
         elif p == "clockjump":
             victim = rng.choice(nodes)
             victim.clock_offset_ms += rng.choice((-1, 1)) * rng.randint(500, 20000)
+        elif p == "restart-empty" and all(n.alive for n in nodes) and not self.armed:
+            if rng.random() < 0.5:
+                self.armed = True  # see _jobs_sent
+            else:
+                self._restart_empty(rng.choice(nodes))
         self._schedule_next()
+
+    def _jobs_sent(self, src, dst, frame):
+        """Armed, the next YOURJOBS (or REPLJOB) kills its sender or its
+        receiver before the jobs arrive: a restart during federation."""
+        if not self.armed or not self.active:
+            return
+        self.armed = False
+        victim = src if self.rng.random() < 0.5 else dst
+        world = self.world
+        # At the end of this turn: the sender is in the middle of a flush.
+        world.at(world.now_ms, self._restart_empty, victim)
+
+    def _restart_empty(self, victim):
+        """kill -9 without an AOF; back later under the same ID (its
+        nodes.conf), with no jobs, and slow to start."""
+        if not victim.alive or not self.active:
+            return
+        victim.crash(keep_aof=False)
+        down_ms = self.rng.randint(*EMPTY_DOWN_MS)
+        self.world.at(self.world.now_ms + down_ms, self._restart, victim)
 
     def _unblock(self, pairs):
         self.world.network.blocked -= pairs
@@ -94,6 +138,8 @@ class Faults:
     def _restart(self, sim_node):
         if not sim_node.alive:
             sim_node.start()
+            if self.load is not None:
+                self.load.slow_start(sim_node)
 
     def heal(self):
         self.active = False
@@ -102,6 +148,15 @@ class Faults:
         net.delay_ms = (1, 3)
         net.jitter_ms = 0
         net.blocked.clear()
+        self.armed = False
         for sim_node in self.world.nodes:
             if not sim_node.alive:
-                sim_node.start()
+                self._restart(sim_node)
+        if self.load is not None:
+            net.delay_ms = LOADED_DELAY_MS  # the machine is still loaded
+
+    def unload(self):
+        """The machine is quiet again (before the cluster settles)."""
+        if self.load is not None:
+            self.load.stop()
+            self.world.network.delay_ms = (1, 3)

@@ -5,6 +5,7 @@ import time
 
 from trisque.server.core.job import DUMMY_ACK
 
+from . import liveness
 from .faults import Faults
 from .workload import Workload
 from .world import World, frame_summary
@@ -12,7 +13,7 @@ from .world import World, frame_summary
 
 def run_seed(seed, nodes=5, profile="none", work_ms=15000, drain_ms=40000,
              settle_ms=240000, trace_job=None, check_invariants=True):
-    started = time.monotonic()
+    started = time.monotonic(), time.process_time()
     world = World(seed, nodes=nodes, check_invariants=check_invariants)
     trace = []
     if trace_job is not None:
@@ -39,25 +40,20 @@ def run_seed(seed, nodes=5, profile="none", work_ms=15000, drain_ms=40000,
     workload.start(t0 + work_ms)
     _run_sampling(world, t0 + work_ms)
     faults.heal()
+    healed_ms = world.now_ms
     workload.drain()
     _run_sampling(world, t0 + work_ms + drain_ms)
-    lost_cutoff = world.now_ms
+    # Lost, never delivered and starved jobs are judged when the drain ends.
+    checker.judge_deliveries()
+    checker.violations += liveness.starved(checker, healed_ms, world.now_ms,
+                                           world.node_timeout_ms)
     workload.stop()
+    faults.unload()
 
     def settled():
         return all(s.alive and not s.node.jobs for s in world.nodes)
     world.run_until(world.now_ms + settle_ms, stop=settled)
-    saved_now = world.now_ms
-    world.now_ms = lost_cutoff  # "lost" is judged when the drain ended
-    violations = [v for v in checker.finish() if not v.startswith("leak")]
-    world.now_ms = saved_now
-    checker.violations = violations
-    for sim_node in world.nodes:  # leaks are judged after settling
-        if sim_node.alive and sim_node.node.jobs:
-            sample = next(iter(sim_node.node.jobs.values()))
-            checker.violations.append(
-                f"leak: node {sim_node.index} still has {len(sim_node.node.jobs)} "
-                f"jobs, e.g. {sample!r}")
+    checker.judge_leaks()
     return _result(world, seed, nodes, profile, started, trace)
 
 
@@ -75,7 +71,9 @@ def _result(world, seed, nodes, profile, started, trace):
     summary = world.checker.summary()
     summary.update(seed=seed, nodes=nodes, profile=profile,
                    events=world.events_run, frames=world.network.frames,
-                   virtual_s=world.now_ms / 1000, wall_s=round(time.monotonic() - started, 2),
+                   virtual_s=world.now_ms / 1000,
+                   wall_s=round(time.monotonic() - started[0], 2),
+                   cpu_s=round(time.process_time() - started[1], 2),
                    violations=list(world.checker.violations), trace=trace)
     return summary
 

@@ -32,17 +32,45 @@ def test_same_seed_same_run():
     assert {k: a[k] for k in keys} == {k: b[k] for k in keys}
 
 
-def test_checker_catches_a_lost_job():
-    """The checker is not vacuous: a job whose every copy is destroyed
-    behind the cluster's back is reported lost."""
+def _world_with_jobs(seed):
+    """A formed 3-node cluster that accepted jobs for 2 s, nobody consuming."""
     from .world import World
     from .workload import Workload
-    world = World(5, nodes=3)
+    world = World(seed, nodes=3)
     world.start_cluster()
     world.run_until(20000, stop=world.cluster_formed)
     workload = Workload(world, consumers=0)
     workload.start(world.now_ms + 2000)
     world.run_until(world.now_ms + 2000)
+    return world
+
+
+def test_liveness_checker_catches_a_stuck_job():
+    """A job whose copies stay but that no node will ever queue again is
+    reported starved (not lost), with where its copies are."""
+    from . import liveness
+    world = _world_with_jobs(6)
+    checker = world.checker
+    victim = next(r for r in checker.jobs.values() if r.synchronous and r.retry_s)
+    for sim_node in world.nodes:  # every copy active, never to be requeued
+        job = sim_node.node.jobs.get(victim.id)
+        if job is not None:
+            sim_node.node.dequeue(job)
+            job.qtime_ms = 0
+            sim_node.node.schedule(job)
+    start = world.now_ms
+    world.run_until(start + liveness.bound_ms(victim.retry_s, world.node_timeout_ms) + 1000)
+    found = liveness.starved(checker, start, world.now_ms, world.node_timeout_ms)
+    stuck = [v for v in found if victim.id.decode() in v]
+    assert stuck and stuck[0].startswith("starved") and "node " in stuck[0], found
+    checker.judge_deliveries()
+    assert not any(victim.id.decode() in v for v in checker.violations)  # not lost
+
+
+def test_checker_catches_a_lost_job():
+    """The checker is not vacuous: a job whose every copy is destroyed
+    behind the cluster's back is reported lost."""
+    world = _world_with_jobs(5)
     victim = next(r for r in world.checker.jobs.values() if r.synchronous and r.retry_s)
     for sim_node in world.nodes:  # silently drop the job everywhere
         job = sim_node.node.jobs.get(victim.id)
@@ -50,3 +78,4 @@ def test_checker_catches_a_lost_job():
             sim_node.node.unregister(job)
     violations = world.checker.finish()
     assert any(victim.id.decode() in v and v.startswith("lost") for v in violations)
+    assert world.checker.summary()["lost"] >= 1

@@ -3,16 +3,23 @@
 Producers ADDJOB to random nodes with random REPLICATE, RETRY, TTL and
 ASYNC.  Consumers GETJOB on random nodes and then ACKJOB (sometimes on
 another node), FASTACK, NACK, WORKING then ACKJOB, or die without acking.
+
+With ``polling`` (issue 13's clients): one queue, jobs replicated to every
+node (or most), RETRY 1-3, and polling consumers (polling.py) instead.
 """
 
+from .polling import PollingConsumer
 from .world import SimClient
 
 QUEUES = (b"q0", b"q1", b"q2")
+POLLING_CONSUMERS = 4
+POLLING_RETRIES_S = (1, 2, 2, 3)
+POLLING_RATE_FACTOR = 3  # issue 13's producers were fast: queues that build up
 
 
 class Workload:
     def __init__(self, world, rate_per_s=40, consumers=6, faults=False,
-                 slow_consumers=False, burst=False):
+                 slow_consumers=False, burst=False, polling=False):
         self.world = world
         self.rng = world.rng
         self.rate_per_s = rate_per_s
@@ -20,6 +27,10 @@ class Workload:
         self.faults = faults  # consumers may die, NACK, hop nodes
         self.slow_consumers = slow_consumers
         self.burst = burst
+        self.polling = polling
+        if polling:
+            self.consumer_count = min(consumers, POLLING_CONSUMERS)
+            self.rate_per_s = rate_per_s * POLLING_RATE_FACTOR
         self.producing = False
         self.draining = False
         self.producers = {}  # node index -> SimClient
@@ -34,14 +45,16 @@ class Workload:
         for _ in range(self.consumer_count):
             self._start_consumer()
 
-    def _alive_nodes(self):
+    def alive_nodes(self):
         return [n for n in self.world.nodes if n.alive]
 
-    def _producer(self, sim_node):
-        client = self.producers.get(sim_node.index)
+    def connection(self, clients, sim_node):
+        """The client's connection to ``sim_node`` in ``clients`` (node
+        index -> SimClient), a new one if that one is gone."""
+        client = clients.get(sim_node.index)
         if client is None or not client.alive or client.sim_node.node is None \
                 or client.client.id not in sim_node.node.clients:
-            client = self.producers[sim_node.index] = SimClient(self.world, sim_node)
+            client = clients[sim_node.index] = SimClient(self.world, sim_node)
         return client
 
     def _produce(self):
@@ -59,22 +72,28 @@ class Workload:
 
     def _add_one(self):
         rng = self.rng
-        nodes = self._alive_nodes()
+        nodes = self.alive_nodes()
         if not nodes:
             return
         sim_node = rng.choice(nodes)
         size = len(self.world.nodes)
-        replicate = rng.randint(1, min(3, size))
-        retry = rng.randint(1, 4)
-        if replicate == 1 and rng.random() < 0.2:
-            retry = 0
+        if self.polling:
+            replicate = size if rng.random() < 0.6 else rng.randint(2, max(2, size - 1))
+            retry = rng.choice(POLLING_RETRIES_S)
+            queue = QUEUES[0]
+        else:
+            replicate = rng.randint(1, min(3, size))
+            retry = rng.randint(1, 4)
+            if replicate == 1 and rng.random() < 0.2:
+                retry = 0
+            queue = rng.choice(QUEUES)
         ttl = rng.randint(40, 90)
-        asynchronous = rng.random() < 0.1
-        argv = [b"ADDJOB", rng.choice(QUEUES), b"body-%d" % world_counter(self),
+        asynchronous = not self.polling and rng.random() < 0.1
+        argv = [b"ADDJOB", queue, b"body-%d" % world_counter(self),
                 b"2000", b"REPLICATE", replicate, b"RETRY", retry, b"TTL", ttl]
         if asynchronous:
             argv.append(b"ASYNC")
-        client = self._producer(sim_node)
+        client = self.connection(self.producers, sim_node)
 
         def on_reply(reply):
             if isinstance(reply, bytes):
@@ -88,7 +107,12 @@ class Workload:
     # --------------------------------------------------------- consuming
 
     def _start_consumer(self):
-        nodes = self._alive_nodes()
+        if self.polling:
+            consumer = PollingConsumer(self, QUEUES[0])
+            self.consumers.append(consumer)
+            consumer.poll()
+            return
+        nodes = self.alive_nodes()
         if not nodes:
             self.world.at(self.world.now_ms + 500, self._start_consumer)
             return
@@ -98,10 +122,13 @@ class Workload:
 
     def drain(self):
         """Stop misbehaving: every consumer acks promptly from now on, and
-        every node gets one."""
+        every node gets one.  Polling consumers go on as they were: they
+        are what must get every job."""
         self.draining = True
         self.slow_consumers = False
-        for sim_node in self._alive_nodes():
+        if self.polling:
+            return
+        for sim_node in self.alive_nodes():
             consumer = Consumer(self, sim_node)
             self.consumers.append(consumer)
             consumer.fetch()
@@ -139,7 +166,7 @@ class Consumer:
             self._reconnect()
 
     def _reconnect(self):
-        nodes = self.workload._alive_nodes()
+        nodes = self.workload.alive_nodes()
         if not nodes or self.stopped:
             self.world.at(self.world.now_ms + 300, self.fetch)
             return
@@ -194,7 +221,7 @@ class Consumer:
         checker = self.world.checker
         client = self.client
         if action == "ack-elsewhere":
-            nodes = self.workload._alive_nodes()
+            nodes = self.workload.alive_nodes()
             if nodes:
                 client = SimClient(self.world, self.rng.choice(nodes))
             action = "ack"

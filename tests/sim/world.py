@@ -10,6 +10,10 @@ jitter and job IDs), so a seed replays a run exactly.
 Time is an integer of milliseconds; events are (time, sequence, action) in
 a heap.  After every event the node involved flushes its cluster outbox,
 its clients' replies are read, and its next deadline is scheduled.
+
+A node can be stalled (``busy_until``, see load.py): the events meant for
+it (frames, timers, cron, client requests) wait until it runs again, in the
+order they came.
 """
 
 import heapq
@@ -27,6 +31,10 @@ from trisque.server.shell import aof_load
 EPOCH_MS = 1_800_000_000_000  # virtual wall clock starts here
 CRON_MS = 100
 STOP_CHECK_MS = 100  # run_until's stop condition is checked this often
+# The core's invariants are checked after every this many turns of a node:
+# the check walks every job (a fifth of a seed's CPU when run every turn),
+# and a broken invariant stays broken long enough to be seen a few turns on.
+INVARIANTS_EVERY = 8
 PORT = 7711
 
 
@@ -149,6 +157,17 @@ class SimNode:
         self.node = None
         self.timer_at = None  # world time of the pending timer event
         self.incarnation = 0
+        self.busy_until = 0  # world time until which the node does not run
+        self.turns = 0
+
+    def stalled(self, action, *args):
+        """True if the node is not running now: ``action(*args)`` is put
+        off until it does (behind what already waits, as in a socket)."""
+        busy_until = self.busy_until
+        if busy_until <= self.world.now_ms:
+            return False
+        self.world.at(busy_until, action, *args)
+        return True
 
     # ------------------------------------------------------------ life
 
@@ -156,6 +175,7 @@ class SimNode:
         world = self.world
         self.incarnation += 1
         self.timer_at = None  # the last incarnation's timer event is void
+        self.busy_until = 0  # a new process
         config = Config()
         config.port = PORT
         config.cluster_node_timeout = world.node_timeout_ms
@@ -231,6 +251,8 @@ class SimNode:
     def cron(self, incarnation):
         if not self.alive or incarnation != self.incarnation:
             return
+        if self.stalled(self.cron, incarnation):
+            return
         self.node.cron()
         self.after_event()
         self.world.at(self.world.now_ms + CRON_MS, self.cron, incarnation)
@@ -241,6 +263,10 @@ class SimNode:
         # such copies multiplied: 2/3 of all events of a 7-node seed).
         if (not self.alive or incarnation != self.incarnation
                 or self.timer_at != self.world.now_ms):
+            return
+        if self.busy_until > self.world.now_ms:  # late: it runs when the node does
+            self.timer_at = self.busy_until
+            self.stalled(self.timers, incarnation)
             return
         self.timer_at = None
         self.node.run_timers()
@@ -261,7 +287,8 @@ class SimNode:
             if self.timer_at is None or at < self.timer_at:
                 self.timer_at = at
                 world.at(at, self.timers, self.incarnation)
-        if world.check_invariants:
+        self.turns += 1
+        if world.check_invariants and not self.turns % INVARIANTS_EVERY:
             self.node.check_invariants()
         world.deliver_client_output()
 
@@ -286,6 +313,7 @@ class Network:
         self.blocked = set()  # (from index, to index) pairs that cannot talk
         self.frames = 0
         self.trace = None  # callable(time, src, dst, message) or None
+        self.on_jobs_sent = None  # callable(src, dst, frame) for REPLJOB/YOURJOBS
 
     def reachable(self, a, b):
         return (a.index, b.index) not in self.blocked
@@ -308,6 +336,8 @@ class Network:
 
     def _connected(self, src, incarnation, node_id, dst):
         if not src.alive or src.incarnation != incarnation:
+            return
+        if src.stalled(self._connected, src, incarnation, node_id, dst):
             return
         transport = src.transport
         if node_id not in transport.connecting:
@@ -333,12 +363,16 @@ class Network:
             return
         copies = 2 if world.rng.random() < self.duplicate else 1
         carried = _jobs_carried(frame)
+        if carried and self.on_jobs_sent is not None:
+            self.on_jobs_sent(src, dst, frame)
         for _ in range(copies):
             world.checker.in_flight(carried, +1)
             world.at(world.now_ms + self._latency(), self._deliver, link, frame, carried)
 
     def _deliver(self, link, frame, carried):
         dst = link.peer
+        if dst.alive and dst.stalled(self._deliver, link, frame, carried):
+            return  # still on its way: waits in the socket
         try:
             if (link.broken or not dst.alive or dst.incarnation != link.dst_incarnation
                     or not self.reachable(link.owner, dst)):
@@ -398,6 +432,8 @@ class SimClient:
 
     def pump(self):
         node = self.sim_node
+        if node.alive and self.pending and node.stalled(self.pump):
+            return
         ran = False
         while self.pending and self.alive and node.alive and self.client.blocked is None:
             node.node.execute(self.client, self.pending.pop(0))
