@@ -51,6 +51,7 @@ def one_run(args, seed):
         plan = restart_empty_plan(seed)
         plan.replicate = args.nodes
         plan.polling = args.polling
+        plan.stalls = (0.05, args.stalls) if args.stalls else None
         # Default settings, as a new user starts nodes: Disque's 15 s node
         # timeout, so the others never flag the restarted node as failed.
         config = node_config(args.fsync) if args.aof else ""
@@ -95,6 +96,9 @@ def main():
     parser.add_argument("--polling", choices=("random", "sticky"), default="random",
                         help="restart-empty consumers: a random node per GETJOB, or "
                              "one node until it fails")
+    parser.add_argument("--stalls", type=float, default=0,
+                        help="restart-empty: SIGSTOP a random node every 0.2-1 s for "
+                             "0.05 s up to this many seconds")
     parser.add_argument("--busy", type=int, default=0, help="busy loops beside the run")
     parser.add_argument("--faults", type=faults, default=("kill",),
                         help="kill (kill -9, restart), stop (SIGSTOP 0.5-5 s, "

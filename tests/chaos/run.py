@@ -74,6 +74,10 @@ class Plan:
     # connected to one node; one killed moves its workers for good, and a
     # node may be left with no consumer at all).
     polling: str = "random"
+    # Stalls: every 0.2-1 s one random node is SIGSTOPped this long (s), through
+    # the load and the drain: a loaded machine's late timers, slow bus turns
+    # and replies past the client's timeout. None: no stalls.
+    stalls: tuple | None = None
     # "random": faults drawn every pause until duration ends; "once": one
     # node killed at kill_at s and restarted at restart_at s (issue 13's
     # scenario, where nodes without an AOF come back empty).
@@ -114,6 +118,7 @@ class Chaos:
         self.redelivered_after_ack = collections.Counter()  # by the ack command
         self.kills = 0
         self.stops = 0
+        self.stalls = 0
         self.frozen = set()                     # nodes SIGSTOPped right now
         self.slowest_restart = 0.0              # seconds until loaded and answering
         self.crashes = []                       # nodes that exited unasked
@@ -328,6 +333,23 @@ class Chaos:
             with self.lock:
                 self.frozen.difference_update(victims)
 
+    def staller(self):
+        """Short freezes of random nodes until the consumers stop (see Plan)."""
+        rng = random.Random(f"{self.plan.seed}-stalls")
+        while not self.stop_consumers.wait(rng.uniform(0.2, 1.0)):
+            with self.lock:
+                live = [i for i in self.cluster.alive() if i not in self.frozen]
+            if not live:
+                continue
+            victim = rng.choice(live)
+            proc = self.cluster.servers[victim].proc
+            try:
+                proc.send_signal(signal.SIGSTOP)
+                self.stalls += 1
+                time.sleep(rng.uniform(*self.plan.stalls))
+            finally:
+                proc.send_signal(signal.SIGCONT)
+
     def restart_crashed(self):
         """A node down that we did not kill crashed: note it, bring it back."""
         for i, server in enumerate(self.cluster.servers):
@@ -341,6 +363,7 @@ class Chaos:
         producers = [self.thread(self.producer, i) for i in range(self.plan.producers)]
         consumers = [self.thread(self.consumer, i) for i in range(self.plan.consumers)]
         chaos = self.thread(self.chaos)
+        staller = self.thread(self.staller) if self.plan.stalls else None
         try:
             started = time.monotonic()
             time.sleep(self.plan.duration)
@@ -362,7 +385,7 @@ class Chaos:
             for event in (self.stop_chaos, self.stop_producers, self.stop_consumers):
                 event.set()
             try:
-                for t in [chaos, *producers, *consumers]:
+                for t in [chaos, *producers, *consumers, *filter(None, [staller])]:
                     t.join()
             finally:
                 resume(self.cluster)
@@ -425,7 +448,8 @@ class Chaos:
                 "nodes": len(self.cluster), "replicate": self.plan.replicate,
                 "seed": self.plan.seed, "load_seconds": round(load_seconds, 1),
                 "faults": list(self.plan.faults), "schedule": self.plan.schedule,
-                "kills": self.kills, "stops": self.stops, "crashes": self.crashes,
+                "kills": self.kills, "stops": self.stops, "stalls": self.stalls,
+                "crashes": self.crashes,
                 "slowest_restart_seconds": round(self.slowest_restart, 1),
                 "answered_adds": len(self.answered), "unanswered_adds": self.unanswered,
                 "deliveries": sum(self.delivered.values()),
