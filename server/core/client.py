@@ -24,7 +24,7 @@ class Client:
         "id", "addr", "laddr", "proto", "name", "lib_name", "lib_ver",
         "authenticated", "ctime_ms", "last_ms", "last_cmd", "out",
         "blocked", "wake_ms", "reply_mode", "close_after_reply", "monitor",
-        "killed", "transport", "slots", "disque_resp3",
+        "killed", "transport", "slots", "disque_resp3", "db",
     )
 
     def __init__(self, client_id, addr="", laddr="", now_ms=0, transport=None):
@@ -51,6 +51,7 @@ class Client:
         # replication): pipelined commands keep running, replies keep order.
         self.slots = None
         self.disque_resp3: bool = False  # CLIENT DISQUE-RESP3 ON
+        self.db: int = 0  # the keyspace database SELECTed
 
     def disque_proto(self) -> int:
         """The RESP version Disque's commands answer this client in."""

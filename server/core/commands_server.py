@@ -234,7 +234,7 @@ def _client_line(c, now_ms):
     fd = getattr(c.transport, "fd", -1)  # -1: no socket (Redis's for its fake clients)
     return (f"id={c.id} addr={c.addr} laddr={c.laddr} fd={fd} name={c.name} "
             f"age={(now_ms - c.ctime_ms) // 1000} idle={(now_ms - c.last_ms) // 1000} "
-            f"flags={flags} db=0 sub=0 psub=0 multi=-1 qbuf=0 qbuf-free=0 obl=0 "
+            f"flags={flags} db={c.db} sub=0 psub=0 multi=-1 qbuf=0 qbuf-free=0 obl=0 "
             f"oll={len(c.out)} omem=0 events=r cmd={c.last_cmd} "
             f"lib-name={c.lib_name} lib-ver={c.lib_ver} resp={c.proto}")
 
@@ -327,8 +327,10 @@ def config_(node, client, argv):
 @command("DEBUG", -2, "admin")
 def debug(node, client, argv):
     sub = upper(argv[1])
-    if sub == "FLUSHALL":
+    if sub == "FLUSHALL":  # Disque's: everything on this node, keys too
         flushall(node)
+        node.keyspace.flush_all()
+        node.keyspace.log(node.keyspace.dbs[0], b"FLUSHALL")
         return resp.OK
     if sub == "SLEEP" and len(argv) == 3:
         try:

@@ -8,9 +8,12 @@ import sys
 from .table import unique_commands
 
 SECTIONS = ("server", "clients", "memory", "jobs", "queues", "persistence",
-            "stats", "cpu", "cluster")
+            "stats", "cpu", "cluster", "keyspace")
 DEFAULT = ("server", "clients", "memory", "jobs", "queues", "persistence",
-           "stats", "cpu")
+           "stats", "cpu", "keyspace")
+# The Redis version whose keyspace commands we follow (tested against it),
+# for Redis tools and clients that check INFO server's redis_version.
+REDIS_VERSION = "7.0.15"
 RUN_ID = os.urandom(20).hex()
 
 
@@ -38,6 +41,7 @@ def section_fields(node, name):
         uptime = (now_ms - stats.start_ms) // 1000
         return [
             ("disque_version", VERSION), ("trisque_version", VERSION),
+            ("redis_version", REDIS_VERSION), ("redis_mode", "standalone"),
             ("os", f"{platform.system()} {platform.release()} {platform.machine()}"),
             ("arch_bits", 64 if sys.maxsize > 2**32 else 32),
             ("multiplexing_api", "trio"),
@@ -87,6 +91,7 @@ def section_fields(node, name):
             ("instantaneous_output_kbps", "0.00"),
             ("rejected_connections", stats.rejected),
             ("expired_jobs", stats.expired_jobs),
+            ("expired_keys", node.keyspace.expired_keys),
             ("latest_fork_usec", 0),
         ]
     if name == "cpu":
@@ -99,6 +104,8 @@ def section_fields(node, name):
         ]
     if name == "cluster":
         return list(node.cluster.info_fields())
+    if name == "keyspace":
+        return node.keyspace.info_fields(now_ms)
     if name == "commandstats":
         return [(f"cmdstat_{c.lname}",
                  f"calls={c.calls},usec={c.ns // 1000},"

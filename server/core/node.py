@@ -28,6 +28,7 @@ from ...protocol.errors import CommandError
 
 from .client import BlockedGet, PendingReply, REPLY_ON, REPLY_SKIP
 from .deadlines import Deadlines
+from .keyspace import Keyspace, active_expire
 from .job import (ACKED, ACTIVE, BCAST_QUEUED, BCAST_WILLQUEUE, DELIVERED,
                   QUEUED, WAIT_REPL, Job)
 from .queue import PAUSED_IN, PAUSED_OUT, QUEUE_OVERHEAD, Queue
@@ -73,6 +74,7 @@ class Node:
         self.table = COMMANDS if table is None else table
         self.jobs = {}  # job id -> Job
         self.queues = {}  # name -> Queue
+        self.keyspace = Keyspace(self, config.databases)  # Redis's keys, node-local
         self.deadlines = Deadlines()
         self.clients = {}  # id -> Client
         self.monitors = []
@@ -595,10 +597,14 @@ class Node:
     # --------------------------------------------------------------- cron
 
     def cron(self):
-        """Housekeeping every 100 ms: idle queues, federation for blocked
-        clients, the cluster's own cron."""
+        """Housekeeping every 100 ms: idle queues, keys past their TTL,
+        federation for blocked clients, the cluster's own cron."""
         now_ms = self.now_ms()
         self.evict_idle_queues(now_ms)
+        keyspace = self.keyspace
+        active_expire(keyspace, now_ms, self.config.hz)
+        if keyspace.lazyfree:
+            keyspace.free_lazily()
         if self.config.timeout:
             self.close_idle_clients(now_ms)
         self.cluster.cron(now_ms)

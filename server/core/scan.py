@@ -95,9 +95,11 @@ def _cursor(snap_id, deletions, position):
     return (snap_id << _SNAP_SHIFT) | ((deletions & _DELETIONS_MASK) << _POSITION_BITS) | position
 
 
-def scan(mapping, cursor, count, busyloop, wanted, deletions):
+def scan(mapping, cursor, count, busyloop, wanted, deletions, keys=False):
     """Return (next cursor, matching values); the next cursor is 0 at the end.
-    ``deletions`` counts every removal from ``mapping`` so far."""
+    ``deletions`` counts every removal from ``mapping`` so far.  With
+    ``keys`` (the keyspace's SCAN), ``wanted`` is asked about keys and the
+    matching keys are returned."""
     snap_id = cursor >> _SNAP_SHIFT
     start_deletions = (cursor >> _POSITION_BITS) & _DELETIONS_MASK
     position = cursor & _POSITION_MASK
@@ -126,19 +128,19 @@ def scan(mapping, cursor, count, busyloop, wanted, deletions):
 
     found = []
     if snapshot is not None:
-        keys = snapshot.keys
-        end = len(keys) if busyloop else min(len(keys), position + budget)
+        size = len(snapshot.keys)
+        end = size if busyloop else min(size, position + budget)
         get = mapping.get
         examined = 0
-        for key in keys[position:end]:  # a list slice: O(COUNT), islice would walk
+        for key in snapshot.keys[position:end]:  # a slice: O(COUNT), islice would walk
             examined += 1
             value = get(key)
-            if value is not None and wanted(value):
-                found.append(value)
+            if value is not None and wanted(key if keys else value):
+                found.append(key if keys else value)
                 if not busyloop and len(found) >= count:
                     break
         position += examined
-        if position >= len(keys):
+        if position >= size:
             _drop((id(mapping), snap_id))
             return 0, found
         return _cursor(snap_id, start_deletions, position), found
@@ -147,10 +149,11 @@ def scan(mapping, cursor, count, busyloop, wanted, deletions):
     # deletions since the cursor was issued (never skips; may repeat).
     if cursor:
         position = max(0, position - ((deletions - start_deletions) & _DELETIONS_MASK))
+    walked = mapping if keys else mapping.values()
     if busyloop:
-        values = islice(mapping.values(), position, None)
+        values = islice(walked, position, None)
     else:
-        values = islice(mapping.values(), position, position + budget)
+        values = islice(walked, position, position + budget)
     examined = 0
     for value in values:
         examined += 1

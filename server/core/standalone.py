@@ -99,6 +99,9 @@ class NoLog:
     def job_deleted(self, job):
         pass
 
+    def append_command(self, *argv):
+        pass
+
     def reload(self):
         pass
 

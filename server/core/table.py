@@ -45,5 +45,6 @@ def unique_commands():
     return [seen[name] for name in sorted(seen)]
 
 
-# Registering happens on import; the keyspace joins the same table later.
+# Registering happens on import; the keyspace's commands join the same table.
 from . import commands_jobs, commands_queues, commands_server  # noqa: E402,F401
+from .keyspace import commands_db, commands_keys, commands_strings  # noqa: E402,F401

@@ -3,8 +3,8 @@
 What is logged, as RESP commands (``protocol/aof.py``): ``LOADJOB`` when a
 job is stored here (ADDJOB, a replica received, synchronous replication
 reached) and ``DELJOB`` when it is acked or evicted.  Other components (the
-keyspace, later) log their writes with ``append_command(*argv)``, register
-a replay handler in ``aof_load.REPLAY`` and a snapshot source in
+keyspace: ``aof_keys.py``) log their writes with ``append_command(*argv)``,
+register a replay handler in ``aof_load.REPLAY`` and a snapshot source in
 ``aof_rewrite.SNAPSHOT_SOURCES``.
 
 When a record reaches the disk:
@@ -47,7 +47,7 @@ from ...protocol import aof
 from ...protocol.errors import CommandError
 from ..core.config import ConfigError
 
-from . import aof_load, aof_rewrite, log
+from . import aof_keys, aof_load, aof_rewrite, log  # noqa: F401 (aof_keys registers)
 from .aof_job import loadjob_record
 
 OFF = "off"
@@ -273,6 +273,7 @@ class AppendOnlyLog:
             self.rewrite_scheduled = True
             self._refresh()
         flushall(self.node)
+        self.node.keyspace.flush_all()
         try:
             _exhaust(aof_load.load(self.node, self.path,
                                    self.config.aof_load_truncated, False))
