@@ -35,7 +35,7 @@ def _db_index(node: Node, arg: bytes, message: str | None) -> int:
 
 @key_command("SELECT", 2, "loading fast", keys=(0, 0, 0))
 def select(node: Node, client: Client, argv: list[bytes]) -> bytes:
-    client.db = _db_index(node, argv[1], "ERR invalid DB index")
+    client.db = _db_index(node, argv[1], None)
     return resp.OK
 
 

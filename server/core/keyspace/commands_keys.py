@@ -320,4 +320,9 @@ def object_(node: Node, client: Client, argv: list[bytes]) -> bytes:
             "ERR An LFU maxmemory policy is not selected, access frequency not "
             "tracked. Please note that when switching between policies at runtime "
             "LRU and LFU data will take some time to adjust.")
-    return resp.ZERO if sub == b"IDLETIME" else resp.ONE
+    if sub == b"IDLETIME":
+        return resp.ZERO
+    if type(value) is bytes and len(value) <= 4 and value.isdigit() and (
+            value[0] != 48 or len(value) == 1):
+        return b":2147483647\r\n"  # Redis's shared integers 0-9999
+    return resp.ONE

@@ -110,7 +110,8 @@ def parse_long_double(data: bytes | bytearray) -> Fraction | float | None:
 def add_long_double(a: Fraction | float, b: Fraction | float) -> Fraction | float:
     """a + b in long double; NaN comes back as float nan."""
     if a.__class__ is float or b.__class__ is float:
-        return float(a) + float(b)
+        # An infinity: finite parts do not matter (and may not fit a float).
+        return (a if a.__class__ is float else 0.0) + (b if b.__class__ is float else 0.0)  # type: ignore[operator]
     return round_long_double(Fraction(a) + Fraction(b))
 
 
