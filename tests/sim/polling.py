@@ -4,7 +4,10 @@ Each one loops: a random live node, ``GETJOB TIMEOUT 200 COUNT 20 FROM q``,
 then one ACKJOB for the batch it got, except a share of batches never
 acknowledged (a worker that died on them: the jobs come back after RETRY).
 Some consumers know only some of the nodes (a worker configured with one
-or two addresses): jobs queued elsewhere must come to them (federation).
+or two addresses); half are sticky: they keep the node they polled until a
+call to it fails (a worker connected to one node), so a killed node loses
+its consumers for good and comes back with none.  Jobs queued where nobody
+polls must come to the consumers (federation).
 As redis-py with a socket timeout, a reply that takes longer than
 SOCKET_TIMEOUT_MS is given up: the connection is closed, and jobs that
 reply would have carried never reach the consumer (the node counts them
@@ -27,6 +30,7 @@ UNACKED_BATCHES = 0.05
 SOCKET_TIMEOUT_MS = 2000
 THINK_MS = (0, 10)  # between a reply and the next request
 PARTIAL_VIEW = 0.25  # share of consumers that know only some nodes
+STICKY = 0.5  # share of consumers that keep their node until a call fails
 NO_NODE_WAIT_MS = 100  # every node is down: try again this much later
 
 Reply = Callable[["SimNode", object], None]
@@ -46,6 +50,26 @@ class PollingConsumer:
         if len(nodes) > 1 and self.rng.random() < PARTIAL_VIEW:
             self.known = set(self.rng.sample(sorted(self.known),
                                              self.rng.randint(1, len(nodes) - 1)))
+        self.sticky = self.rng.random() < STICKY
+        self.node: SimNode | None = None  # a sticky consumer's node
+
+    def _target(self, nodes: list[SimNode]) -> SimNode:
+        node = self.node
+        if node is not None:
+            client = self.clients.get(node.index)
+            if node.alive and (client is None or client.alive):
+                return node
+            self.node = None  # its connection broke: the call fails, it moves
+        node = self.rng.choice(nodes)
+        if self.sticky:
+            self.node = node
+        return node
+
+    def _failed(self, wait_ms: int | None = None) -> None:
+        """A call failed (error, dead node, timeout): a sticky consumer
+        moves to another node."""
+        self.node = None
+        self._next(wait_ms)
 
     def poll(self) -> None:
         if self.stopped:
@@ -56,7 +80,7 @@ class PollingConsumer:
             return
         argv = [b"GETJOB", b"TIMEOUT", POLL_TIMEOUT_MS, b"COUNT", POLL_COUNT,
                 b"FROM", self.queue]
-        self._send(self.rng.choice(nodes), argv, self._on_jobs, self._next)
+        self._send(self._target(nodes), argv, self._on_jobs, self._failed)
 
     def _next(self, wait_ms: int | None = None) -> None:
         if wait_ms is None:
@@ -89,7 +113,10 @@ class PollingConsumer:
 
     def _on_jobs(self, sim_node: SimNode, reply: object) -> None:
         if not isinstance(reply, list):  # timed out empty, or an error
-            self._next()
+            if isinstance(reply, Exception):
+                self._failed()
+            else:
+                self._next()
             return
         checker = self.world.checker
         ids = [item[1] for item in reply]
@@ -113,5 +140,5 @@ class PollingConsumer:
         def not_acked() -> None:
             for job_id in ids:
                 checker.redelivery_expected(job_id)
-            self._next()
+            self._failed()
         self._send(sim_node, [b"ACKJOB", *ids], acked, not_acked)
