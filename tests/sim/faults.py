@@ -18,7 +18,6 @@ from .load import Load
 PROFILES = ("none", "loss", "delay", "reorder", "duplicate", "partition",
             "oneway", "minority", "flapping", "crash", "crash-noaof",
             "clockjump", "slow", "burst", "mixed", "restart-empty")
-LOADED_DELAY_MS = (1, 30)  # the bus of a loaded machine
 EMPTY_DOWN_MS = (500, 8000)  # how long a node restarted empty stays down
 
 
@@ -58,7 +57,6 @@ class Faults:
             net.duplicate = 0.05
         if self.load is not None:
             self.load.start()
-            net.delay_ms = LOADED_DELAY_MS
             net.on_jobs_sent = self._jobs_sent
         if p in ("partition", "oneway", "minority", "flapping", "crash",
                  "crash-noaof", "clockjump", "mixed", "restart-empty"):
@@ -153,10 +151,9 @@ class Faults:
             if not sim_node.alive:
                 self._restart(sim_node)
         if self.load is not None:
-            net.delay_ms = LOADED_DELAY_MS  # the machine is still loaded
+            net.delay_ms = self.load.bus_delay_ms  # the machine is still loaded
 
     def unload(self):
         """The machine is quiet again (before the cluster settles)."""
         if self.load is not None:
             self.load.stop()
-            self.world.network.delay_ms = (1, 3)

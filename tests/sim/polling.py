@@ -1,7 +1,8 @@
 """Consumers that poll, the way many real workers consume (issue 13).
 
-Each one loops: a random live node, ``GETJOB TIMEOUT 200 COUNT 20 FROM q``,
-then one ACKJOB for the batch it got, except a share of batches never
+Each one loops: a random live node, ``GETJOB TIMEOUT 200 COUNT 20 FROM q``
+(issue 13's; other seeds draw other timeouts and counts), then one ACKJOB
+for the batch it got, except a share of batches never
 acknowledged (a worker that died on them: the jobs come back after RETRY).
 Some consumers know only some of the nodes (a worker configured with one
 or two addresses); half are sticky: they keep the node they polled until a
@@ -24,8 +25,9 @@ if TYPE_CHECKING:
     from .workload import Workload
     from .world import SimNode
 
-POLL_TIMEOUT_MS = 200
-POLL_COUNT = 20
+POLL_TIMEOUT_MS = (200, 200, 50, 1000)  # drawn once a seed, as the two below
+POLL_COUNT = (20, 20, 1, 5)
+CONSUMERS = (4, 4, 2, 6)
 UNACKED_BATCHES = 0.05
 SOCKET_TIMEOUT_MS = 2000
 THINK_MS = (0, 10)  # between a reply and the next request
@@ -78,8 +80,9 @@ class PollingConsumer:
         if not nodes:
             self._next(NO_NODE_WAIT_MS)
             return
-        argv = [b"GETJOB", b"TIMEOUT", POLL_TIMEOUT_MS, b"COUNT", POLL_COUNT,
-                b"FROM", self.queue]
+        workload = self.workload
+        argv = [b"GETJOB", b"TIMEOUT", workload.poll_timeout_ms,
+                b"COUNT", workload.poll_count, b"FROM", self.queue]
         self._send(self._target(nodes), argv, self._on_jobs, self._failed)
 
     def _next(self, wait_ms: int | None = None) -> None:

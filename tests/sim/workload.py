@@ -8,11 +8,10 @@ With ``polling`` (issue 13's clients): one queue, jobs replicated to every
 node (or most), RETRY 1-3, and polling consumers (polling.py) instead.
 """
 
-from .polling import PollingConsumer
+from .polling import CONSUMERS, POLL_COUNT, POLL_TIMEOUT_MS, PollingConsumer
 from .world import SimClient
 
 QUEUES = (b"q0", b"q1", b"q2")
-POLLING_CONSUMERS = 4
 POLLING_RETRIES_S = (1, 2, 2, 3)
 POLLING_RATE_FACTOR = 3  # issue 13's producers were fast: queues that build up
 
@@ -29,7 +28,10 @@ class Workload:
         self.burst = burst
         self.polling = polling
         if polling:
-            self.consumer_count = min(consumers, POLLING_CONSUMERS)
+            rng = self.rng
+            self.consumer_count = rng.choice(CONSUMERS)
+            self.poll_timeout_ms = rng.choice(POLL_TIMEOUT_MS)
+            self.poll_count = rng.choice(POLL_COUNT)
             self.rate_per_s = rate_per_s * POLLING_RATE_FACTOR
         self.producing = False
         self.draining = False
