@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterator
 
+from ..core import table  # noqa: F401 (registers every command, so AOF_RECORDS is full)
 from ..core.client import Client
 from ..core.keyspace.key_table import AOF_RECORDS
 

@@ -6,9 +6,15 @@ FLUSHALL first).  Tests that need their own configuration use
 ``make_server`` from tests/conftest.py.
 """
 
+import shutil
+import socket
+import subprocess
+
 import pytest
 
-from tests.harness import Server
+from tests.harness import Server, free_port, wait_for
+
+REDIS_SERVER = shutil.which("redis-server")  # the differential tests' reference
 
 
 @pytest.fixture(scope="module")
@@ -44,3 +50,26 @@ def any_c(shared, request):
     client.proto = request.param
     yield client
     client.close()
+
+
+@pytest.fixture(scope="module")
+def redis_port(tmp_path_factory):
+    """A redis-server of the module's own (tests comparing replies with
+    Redis's skip themselves when REDIS_SERVER is None)."""
+    port = free_port()
+    proc = subprocess.Popen([REDIS_SERVER, "--port", str(port), "--bind", "127.0.0.1",
+                             "--save", "", "--appendonly", "no",
+                             "--dir", str(tmp_path_factory.mktemp("redis"))],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_for(lambda: _connects(port), message="redis-server up")
+    yield port
+    proc.kill()
+    proc.wait()
+
+
+def _connects(port):
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        return True
+    except OSError:
+        return False

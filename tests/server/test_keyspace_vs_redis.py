@@ -14,41 +14,17 @@ already past is not generated (tests/unit cover it): the expired key it
 leaves counts in DBSIZE until each server's expiry cycle removes it.
 """
 
-import shutil
 import socket
-import subprocess
 import time
 
 import pytest
 
-from tests.harness import free_port, wait_for
 from tests.server import keyspace_gen
+from tests.server.conftest import REDIS_SERVER
 
-REDIS_SERVER = shutil.which("redis-server")
 pytestmark = pytest.mark.skipif(
     REDIS_SERVER is None,
     reason="redis-server is not installed (apt-get install redis-server); CI installs it")
-
-
-@pytest.fixture(scope="module")
-def redis_port(tmp_path_factory):
-    port = free_port()
-    proc = subprocess.Popen([REDIS_SERVER, "--port", str(port), "--bind", "127.0.0.1",
-                             "--save", "", "--appendonly", "no",
-                             "--dir", str(tmp_path_factory.mktemp("redis"))],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wait_for(lambda: _connects(port), message="redis-server up")
-    yield port
-    proc.kill()
-    proc.wait()
-
-
-def _connects(port):
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=1).close()
-        return True
-    except OSError:
-        return False
 
 
 def encode(argv):
