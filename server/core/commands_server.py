@@ -226,7 +226,27 @@ def client_(node, client, argv):
         raise CommandError(errors.SYNTAX)
     if sub == "KILL" and len(argv) >= 3:
         return _client_kill(node, client, argv)
+    if sub == "UNBLOCK" and len(argv) in (3, 4):
+        return _client_unblock(node, argv)
     raise CommandError("ERR Syntax error, try CLIENT (LIST | KILL ip:port | GETNAME | SETNAME connection-name)")
+
+
+def _client_unblock(node, argv):
+    """CLIENT UNBLOCK id [TIMEOUT|ERROR]: a blocked client (GETJOB,
+    BLPOP...) answers now, as if timed out or with Redis's -UNBLOCKED."""
+    client_id = to_int(argv[2], errors.NOT_INTEGER)
+    reason = upper(argv[3]) if len(argv) == 4 else "TIMEOUT"
+    if reason not in ("TIMEOUT", "ERROR"):
+        raise CommandError("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR")
+    target = node.clients.get(client_id)
+    if target is None or target.blocked is None:
+        return resp.ZERO
+    if reason == "ERROR":
+        node.unblock(target)
+        node.reply(target, resp.error("UNBLOCKED client unblocked via CLIENT UNBLOCK"))
+    else:
+        node.blocked_timeout(target)
+    return resp.ONE
 
 
 def _client_line(c, now_ms):

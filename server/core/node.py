@@ -75,6 +75,7 @@ class Node:
         self.jobs = {}  # job id -> Job
         self.queues = {}  # name -> Queue
         self.keyspace = Keyspace(self, config.databases)  # Redis's keys, node-local
+        self.blocking = self.keyspace.blocking  # (read after every command)
         self.deadlines = Deadlines()
         self.clients = {}  # id -> Client
         self.monitors = []
@@ -251,6 +252,8 @@ class Node:
             if self.on_internal_error is None:
                 raise
             reply = self.on_internal_error(command, argv, exc)
+        if self.blocking.ready:
+            self.blocking.serve_ready()  # clients blocked on keys it created (BLPOP...)
         elapsed_ns = _perf_ns() - start
         command.calls += 1
         command.ns += elapsed_ns

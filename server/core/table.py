@@ -49,3 +49,4 @@ def unique_commands():
 from . import commands_jobs, commands_queues, commands_server  # noqa: E402,F401
 from .keyspace import commands_db, commands_keys, commands_strings  # noqa: E402,F401
 from .keyspace import commands_hashes, commands_sets, commands_zsets  # noqa: E402,F401
+from .keyspace import commands_lists  # noqa: E402,F401

@@ -19,7 +19,8 @@ from __future__ import annotations
 import random
 from typing import Callable
 
-KEYS = [b"k1", b"k2", b"k3", b"n1", b"n2", b"f1", b"", b"\x00bin\xff", b"a*b", b"k[1]"]
+KEYS = [b"k1", b"k2", b"k3", b"n1", b"n2", b"f1", b"", b"\x00bin\xff", b"a*b", b"k[1]",
+        b"l1", b"l2", b"l3"]
 VALUES = [b"", b"0", b"1", b"-1", b"007", b"-0", b"42", b"9223372036854775807",
           b"-9223372036854775808", b"9223372036854775808", b"3.14", b"1e3", b" 1",
           b"1 ", b"+1", b"abc", b"x" * 50, b"\x00\xff", b"inf", b"-inf", b"nan",
@@ -160,7 +161,97 @@ KEYSPACE: list[Gen] = [
     lambda rng, now: [b"FLUSHDB"] if rng.random() < 0.3 else [b"FLUSHDB", b"BOGUS"],
 ]
 
-GENERATORS: dict[str, list[Gen]] = {"keys": KEYSPACE, "string": STRINGS}
+
+# ---------------------------------------------------------------- lists
+
+ITEMS = [b"a", b"b", b"c", b"", b"1", b"\x00\xff", b"x" * 50]
+INDEXES = [b"0", b"1", b"-1", b"2", b"-2", b"5", b"-100", b"100", b"abc", b"1.5",
+           b"9223372036854775807", b"-9223372036854775808"]
+TIMEOUTS = [b"0.01", b"0.01", b"-1", b"abc", b"inf", b"nan", b"-0.5", b"1e400", b""]
+
+
+def items(rng: random.Random, low: int = 1) -> list[bytes]:
+    return [rng.choice(ITEMS) for _ in range(rng.randint(low, 4))]
+
+
+def side(rng: random.Random) -> bytes:
+    return rng.choice([b"LEFT", b"RIGHT", b"left", b"MIDDLE"])
+
+
+def gen_lpos(rng: random.Random, now_s: int) -> list[bytes]:
+    argv = [b"LPOS", key(rng), rng.choice(ITEMS)]
+    for _ in range(rng.choice([0, 1, 1, 2, 3])):
+        argv += rng.choice([[b"RANK", rng.choice(INDEXES + [b"0"])],
+                            [b"COUNT", rng.choice([b"0", b"1", b"2", b"-1", b"x"])],
+                            [b"MAXLEN", rng.choice([b"0", b"1", b"3", b"-1"])],
+                            [b"rank"], [b"BOGUS", b"1"]])
+    return argv
+
+
+def gen_mpop(rng: random.Random, now_s: int) -> list[bytes]:
+    keys = [key(rng) for _ in range(rng.randint(1, 3))]
+    numkeys = rng.choice([b"%d" % len(keys)] * 6 + [b"0", b"-1", b"abc", b"%d" % (len(keys) + 1)])
+    tail = [side(rng)] + rng.choice([[], [], [b"COUNT", rng.choice([b"1", b"2", b"10", b"0", b"-1", b"x"])],
+                                     [b"COUNT"], [b"COUNT", b"1", b"COUNT", b"2"]])
+    if rng.random() < 0.1:
+        # Blocking, on keys that are likely full; else a 10 ms timeout (null).
+        return [b"BLMPOP", rng.choice(TIMEOUTS), numkeys] + keys + tail
+    return [b"LMPOP", numkeys] + keys + tail
+
+
+def gen_push(rng: random.Random, now_s: int) -> list[bytes]:
+    return [rng.choice([b"LPUSH", b"RPUSH", b"LPUSH", b"RPUSH", b"LPUSHX", b"RPUSHX"]),
+            rng.choice([b"l1", b"l2", b"l3"]) if rng.random() < 0.7 else key(rng)] + items(rng)
+
+
+LISTS: list[Gen] = [
+    gen_push, gen_push, gen_push, gen_push,
+    lambda rng, now: [rng.choice([b"LPOP", b"RPOP"]), lkey(rng)],
+    lambda rng, now: [rng.choice([b"LPOP", b"RPOP"]), lkey(rng),
+                      rng.choice([b"0", b"1", b"2", b"10", b"-1", b"abc"])],
+    lambda rng, now: [b"LLEN", lkey(rng)],
+    lambda rng, now: [b"LRANGE", lkey(rng), rng.choice(INDEXES), rng.choice(INDEXES)],
+    lambda rng, now: [b"LINDEX", lkey(rng), rng.choice(INDEXES)],
+    lambda rng, now: [b"LSET", lkey(rng), rng.choice(INDEXES), rng.choice(ITEMS)],
+    lambda rng, now: [b"LREM", lkey(rng), rng.choice([b"0", b"1", b"-1", b"2", b"-2", b"x"]),
+                      rng.choice(ITEMS)],
+    lambda rng, now: [b"LTRIM", lkey(rng), rng.choice(INDEXES), rng.choice(INDEXES)],
+    lambda rng, now: [b"LINSERT", lkey(rng), rng.choice([b"BEFORE", b"AFTER", b"after", b"X"]),
+                      rng.choice(ITEMS), rng.choice(ITEMS)],
+    gen_lpos,
+    lambda rng, now: [b"RPOPLPUSH", lkey(rng), lkey(rng)],
+    lambda rng, now: [b"LMOVE", lkey(rng), lkey(rng), side(rng), side(rng)],
+    gen_mpop,
+    # Blocking commands on one connection: served at once, or a 10 ms
+    # timeout; bad timeouts answer at once.
+    lambda rng, now: ([rng.choice([b"BLPOP", b"BRPOP"])] + [lkey(rng) for _ in range(rng.randint(1, 3))]
+                      + [rng.choice(TIMEOUTS)]) if rng.random() < 0.3 else [b"LLEN", lkey(rng)],
+    lambda rng, now: ([b"BRPOPLPUSH", lkey(rng), lkey(rng), rng.choice(TIMEOUTS)]
+                      if rng.random() < 0.5 else
+                      [b"BLMOVE", lkey(rng), lkey(rng), side(rng), side(rng), rng.choice(TIMEOUTS)])
+    if rng.random() < 0.3 else [b"LLEN", lkey(rng)],
+    lambda rng, now: [b"LPUSH", lkey(rng)],  # arity errors
+    lambda rng, now: [b"LPOP", lkey(rng), b"1", b"2"],
+    lambda rng, now: [b"LMOVE", lkey(rng), lkey(rng), b"LEFT"],
+]
+
+
+def lkey(rng: random.Random) -> bytes:
+    """Mostly the list keys, sometimes any key (strings: WRONGTYPE)."""
+    return rng.choice([b"l1", b"l2", b"l3"]) if rng.random() < 0.75 else key(rng)
+
+
+GENERATORS: dict[str, list[Gen]] = {"keys": KEYSPACE, "string": STRINGS, "list": LISTS}
+
+# After a stream, every key of KEYS is read back with each of these
+# (argv = [name, key, *rest]): a type adds the command that reads a whole
+# value of it.
+STATE: list[tuple[bytes, ...]] = [(b"GET",), (b"TTL",), (b"TYPE",), (b"LRANGE", b"0", b"-1")]
+
+
+def state_commands(key: bytes) -> list[list[bytes]]:
+    return [[name, key, *rest] for name, *rest in STATE]
+
 
 # How replies are compared when not byte for byte: "sorted" (an array in
 # any order), or an integer tolerance (the servers answer a few ms apart).
@@ -173,3 +264,14 @@ def stream(seed: int, count: int, now_s: int) -> list[list[bytes]]:
     rng = random.Random(seed)
     gens = [gen for table in GENERATORS.values() for gen in table]
     return [rng.choice(gens)(rng, now_s) for _ in range(count)]
+
+
+# Hashes, sets and sorted sets: their generators, comparison rules, the
+# resync after SPOP and their whole-value reads live in
+# keyspace_gen_collections.py.
+from tests.server import keyspace_gen_collections as _collections  # noqa: E402
+
+GENERATORS.update(_collections.GENERATORS)
+COMPARE.update(_collections.COMPARE)
+RESYNC = _collections.RESYNC
+STATE += _collections.STATE

@@ -121,7 +121,7 @@ def test_same_replies_as_redis(make_server, redis_port, seed, proto):
             for conn in (ours, theirs):
                 conn.call([b"SELECT", db])
             for key in keyspace_gen.KEYS:
-                for argv in ([b"GET", key], [b"TTL", key], [b"TYPE", key]):
+                for argv in keyspace_gen.state_commands(key):
                     a, b = ours.call(argv), theirs.call(argv)
                     if not same(argv, a, b):
                         differences.append(("final", db, argv, a, b))

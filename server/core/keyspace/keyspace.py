@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Iterator
 
 from ....protocol import aof
 from ....protocol.errors import CommandError
+from .blocking import KeyBlocking
 from .db import Db
 from .types import TYPES, memory_of
 
@@ -56,6 +57,7 @@ class Keyspace:
         self.aof_db = -1  # the db the last logged record applies to
         self.expired_keys = 0
         self.lazyfree: list[dict[bytes, object]] = []  # flushed, freed by the cron
+        self.blocking = KeyBlocking(node, databases)  # clients blocked on keys (BLPOP...)
 
     # ------------------------------------------------------------ lookups
 
@@ -106,6 +108,8 @@ class Keyspace:
         self.node._memory_changed(delta)
         if db.watched:
             self.touched(db, key)
+        if old is None and self.blocking.count:
+            self.blocking.created(db, key)  # a client may wait for it (BLPOP...)
 
     def delete(self, db: Db, key: bytes) -> bool:
         value = db.keys.pop(key, None)
