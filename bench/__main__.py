@@ -1,5 +1,6 @@
 """python -m bench [-n REQUESTS] [--rounds R] [--disque PATH] [--floor]
-python -m bench memory [--jobs N] [--body BYTES]"""
+python -m bench memory [--jobs N] [--body BYTES]
+python -m bench keyspace [-n REQUESTS] [--rounds R]"""
 
 import argparse
 import sys
@@ -8,7 +9,7 @@ import sys
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("mode", nargs="?", default="throughput",
-                        choices=["throughput", "memory"])
+                        choices=["throughput", "memory", "keyspace"])
     parser.add_argument("-n", "--requests", type=int, default=200000,
                         help="requests per redis-benchmark run (default 200000)")
     parser.add_argument("--rounds", type=int, default=1,
@@ -25,7 +26,10 @@ def main(argv=None):
     parser.add_argument("--body", type=int, default=100,
                         help="memory mode: body size in bytes (default 100)")
     args = parser.parse_args(argv)
-    if args.mode == "memory":
+    if args.mode == "keyspace":
+        from . import keyspace
+        keyspace.run(args.requests, rounds=args.rounds)
+    elif args.mode == "memory":
         from . import memory
         memory.run(args.jobs, args.body, disque=args.disque)
     else:
