@@ -50,3 +50,4 @@ from . import commands_jobs, commands_queues, commands_server  # noqa: E402,F401
 from .keyspace import commands_db, commands_keys, commands_strings  # noqa: E402,F401
 from .keyspace import commands_hashes, commands_sets, commands_zsets  # noqa: E402,F401
 from .keyspace import commands_lists  # noqa: E402,F401
+from .keyspace import commands_zsets_blocking  # noqa: E402,F401

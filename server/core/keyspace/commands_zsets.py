@@ -291,7 +291,7 @@ def _zrange(node: Node, client: Client, argv: list[bytes], first: int, store: bo
         j += 1
     reverse = bool(reverse)
     by = by or "rank"
-    if (offset != 0 or limit != -1) and by == "rank":
+    if limit != -1 and by == "rank":  # (Redis checks the count only)
         raise CommandError("ERR syntax error, LIMIT is only supported in combination "
                            "with either BYSCORE or BYLEX")
     if withscores and by == "lex":
