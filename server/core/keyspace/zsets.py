@@ -51,6 +51,12 @@ class ZSet:
     def __len__(self) -> int:
         return len(self.scores)
 
+    def __eq__(self, other: object) -> bool:
+        """Same members with the same scores (what tests compare)."""
+        return isinstance(other, ZSet) and self.scores == other.scores
+
+    __hash__ = None  # type: ignore[assignment]  (mutable)
+
     def insert(self, member: bytes, score: float) -> None:
         """Add a member that is not there yet."""
         if self.listpack:
