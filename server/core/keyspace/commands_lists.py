@@ -27,7 +27,7 @@ from .blocking import KeyWaiter
 from .key_table import key_command
 from .lists import (ITEM_OVERHEAD, List, clamp_range, item_size, items_in_range,
                     items_size, positions, remove)
-from .numbers import INT64_MAX, INT64_MIN, parse_ll, parse_long_double
+from .numbers import INT64_MAX, INT64_MIN, parse_ll, parse_long_double, round_long_double
 from .types import WRONGTYPE
 
 if TYPE_CHECKING:
@@ -90,7 +90,8 @@ def timeout_ms_arg(arg: bytes) -> int:
     if value.__class__ is float:  # inf or -inf
         ms = INT64_MIN
     else:
-        ms = ceil(value * 1000)
+        product = round_long_double(value * 1000)  # (C's long double product)
+        ms = INT64_MIN if product.__class__ is float else ceil(product)
         if not INT64_MIN <= ms <= INT64_MAX:
             ms = INT64_MIN
     if ms < 0:
