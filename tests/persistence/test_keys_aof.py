@@ -10,6 +10,7 @@ import pytest
 import redis
 
 from tests.harness import wait_for
+from tests.persistence.util import kill9_under_load
 
 
 class KeyLoad:
@@ -72,15 +73,7 @@ def check(server, load):
 
 @pytest.mark.parametrize("rewrite", [False, True], ids=["plain", "mid-rewrite"])
 def test_kill9_keeps_every_acknowledged_key(make_server, rewrite):
-    server = make_server(config="appendonly yes\nappendfsync always\n")
-    load = KeyLoad(server)
-    load.wait(2000)
-    if rewrite:
-        server.client().bgrewriteaof()
-        load.wait(4000)
-    server.kill()
-    load.join()
-    server.start()
+    server, load = kill9_under_load(make_server, KeyLoad, 2000, rewrite)
     c = check(server, load)
     assert c.info("keyspace")["db0"]["keys"] > 0
 

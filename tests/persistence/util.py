@@ -22,6 +22,23 @@ def aof_records(server):
         return decode_all(f.read())
 
 
+def kill9_under_load(make_server, make_load, writes, rewrite):
+    """A node with ``appendfsync always`` killed -9 under ``make_load(server)``
+    (an object with ``wait(writes)`` and ``join()``) after ``writes``
+    writes, with a BGREWRITEAOF and as many again in the middle if
+    ``rewrite``; restarted.  Returns (server, load)."""
+    server = make_server(config="appendonly yes\nappendfsync always\n")
+    load = make_load(server)
+    load.wait(writes)
+    if rewrite:
+        server.client().bgrewriteaof()
+        load.wait(2 * writes)
+    server.kill()
+    load.join()
+    server.start()
+    return server, load
+
+
 def all_job_ids(client):
     ids = set()
     cursor = 0

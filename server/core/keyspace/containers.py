@@ -40,12 +40,12 @@ def changed(node: Node, db: Db, key: bytes, delta: int, empty: bool) -> None:
     """``key``'s collection changed in place by ``delta`` bytes; an emptied
     one is deleted (empty collections vanish, as in Redis)."""
     ks = node.keyspace
-    if empty:
-        ks.delete(db, key)
-        return
     if delta:
         db.memory += delta
         node._memory_changed(delta)
+    if empty:
+        ks.delete(db, key)  # (what is left: the key and the empty value)
+        return
     if db.watched:
         ks.touched(db, key)
 
