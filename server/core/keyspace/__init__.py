@@ -22,7 +22,8 @@ Modules (one concept each):
 - ``args.py``: argument grammar (SET options, expire times).
 - ``key_table.py``: ``key_command``, which registers in the one table.
 - ``commands_keys.py``, ``commands_strings.py``, ``commands_db.py``: the
-  commands.
+  commands; ``lists.py`` and ``commands_lists.py``: the list type and its
+  commands; ``blocking.py``: clients blocked on keys.
 - The shell side: ``server/shell/aof_keys.py`` hooks replay and rewrite
   into the AOF.
 
@@ -55,15 +56,16 @@ How to add a type (say lists):
    generator to ``tests/server/keyspace_gen.py`` so the differential test
    covers it.
 
-Blocking list commands (BLPOP...) reuse GETJOB's machinery: ``client.blocked``
-holds an object with ``cancel(node, client)`` and ``timeout(node,
-client)`` (``node.unblock`` and ``node.blocked_timeout`` call them), the
-timeout is ``node.block(client, blocked, timeout_ms)``'s deadline, and
-``node.reply(client, data)`` sends the late reply.  Keep a per-db
-``key -> clients`` registry, have pushes mark the key ready, and serve the
-ready keys' clients first come first served after the command that
-pushed (Redis's handleClientsBlockedOnKeys; after EXEC and scripts as a
-whole).  WATCH uses ``db.watched`` and ``Keyspace.touched``.
+Blocking commands on keys (BLPOP...; BZPOPMIN the same way) reuse GETJOB's
+machinery through ``blocking.py`` (``keyspace.blocking``): a command that
+finds nothing calls ``blocking.block(client, waiter, timeout_ms)`` with a
+``KeyWaiter`` subclass whose ``serve`` takes what it wanted from a value;
+a key's creation (``Keyspace.store``) marks it ready, and ``node.execute``
+serves the ready keys' waiters first come first served after the command.
+EXEC and scripts wrap what they run in ``with blocking.atomic():``
+(served once after the whole; blocking commands inside answer at once,
+``blocking.deny()``).  ``commands_lists.timeout_ms_arg`` reads a timeout as
+Redis 7.0 does.  WATCH uses ``db.watched`` and ``Keyspace.touched``.
 """
 
 from .expiry import active_expire
