@@ -21,6 +21,11 @@ Modules (one concept each):
 - ``patterns.py``: Redis's glob matching (KEYS, SCAN MATCH).
 - ``args.py``: argument grammar (SET options, expire times).
 - ``key_table.py``: ``key_command``, which registers in the one table.
+- ``hashes.py``, ``sets.py``, ``zsets.py`` (with ``scores.py``): the
+  collection types; ``commands_hashes.py``, ``commands_sets.py``,
+  ``commands_zsets.py``, ``commands_zsets_blocking.py``: their commands;
+  ``containers.py``: what those commands share (typed lookup, in-place
+  change bookkeeping, RESP3 sets/maps/doubles, the *SCAN grammar).
 - ``commands_keys.py``, ``commands_strings.py``, ``commands_db.py``: the
   commands; ``lists.py`` and ``commands_lists.py``: the list type and its
   commands; ``blocking.py``: clients blocked on keys.
