@@ -25,6 +25,7 @@ class Client:
         "authenticated", "ctime_ms", "last_ms", "last_cmd", "out",
         "blocked", "wake_ms", "reply_mode", "close_after_reply", "monitor",
         "killed", "transport", "slots", "disque_resp3", "db",
+        "multi", "watch",
     )
 
     def __init__(self, client_id, addr="", laddr="", now_ms=0, transport=None):
@@ -52,6 +53,8 @@ class Client:
         self.slots = None
         self.disque_resp3: bool = False  # CLIENT DISQUE-RESP3 ON
         self.db: int = 0  # the keyspace database SELECTed
+        self.multi = None  # transactions.Transaction between MULTI and EXEC
+        self.watch = None  # transactions.Watch: the keys WATCHed
 
     def disque_proto(self) -> int:
         """The RESP version Disque's commands answer this client in."""

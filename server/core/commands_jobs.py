@@ -117,6 +117,8 @@ def addjob(node, client, argv):
     if replicate > 1 or external:
         # Synchronous replication blocks the client until enough nodes
         # confirmed (or answers now, for ASYNC); see cluster/replication.py.
+        # Inside EXEC or a script nothing waits: ADDJOB acts as ASYNC.
+        asynchronous = asynchronous or node.blocking.atomic_depth > 0
         return cluster.replicate(job, client, timeout_ms, asynchronous, external)
     job.state = ACTIVE
     holders = _ONLY_ME.get(node.id)
@@ -222,7 +224,7 @@ def getjob(node, client, argv):
         if len(out) == 1:
             return b"*1\r\n" + out[0]
         return b"*%d\r\n%s" % (len(out), b"".join(out))
-    if nohang:
+    if nohang or node.blocking.atomic_depth:  # inside EXEC/a script: NOHANG
         return resp.null_array(client.disque_proto())
     if node.cluster.leaving():
         raise CommandError(errors.LEAVING)

@@ -172,6 +172,8 @@ DIRECTIVES = [
     Directive("aof-load-truncated", "bool", True),
     Directive("aof-enqueue-jobs-once", "bool", False),
     Directive("slowlog-log-slower-than", "int", 10000),
+    # ms a script runs before others get -BUSY and SCRIPT KILL works
+    Directive("busy-reply-threshold", "int", 5000, low=0),
     Directive("slowlog-max-len", "int", 128, low=0),
     Directive("latency-monitor-threshold", "int", 0, low=0),
     Directive("cluster-config-file", "str", "nodes.conf", runtime=False),
@@ -180,8 +182,9 @@ DIRECTIVES = [
     Directive("cluster-join", "list", [], runtime=False, multi=True),
 ]
 BY_NAME = {d.name: d for d in DIRECTIVES}
+BY_NAME["lua-time-limit"] = BY_NAME["busy-reply-threshold"]  # Redis's old name
 # Accepted for compatibility with Disque and Redis config files; no effect.
-IGNORED = {"include", "rename-command", "activerehashing", "lua-time-limit",
+IGNORED = {"include", "rename-command", "activerehashing",
            "save", "supervised", "protected-mode"}
 
 

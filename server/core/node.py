@@ -28,7 +28,7 @@ from ...protocol.errors import CommandError
 
 from .client import BlockedGet, PendingReply, REPLY_ON, REPLY_SKIP
 from .deadlines import Deadlines
-from .keyspace import Keyspace, active_expire
+from .keyspace import Keyspace, active_expire, transactions
 from .job import (ACKED, ACTIVE, BCAST_QUEUED, BCAST_WILLQUEUE, DELIVERED,
                   QUEUED, WAIT_REPL, Job)
 from .queue import PAUSED_IN, PAUSED_OUT, QUEUE_OVERHEAD, Queue
@@ -106,6 +106,9 @@ class Node:
         self.on_timers_changed = None  # shell hook: an earlier deadline exists
         self.on_internal_error = None  # shell hook: a handler raised (a bug)
         self.timer_wake_ms = None  # when the shell's timer loop will next look
+        self.scripting = None  # keyspace/scripting.py's Scripting, on first use
+        self.on_busy = None  # shell hook: serve others while a script is too long
+        self.on_log = None  # shell hook: (level name, text) to the server log
 
     # ------------------------------------------------------------- time
 
@@ -135,6 +138,8 @@ class Node:
     def remove_client(self, client):
         if client.blocked is not None:
             self.unblock(client)
+        if client.watch is not None:
+            transactions.unwatch_all(client)
         if client.slots:
             for slot in client.slots:
                 if slot.__class__ is not bytes:
@@ -220,22 +225,25 @@ class Node:
                 return
         arity = command.arity
         if (arity > 0 and len(argv) != arity) or len(argv) < -arity:
-            self._reply_error(client, errors.wrong_arity(command.lname))
+            self._reply_error(client, errors.wrong_arity(command.lname), command)
             return
         if not client.authenticated and command.name not in ("AUTH", "HELLO", "QUIT"):
-            self._reply_error(client, errors.NOAUTH)
+            self._reply_error(client, errors.NOAUTH, command)
             return
         if (command.deny_oom and self.config.maxmemory
                 and self.used_memory >= self.config.maxmemory):  # memory_level() 3
-            self._reply_error(client, errors.OOM)
+            self._reply_error(client, errors.OOM, command)
             return
         if self.log.failing and ("write" in command.flags or command.name == "PING"):
             # Disque: no writes (nor PING) while the AOF cannot be written.
             self._reply_error(client, "MISCONF Errors writing to the AOF file: "
-                              + self.log.failing)
+                              + self.log.failing, command)
             return
         if self.loading and not command.ok_loading:
-            self._reply_error(client, errors.LOADING)
+            self._reply_error(client, errors.LOADING, command)
+            return
+        if client.multi is not None and command.name not in transactions.NOT_QUEUED:
+            transactions.queue(self, client, command, argv)
             return
         if self.monitors:
             self._feed_monitors(client, argv)
@@ -271,7 +279,35 @@ class Node:
             elif mode == REPLY_SKIP:
                 client.reply_mode = REPLY_ON
 
-    def _reply_error(self, client, message):
+    def call(self, client, command, argv):
+        """Run a command already checked and return its reply (EXEC's
+        queued commands, a script's redis.call): errors are replies."""
+        if self.monitors:
+            self._feed_monitors(client, argv)
+        self.stats.commands += 1
+        start = _perf_ns()
+        try:
+            reply = command.handler(self, client, argv)
+        except CommandError as exc:
+            reply = resp.error(exc.message)
+        except Exception as exc:
+            if self.on_internal_error is None:
+                raise
+            reply = self.on_internal_error(command, argv, exc)
+        elapsed_ns = _perf_ns() - start
+        command.calls += 1
+        command.ns += elapsed_ns
+        if elapsed_ns >= self.slowlog_ns:
+            self._slowlog(client, argv, elapsed_ns // 1000)
+        if reply.__class__ is not bytes:
+            # Nothing waits inside EXEC or a script (blocking.atomic()): a
+            # handler that still did not answer is answered a null.
+            reply = resp.null(client.proto) if reply is None else _pending_now(reply)
+        return reply
+
+    def _reply_error(self, client, message, command=None):
+        if client.multi is not None:  # refused inside MULTI: EXEC aborts
+            message = transactions.rejected(self, client, command, message)
         if client.slots:
             client.slots.append(resp.error(message))
         else:
@@ -670,6 +706,12 @@ def job_reply(job, withcounters=False):
             len(queue), queue, job.id, len(body), body, job.nacks, job.deliveries)
     return b"*3\r\n$%d\r\n%s\r\n$40\r\n%s\r\n$%d\r\n%s\r\n" % (
         len(queue), queue, job.id, len(body), body)
+
+
+def _pending_now(pending):
+    """A PendingReply's data if it is known already, else a null."""
+    data = getattr(pending, "data", None)
+    return data if data.__class__ is bytes else resp.NULL2
 
 
 def _repr_arg(arg):

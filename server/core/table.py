@@ -51,3 +51,5 @@ from .keyspace import commands_db, commands_keys, commands_strings  # noqa: E402
 from .keyspace import commands_hashes, commands_sets, commands_zsets  # noqa: E402,F401
 from .keyspace import commands_lists  # noqa: E402,F401
 from .keyspace import commands_zsets_blocking  # noqa: E402,F401
+from .keyspace import commands_transactions  # noqa: E402,F401
+from .keyspace import scripting  # noqa: E402,F401

@@ -240,11 +240,14 @@ def _replay(node, buf, size, path, truncate_ok, options, started):
     count = 0
     next_progress = started + PROGRESS_EVERY_S
     log.notice(f"Loading the append only file {path} ({size} bytes)")
+    # A MULTI ... EXEC block (an EXEC's or a script's writes) is kept here
+    # and applied only once its EXEC is read: (offset of MULTI, records).
+    block = None
     while pos < size:
         record = pos
         try:
             # The common case, inline: a well-formed LOADJOB.
-            if buf[pos:pos + head_len] == head:
+            if block is None and buf[pos:pos + head_len] == head:
                 nl = buf.find(b"\r\n", pos + head_len, pos + head_len + 21)
                 digits = buf[pos + head_len:nl] if nl > 0 else b""
                 if digits.isdigit():
@@ -263,7 +266,9 @@ def _replay(node, buf, size, path, truncate_ok, options, started):
             try:
                 argv, next_pos = parse(buf, pos, size)
             except aof.Truncated:
-                _truncated(path, pos, size, truncate_ok)
+                # A torn block goes whole, as Redis reverts an incomplete
+                # MULTI/EXEC at the tail.
+                _truncated(path, pos if block is None else block[0], size, truncate_ok)
                 return
             except aof.FormatError as exc:
                 raise LoadError(
@@ -275,14 +280,32 @@ def _replay(node, buf, size, path, truncate_ok, options, started):
             name = argv[0]
             if name is loadjob:
                 start, stop = argv[1]
-                replay_loadjob(node, (buf, start, stop), options)
+                if block is not None:
+                    block[1].append((replay_loadjob, (buf, start, stop)))
+                else:
+                    replay_loadjob(node, (buf, start, stop), options)
             else:
-                handler = replay.get(name.upper())
-                if handler is None:
-                    raise LoadError(
-                        f"Unknown command '{name.decode(errors='replace')}' "
-                        f"reading the append only file {path} at offset {pos}")
-                handler(node, argv, options)
+                upper = name.upper()
+                if upper == b"MULTI":
+                    if block is not None:
+                        raise ValueError("MULTI inside MULTI")
+                    block = (record, [])
+                elif upper == b"EXEC":
+                    if block is None:
+                        raise ValueError("EXEC without MULTI")
+                    for handler, args in block[1]:
+                        handler(node, args, options)
+                    block = None
+                else:
+                    handler = replay.get(upper)
+                    if handler is None:
+                        raise LoadError(
+                            f"Unknown command '{name.decode(errors='replace')}' "
+                            f"reading the append only file {path} at offset {pos}")
+                    if block is not None:
+                        block[1].append((handler, argv))
+                    else:
+                        handler(node, argv, options)
         except ValueError as exc:
             raise LoadError(
                 f"Unrecoverable error loading the append only file {path}: "
@@ -295,6 +318,9 @@ def _replay(node, buf, size, path, truncate_ok, options, started):
         if count % YIELD_EVERY == 0:
             next_progress = _progress(pos, size, options, started, next_progress)
             yield
+    if block is not None:
+        log.warning(f"Revert incomplete MULTI/EXEC transaction in AOF file {path}")
+        _truncated(path, block[0], size, truncate_ok)
 
 
 def _progress(pos, size, options, started, next_progress):

@@ -26,6 +26,7 @@ import trio
 from ...protocol.resp import ProtocolError, RequestParser, error
 
 from . import log
+from .busy_script import BusyServer
 from .listening import accept_forever, open_listener
 from .socket_set import SocketSet
 
@@ -95,6 +96,8 @@ class ClientServer:
         self.node = node
         self.dirty = []  # connections with output produced by others
         node.on_wake = self.mark_dirty
+        node.on_busy = BusyServer(self)  # a script past its time limit: -BUSY, SCRIPT KILL
+        node.on_log = log.at_level
         self.listeners = []
         self.epoll = SocketSet()
         self.conns = {}  # fd -> Connection

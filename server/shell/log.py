@@ -49,3 +49,8 @@ def notice(message):
 
 def warning(message):
     _write(3, message)
+
+
+def at_level(level, message):
+    """Log at a level given by name (a script's redis.log)."""
+    _write(LEVELS[level], message)

@@ -1,0 +1,172 @@
+"""Redis's conversions between RESP replies and Lua values (script_lua.c).
+
+RESP -> Lua (what ``redis.call`` returns), RESP2 (the default):
+integer -> number, bulk -> string, null bulk / null array -> false, array
+-> table, status -> ``{ok=...}``, error -> ``{err=...}``.  After
+``redis.setresp(3)`` also: map -> ``{map={...}}``, set -> ``{set={k=true}}``,
+null -> nil, double -> ``{double=n}``, boolean -> true/false, big number ->
+``{big_number=s}``, verbatim -> ``{verbatim_string={format=, string=}}``.
+
+Lua -> RESP (what the script returns), in the caller's protocol: string ->
+bulk, number -> integer (truncated toward zero; out of range or NaN gives
+LLONG_MIN as C's cast does on x86), true -> 1 (RESP3 scripts: #t), false
+and nil -> null (RESP3 scripts: false -> #f), a table with ``ok`` -> status,
+``err`` -> error, ``double``/``map``/``set``/``big_number`` -> those types,
+any other table -> an array of its items 1, 2, ... up to the first nil.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .lua_sandbox import Sandbox, lua_type
+
+LLONG_MIN = -(1 << 63)
+MAX_DEPTH = 100  # nested tables (a table holding itself never ends)
+
+
+class _Reader:
+    __slots__ = ("data", "pos", "sandbox")
+
+    def __init__(self, data: bytes, sandbox: Sandbox) -> None:
+        self.data = data
+        self.pos = 0
+        self.sandbox = sandbox
+
+    def line(self) -> bytes:
+        end = self.data.index(b"\r\n", self.pos)
+        text = self.data[self.pos + 1:end]
+        self.pos = end + 2
+        return text
+
+    def value(self) -> Any:
+        """The next reply as a Lua value; errors come back as {err=...}."""
+        kind = self.data[self.pos]
+        line = self.line()
+        table = self.sandbox.table
+        if kind == 36:  # $
+            n = int(line)
+            if n < 0:
+                return False
+            start = self.pos
+            self.pos = start + n + 2
+            return self.data[start:start + n]
+        if kind == 58:  # :
+            return int(line)
+        if kind == 43:  # +
+            return table({b"ok": line})
+        if kind == 45:  # -
+            return table({b"err": line})
+        if kind == 42:  # *
+            n = int(line)
+            if n < 0:
+                return False
+            return table([self.value() for _ in range(n)])
+        if kind == 37:  # %
+            items = {}
+            for _ in range(int(line)):
+                key = self.value()
+                items[key] = self.value()
+            return table({b"map": table(items)})
+        if kind == 126:  # ~
+            return table({b"set": table({self.value(): True for _ in range(int(line))})})
+        if kind == 95:  # _
+            return None
+        if kind == 44:  # ,
+            return table({b"double": float(line)})
+        if kind == 35:  # #
+            return line == b"t"
+        if kind == 40:  # (
+            return table({b"big_number": line})
+        if kind == 61:  # =
+            n = int(line)
+            start = self.pos
+            self.pos = start + n + 2
+            text = self.data[start:start + n]
+            return table({b"verbatim_string": table({b"format": text[:3], b"string": text[4:]})})
+        raise ValueError(f"unexpected reply type {chr(kind)!r}")
+
+
+def reply_to_lua(data: bytes, sandbox: Sandbox) -> tuple[bool, Any]:
+    """A command's encoded reply as a Lua value; True first if an error."""
+    if data[:1] == b"-":
+        return True, sandbox.table({b"err": data[1:-2]})
+    return False, _Reader(data, sandbox).value()
+
+
+def to_integer(number: float) -> int:
+    if number.__class__ is int:
+        return number if LLONG_MIN <= number < -LLONG_MIN else LLONG_MIN
+    if number != number or not (-9.3e18 < number < 9.3e18):
+        return LLONG_MIN
+    value = int(number)  # toward zero, as C's (long long) cast
+    return value if LLONG_MIN <= value < -LLONG_MIN else LLONG_MIN
+
+
+def _one_line(text: bytes) -> bytes:
+    return text.replace(b"\r", b" ").replace(b"\n", b" ")
+
+
+def _double(value: float, proto: int) -> bytes:
+    if value != value:
+        text = b"nan"
+    elif value in (float("inf"), float("-inf")):
+        text = b"inf" if value > 0 else b"-inf"
+    else:
+        text = b"%.17g" % value
+    return b",%s\r\n" % text if proto == 3 else b"$%d\r\n%s\r\n" % (len(text), text)
+
+
+def lua_to_reply(value: Any, proto: int, script_resp: int, depth: int = 0) -> bytes:
+    """A script's result as a reply to a client speaking ``proto``."""
+    kind = value.__class__
+    if kind is bytes:
+        return b"$%d\r\n%s\r\n" % (len(value), value)
+    if kind is bool:
+        if script_resp == 3:
+            if proto == 3:
+                return b"#t\r\n" if value else b"#f\r\n"
+            return b":1\r\n" if value else b":0\r\n"
+        if value:
+            return b":1\r\n"
+        return b"_\r\n" if proto == 3 else b"$-1\r\n"
+    if kind is int or kind is float:
+        return b":%d\r\n" % to_integer(value)
+    if value is None or lua_type(value) != "table":
+        return b"_\r\n" if proto == 3 else b"$-1\r\n"
+    if depth >= MAX_DEPTH:
+        return b"-ERR reached lua stack limit\r\n"
+    err = value[b"err"]
+    if err.__class__ is bytes:
+        text = _one_line(err)
+        return b"-%s\r\n" % text  # (no code of its own: Redis sends it as is)
+    ok = value[b"ok"]
+    if ok.__class__ is bytes:
+        return b"+%s\r\n" % _one_line(ok)
+    double = value[b"double"]
+    if double.__class__ in (int, float):
+        return _double(float(double), proto)
+    big = value[b"big_number"]
+    if big.__class__ is bytes:
+        return b"(%s\r\n" % big if proto == 3 else b"$%d\r\n%s\r\n" % (len(big), big)
+    mapping = value[b"map"]
+    if lua_type(mapping) == "table":
+        parts = []
+        for key, item in mapping.items():
+            parts.append(lua_to_reply(key, proto, script_resp, depth + 1))
+            parts.append(lua_to_reply(item, proto, script_resp, depth + 1))
+        n = len(parts) // 2
+        return (b"%%%d\r\n" % n if proto == 3 else b"*%d\r\n" % (2 * n)) + b"".join(parts)
+    members = value[b"set"]
+    if lua_type(members) == "table":
+        parts = [lua_to_reply(key, proto, script_resp, depth + 1) for key in members.keys()]
+        return (b"~%d\r\n" if proto == 3 else b"*%d\r\n") % len(parts) + b"".join(parts)
+    parts = []
+    i = 1
+    while True:
+        item = value[i]
+        if item is None:
+            break
+        parts.append(lua_to_reply(item, proto, script_resp, depth + 1))
+        i += 1
+    return b"*%d\r\n%s" % (len(parts), b"".join(parts))

@@ -1,0 +1,304 @@
+"""The Lua interpreter scripts run in: real Lua 5.1 (lupa's ``lua51``, the
+version Redis embeds), its globals cut down to what Redis 7.0 offers.
+
+What a script sees (``G``, reached through a read-only proxy set as every
+script's environment): the base functions Redis keeps (no ``print``,
+``dofile``, ``loadfile``, ``getfenv``/``setfenv``, ``module``,
+``newproxy``; ``load``/``loadstring`` compile into the same sandbox),
+``string``, ``table``, ``math``, ``coroutine``, ``bit``, ``redis``,
+``KEYS`` and ``ARGV``.  No ``os``, ``io``, ``debug``, ``package``,
+``require`` or lupa's ``python``: nothing reaches the host.  Reading a
+missing global or writing any global (or a library's field) is an error
+with Redis's texts; ``rawset`` and ``setmetatable`` refuse the read-only
+tables as Redis's read-only table flag does.
+
+``debug.sethook`` and ``debug.getinfo`` are kept as upvalues of the
+bootstrap only: the hook counts instructions and asks Python (``check``)
+whether the script was killed; the error handler (Redis's
+``__redis__err__handler``) adds the script's source and line to an error.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import lupa.lua51 as lua51
+
+# Instructions between two calls of the time-limit hook (Redis's value):
+# about 1 ms of a tight Lua loop here.
+HOOK_EVERY = 100000
+
+_BOOTSTRAP = r"""
+local pycall, pypcall, pyerror, pycheck, pylog, pysha1, pysetresp, bitops = ...
+local sethook, getinfo = debug.sethook, debug.getinfo
+local error, type, tostring, select, unpack, xpcall, pcall, rawset =
+      error, type, tostring, select, unpack, xpcall, pcall, rawset
+local setmetatable, getmetatable, setfenv, loadstring, load =
+      setmetatable, getmetatable, setfenv, loadstring, load
+local READONLY = "Attempt to modify a readonly table"
+local readonly = {}
+
+local function refuse() error(READONLY, 2) end
+local function freeze(lib)
+  local proxy = setmetatable({}, {__index = lib, __newindex = refuse, __metatable = false})
+  readonly[proxy] = true
+  return proxy
+end
+
+local G = {}
+local env = setmetatable({}, {
+  __index = function(_, name)
+    local v = G[name]
+    if v == nil then
+      error("Script attempted to access nonexistent global variable '" .. tostring(name) .. "'", 2)
+    end
+    return v
+  end,
+  __newindex = refuse,
+  __metatable = false,
+})
+readonly[env] = true
+
+for _, name in ipairs{"assert", "error", "ipairs", "next", "pairs", "pcall",
+    "rawequal", "rawget", "select", "tonumber", "tostring", "type", "unpack",
+    "xpcall", "getmetatable", "collectgarbage", "gcinfo", "_VERSION"} do
+  G[name] = _G[name]
+end
+G.rawset = function(t, k, v)
+  if readonly[t] then error(READONLY, 0) end
+  return rawset(t, k, v)
+end
+G.setmetatable = function(t, mt)
+  if readonly[t] then error(READONLY, 0) end
+  return setmetatable(t, mt)
+end
+G.loadstring = function(s, name)
+  local f, err = loadstring(s, name)
+  if f then setfenv(f, env) end
+  return f, err
+end
+G.load = function(reader, name)
+  local f, err = load(reader, name)
+  if f then setfenv(f, env) end
+  return f, err
+end
+G._G = env
+G.string = freeze(string)
+G.table = freeze(table)
+G.math = freeze(math)
+G.coroutine = freeze(coroutine)
+G.bit = freeze(bitops)
+
+-- redis.call / redis.pcall / redis.setresp are Python callables: C
+-- functions for Lua, so "return redis.call(...)" keeps the script's frame
+-- (and its line in the error), as Redis's C functions do.  Python raises
+-- ScriptError for redis.call's errors: the handler turns it into a table.
+local redis = {
+  call = pycall,
+  pcall = pypcall,
+  sha1hex = function(s)
+    if select('#', s) == 0 or (type(s) ~= "string" and type(s) ~= "number") then
+      error("wrong number of arguments", 2)
+    end
+    return pysha1(tostring(s))
+  end,
+  error_reply = function(msg)
+    if type(msg) ~= "string" then error("ERR wrong number or type of arguments", 2) end
+    if msg:sub(1, 1) ~= "-" then msg = "-" .. msg end
+    local space = msg:find(" ", 1, true)
+    if space then
+      msg = msg:sub(2, space - 1) .. " " .. msg:sub(space + 1)
+    else
+      msg = "ERR " .. msg:sub(2)
+    end
+    return {err = (msg:gsub("[\r\n]+$", ""))}
+  end,
+  status_reply = function(msg)
+    if type(msg) ~= "string" then error("ERR wrong number or type of arguments", 2) end
+    return {ok = msg}
+  end,
+  log = function(level, ...)
+    local n = select('#', ...)
+    if n == 0 then error("redis.log() requires two arguments or more.", 2) end
+    if type(level) ~= "number" then error("First argument must be a number (log level).", 2) end
+    if level < 0 or level > 3 then error("Invalid debug level.", 2) end
+    local parts = {}
+    for i = 1, n do parts[i] = tostring((select(i, ...))) end
+    pylog(level, table.concat(parts, " "))
+  end,
+  setresp = pysetresp,
+  replicate_commands = function() return true end,
+  set_repl = function() end,
+  breakpoint = function() return false end,
+  debug = function() end,
+  LOG_DEBUG = 0, LOG_VERBOSE = 1, LOG_NOTICE = 2, LOG_WARNING = 3,
+  REPL_NONE = 0, REPL_AOF = 1, REPL_SLAVE = 2, REPL_REPLICA = 2, REPL_ALL = 3,
+}
+G.redis = freeze(redis)
+
+-- Redis's __redis__err__handler: an error becomes {err=..., source=...,
+-- line=...} pointing at the script's line (the first frame of the
+-- script's chunk: calls to redis.call and the hook sit above it).
+local function handler(err)
+  local info
+  for level = 2, 40 do
+    local i = getinfo(level, "nSl")
+    if i == nil then break end
+    if i.source == "@user_script" then info = i break end
+  end
+  if type(err) == "userdata" then
+    err = {err = pyerror(err)}  -- a ScriptError raised by redis.call
+  elseif type(err) ~= "table" then
+    err = {err = "ERR " .. tostring(err)}
+  end
+  if info then
+    err.source = info.source
+    err.line = info.currentline
+  end
+  return err
+end
+
+local function killed()
+  -- not in our own code (the error handler, run): only in the script's
+  local running = getinfo(2, "S")
+  if running == nil or running.source ~= "=sandbox" then
+    error({err = "ERR Script killed by user with SCRIPT KILL..."})
+  end
+end
+local function hook()
+  if pycheck() then
+    -- every instruction from now on: a pcall in the script cannot keep it
+    sethook(killed, "", 1)
+    killed()
+  end
+end
+
+local function compile(body)
+  local f, err = loadstring(body, "@user_script")
+  if f then setfenv(f, env) end
+  return f, err
+end
+
+local function run(f, keys, argv)
+  G.KEYS = keys
+  G.ARGV = argv
+  sethook(hook, "", __HOOK_EVERY__)
+  local ok, result = xpcall(f, handler)
+  sethook()
+  return ok, result
+end
+
+return compile, run
+"""
+
+
+def _bit_ops(lua: Any) -> Any:
+    """LuaBitOp's ``bit`` (Redis embeds it): 32-bit two's complement."""
+    def tobit(x: float) -> int:
+        n = int(x) & 0xFFFFFFFF
+        return n - 0x100000000 if n & 0x80000000 else n
+
+    def fold(op: Callable[[int, int], int]) -> Callable[..., int]:
+        def apply(*args: float) -> int:
+            acc = tobit(args[0])
+            for arg in args[1:]:
+                acc = tobit(op(acc, tobit(arg)))
+            return acc
+        return apply
+
+    def tohex(x: float, n: float = 8) -> bytes:
+        digits = int(n)
+        value = int(x) & 0xFFFFFFFF
+        text = "%08x" % value
+        if digits < 0:
+            digits, text = -digits, text.upper()
+        return text[-min(digits, 8):].encode()
+
+    ops = {
+        b"tobit": tobit,
+        b"bnot": lambda x: tobit(~tobit(x)),
+        b"band": fold(lambda a, b: a & b),
+        b"bor": fold(lambda a, b: a | b),
+        b"bxor": fold(lambda a, b: a ^ b),
+        b"lshift": lambda x, n: tobit((tobit(x) & 0xFFFFFFFF) << (int(n) & 31)),
+        b"rshift": lambda x, n: tobit((tobit(x) & 0xFFFFFFFF) >> (int(n) & 31)),
+        b"arshift": lambda x, n: tobit(tobit(x) >> (int(n) & 31)),
+        b"rol": lambda x, n: tobit(((tobit(x) & 0xFFFFFFFF) << (int(n) & 31))
+                                   | ((tobit(x) & 0xFFFFFFFF) >> (32 - (int(n) & 31)))),
+        b"ror": lambda x, n: tobit(((tobit(x) & 0xFFFFFFFF) >> (int(n) & 31))
+                                   | ((tobit(x) & 0xFFFFFFFF) << (32 - (int(n) & 31)))),
+        b"bswap": lambda x: tobit(int.from_bytes(
+            (tobit(x) & 0xFFFFFFFF).to_bytes(4, "little"), "big")),
+        b"tohex": tohex,
+    }
+    return lua.table_from(ops)
+
+
+class Sandbox:
+    """One Lua state with the sandbox installed.  ``compile(body)`` returns
+    a function or raises ``ScriptCompileError``; ``run(f, keys, argv)``
+    returns ``(ok, result)``."""
+
+    def __init__(self, call: Callable[..., Any], pcall: Callable[..., Any],
+                 check: Callable[[], bool], log: Callable[[int, bytes], None],
+                 sha1: Callable[[bytes], bytes], setresp: Callable[[int], None]) -> None:
+        # Lua sees Python objects (redis.call, a ScriptError caught by a
+        # pcall) as userdata: attribute access would reach the host
+        # (``f.__globals__``), so only a ScriptError's ``err`` is readable.
+        self.lua = lua51.LuaRuntime(encoding=None, unpack_returned_tuples=True,
+                                    register_eval=False, register_builtins=False,
+                                    attribute_filter=_only_err)
+        code = _BOOTSTRAP.replace("__HOOK_EVERY__", str(HOOK_EVERY)).encode()
+        chunk = self.lua.eval(b"loadstring")(code, b"=sandbox")
+        self._compile, self._run = chunk(call, pcall, _error_text, check, log, sha1, setresp,
+                                          _bit_ops(self.lua))
+        # Nothing outside the sandbox's upvalues keeps these any more.
+        globals_ = self.lua.globals()
+        for name in (b"os", b"io", b"debug", b"package", b"require", b"dofile",
+                     b"loadfile", b"python", b"module", b"newproxy", b"print"):
+            globals_[name] = None
+
+    def compile(self, body: bytes) -> Any:
+        f, err = self._compile(body)
+        if f is None:
+            raise ScriptCompileError(err)
+        return f
+
+    def run(self, f: Any, keys: list[bytes], argv: list[bytes]) -> tuple[bool, Any]:
+        return self._run(f, self.lua.table_from(keys), self.lua.table_from(argv))
+
+    def table(self, items: Any) -> Any:
+        return self.lua.table_from(items)
+
+
+class ScriptError(Exception):
+    """Raised by redis.call (and redis.setresp) into the script: the Lua
+    error handler makes it ``{err=...}``; a script's own pcall sees it as
+    an object whose ``err`` field is the text."""
+
+    def __init__(self, err: bytes) -> None:
+        super().__init__(err)
+        self.err = err
+
+
+def _error_text(exc: object) -> bytes:
+    if isinstance(exc, ScriptError):
+        return exc.err
+    return b"ERR " + str(exc).encode("utf-8", "replace")
+
+
+def _only_err(obj: object, name: Any, setting: bool) -> Any:
+    if not setting and isinstance(obj, ScriptError) and name in ("err", b"err"):
+        return "err"
+    raise AttributeError("not accessible from scripts")
+
+
+class ScriptCompileError(Exception):
+    def __init__(self, message: bytes) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+def lua_type(value: object) -> str | None:
+    """'table', 'function'... for a Lua object lupa handed back, else None."""
+    return lua51.lua_type(value)
