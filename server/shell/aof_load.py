@@ -290,12 +290,13 @@ def _replay(node, buf, size, path, truncate_ok, options, started):
                     if block is not None:
                         raise ValueError("MULTI inside MULTI")
                     block = (record, [])
-                elif upper == b"EXEC":
+                elif upper == b"EXEC" or upper == b"DISCARD":
                     if block is None:
-                        raise ValueError("EXEC without MULTI")
-                    for handler, args in block[1]:
-                        handler(node, args, options)
-                    block = None
+                        raise ValueError(f"{upper.decode()} without MULTI")
+                    if upper == b"EXEC":
+                        for handler, args in block[1]:
+                            handler(node, args, options)
+                    block = None  # (DISCARD: a script cut short, dropped)
                 else:
                     handler = replay.get(upper)
                     if handler is None:

@@ -125,8 +125,10 @@ class Scripting:
         client.addr = caller.addr
         run = self.running = ScriptRun(sha, client, caller, node.clock(), readonly)
         try:
-            with Atomic(node):
+            with Atomic(node) as atomic:
                 ok, result = self.sandbox.run(function, keys, argv)
+                # killed although it wrote: SHUTDOWN NOSAVE, drop it on load
+                atomic.abandoned = run.killed and run.wrote
         finally:
             self.running = None
         if ok:

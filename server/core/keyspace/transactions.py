@@ -24,7 +24,9 @@
 - AOF: the writes of an EXEC (and of a script) reach the log between a
   ``MULTI`` and an ``EXEC`` record (``AtomicLog``), written only if
   something was logged; the loader applies such a block only once its
-  ``EXEC`` is read, so a torn tail never half-applies one.
+  ``EXEC`` is read, so a torn tail never half-applies one.  A script cut
+  short by SHUTDOWN NOSAVE after writing ends its block with ``DISCARD``:
+  the loader drops it.
 """
 
 from __future__ import annotations
@@ -205,9 +207,11 @@ class AtomicLog:
         self._open()
         self.real.append_command(*argv)
 
-    def close(self) -> None:
+    def close(self, discard: bool = False) -> None:
         if self.opened:
-            self.real.append_command(b"EXEC")
+            # DISCARD: the loader drops the block (a script cut short by
+            # SHUTDOWN NOSAVE: its half-done writes must not come back)
+            self.real.append_command(b"DISCARD" if discard else b"EXEC")
 
 
 class Atomic:
@@ -220,6 +224,7 @@ class Atomic:
         self.node = node
         self.log: AtomicLog | None = None
         self.blocking = node.keyspace.blocking.atomic()
+        self.abandoned = False  # set by the owner: log DISCARD, not EXEC
 
     def __enter__(self) -> Atomic:
         node = self.node
@@ -233,4 +238,6 @@ class Atomic:
         self.blocking.__exit__(None, None, None)
         if self.log is not None:
             self.node.log = self.log.real
-            self.log.close()
+            self.log.close(self.abandoned)
+            if self.abandoned:
+                self.node.keyspace.aof_db = -1  # its SELECT is dropped on load too
