@@ -275,3 +275,33 @@ GENERATORS.update(_collections.GENERATORS)
 COMPARE.update(_collections.COMPARE)
 RESYNC = _collections.RESYNC
 STATE += _collections.STATE
+
+
+# Scripts: deterministic bodies run through EVAL (their writes, replies,
+# Lua<->RESP conversions and error texts, with the script's SHA1 in them,
+# compared byte for byte).  MULTI/EXEC has no generator: a transaction
+# would carry KEYS/TTL/SPOP replies inside EXEC's array past COMPARE and
+# RESYNC; tests/server/test_transactions.py compares its sequences.
+SCRIPTS = [
+    b"return redis.call(ARGV[1], KEYS[1], ARGV[2])",
+    b"return redis.pcall(ARGV[1], KEYS[1], ARGV[2])",
+    b"local a = redis.call('incr', KEYS[1]) redis.call('rpush', KEYS[2], a) "
+    b"return {a, redis.call('lrange', KEYS[2], 0, -1)}",
+    b"local v = redis.call('get', KEYS[1]) if v then return {v, #v, tonumber(v)} end return v",
+    b"redis.call('set', KEYS[1], ARGV[2]) return redis.call('incrbyfloat', KEYS[1], 1.5)",
+    b"return {redis.call('exists', KEYS[1], KEYS[2]), redis.call('type', KEYS[1])}",
+    b"redis.call('del', KEYS[2]) return redis.call('rename', KEYS[1], KEYS[2])",
+    b"return redis.call('lpush', KEYS[1], unpack(ARGV))",
+    b"local n = tonumber(ARGV[2]) return n and n * 1.5 or {err = 'not a number'}",
+    b"return redis.call('mget', KEYS[1], KEYS[2])",
+]
+SCRIPT_COMMANDS = [b"set", b"get", b"incr", b"append", b"lpush", b"rpop", b"strlen",
+                   b"del", b"llen", b"getset", b"nosuch"]
+
+
+def gen_eval(rng: random.Random, now_s: int) -> list[bytes]:
+    body = rng.choice(SCRIPTS)
+    return [b"EVAL", body, b"2", key(rng), key(rng), rng.choice(SCRIPT_COMMANDS), value(rng)]
+
+
+GENERATORS["scripting"] = [gen_eval]
