@@ -29,6 +29,12 @@ Modules (one concept each):
 - ``commands_keys.py``, ``commands_strings.py``, ``commands_db.py``: the
   commands; ``lists.py`` and ``commands_lists.py``: the list type and its
   commands; ``blocking.py``: clients blocked on keys.
+- ``transactions.py``: MULTI state, WATCH, ``Atomic`` (what EXEC and
+  scripts run inside: one AOF block, blocking denied, waiters served after
+  the whole); ``commands_transactions.py``: MULTI/EXEC/DISCARD/WATCH.
+- ``scripting.py``: EVAL*, SCRIPT, the time limit and SCRIPT KILL;
+  ``lua_sandbox.py``: the Lua 5.1 state and its sandbox;
+  ``lua_convert.py``: Redis's Lua<->RESP conversions.
 - The shell side: ``server/shell/aof_keys.py`` hooks replay and rewrite
   into the AOF.
 
