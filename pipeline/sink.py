@@ -1,0 +1,165 @@
+"""The sink: each Spark task writes its partition's rows as jobs, through
+pipelined ADDJOB in chunks, to one node of the ``nodes`` list (spread by
+partition number), failing over to the next node when its node goes away.
+The driver's commit reports counts; abort FASTACKs what the failed
+attempt added, best effort."""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Iterator, Optional, Sequence
+
+import hiredis
+import pyarrow as pa
+from pyspark import TaskContext
+from pyspark.sql.datasource import (DataSourceArrowWriter, DataSourceStreamArrowWriter,
+                                    WriterCommitMessage)
+
+from .bodies import RequestEncoder
+from .connection import Address, Connection, NodeUnavailable
+from .lease import fastack
+from .nodes import connect_first, format_address, parse_nodes
+from .options import SinkOptions
+
+# Transient refusals worth sending again to another node: not enough nodes
+# reachable for REPLICATE yet, a node leaving, one loading its AOF.
+RETRIABLE = ("NOREPL", "LEAVING", "LOADING")
+FAILOVERS_PER_NODE = 3  # how often a task may go round the node list
+REFUSED_PAUSE_S = 0.5  # before sending refused jobs again: let the cluster settle
+
+
+@dataclass
+class SinkCommit(WriterCommitMessage):
+    partition: int
+    count: int
+    failovers: int
+    ids: list[str] = field(default_factory=list)  # for abort's FASTACK
+
+
+class JobRefused(RuntimeError):
+    """A node answered ADDJOB with an error that another try will not fix."""
+
+
+def task_partition() -> int:
+    context = TaskContext.get()
+    return context.partitionId() if context is not None else 0
+
+
+class PartitionWriter:
+    """One task's connection, with failover, and what it added."""
+
+    def __init__(self, options: SinkOptions, partition: int) -> None:
+        self.options = options
+        self.nodes: list[Address] = parse_nodes(options.nodes)
+        self.partition = partition
+        self.failovers = 0
+        self.ids: list[str] = []
+        self.index, self.conn = connect_first(self.nodes, partition % len(self.nodes),
+                                              options.socket_timeout_s)
+
+    def failover(self, why: str) -> None:
+        self.failovers += 1
+        if self.failovers > FAILOVERS_PER_NODE * len(self.nodes):
+            raise NodeUnavailable(f"option 'nodes': gave up after {self.failovers - 1} "
+                                  f"failovers ({why})")
+        self.conn.close()
+        self.index, self.conn = connect_first(self.nodes, self.index + 1,
+                                              self.options.socket_timeout_s)
+
+    def send(self, requests: Sequence[bytes]) -> None:
+        """Every request answered with an ID, or an exception.  A chunk cut
+        by a dead node is sent again whole to the next one: at-least-once,
+        some of its jobs may exist twice."""
+        pending = list(requests)
+        while pending:
+            try:
+                replies = self.conn.pipeline(pending)
+            except NodeUnavailable as e:
+                self.failover(str(e))
+                continue
+            retry = []
+            for request, reply in zip(pending, replies):
+                if isinstance(reply, hiredis.ReplyError):
+                    text = str(reply)
+                    if not text.startswith(RETRIABLE):
+                        raise JobRefused(f"ADDJOB refused by "
+                                         f"{format_address(self.conn.address)}: {text}")
+                    retry.append(request)
+                else:
+                    assert isinstance(reply, bytes)
+                    self.ids.append(reply.decode())
+            if retry:
+                time.sleep(REFUSED_PAUSE_S)
+                self.failover(f"{len(retry)} jobs refused for now")
+            pending = retry
+
+    def abandon(self) -> None:
+        """This attempt failed: take back what it added (best effort)."""
+        self.conn.close()
+        fastack(self.ids, self.nodes, self.index, self.options.socket_timeout_s)
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def write_partition(options: SinkOptions, batches: Iterator[pa.RecordBatch]) -> SinkCommit:
+    encoder = RequestEncoder(options)
+    writer = PartitionWriter(options, task_partition())
+    chunk = options.chunk
+    try:
+        for batch in batches:
+            requests = encoder.requests(batch)
+            for i in range(0, len(requests), chunk):
+                writer.send(requests[i:i + chunk])
+    except BaseException:
+        writer.abandon()
+        raise
+    writer.close()
+    return SinkCommit(writer.partition, len(writer.ids), writer.failovers, writer.ids)
+
+
+def report(messages: Sequence[Optional[WriterCommitMessage]], what: str) -> str:
+    done = [m for m in messages if isinstance(m, SinkCommit)]
+    line = (f"trisque sink: {what}: {sum(m.count for m in done)} jobs from "
+            f"{len(done)} of {len(messages)} partitions, "
+            f"{sum(m.failovers for m in done)} failovers")
+    print(line, file=sys.stderr)
+    return line
+
+
+def abort_all(options: SinkOptions, messages: Sequence[Optional[WriterCommitMessage]]) -> None:
+    nodes = parse_nodes(options.nodes)
+    ids = [i for m in messages if isinstance(m, SinkCommit) for i in m.ids]
+    failed = fastack(ids, nodes, 0, options.socket_timeout_s)
+    report(messages, f"aborted, FASTACK of {len(ids)} jobs "
+                     f"{'failed: ' + failed if failed else 'sent'}")
+
+
+class BatchSink(DataSourceArrowWriter):
+    def __init__(self, options: SinkOptions) -> None:
+        self.options = options
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> SinkCommit:
+        return write_partition(self.options, iterator)
+
+    def commit(self, messages: list[Optional[WriterCommitMessage]]) -> None:
+        report(messages, "committed")
+
+    def abort(self, messages: list[Optional[WriterCommitMessage]]) -> None:
+        abort_all(self.options, messages)
+
+
+class StreamSink(DataSourceStreamArrowWriter):
+    def __init__(self, options: SinkOptions) -> None:
+        self.options = options
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> SinkCommit:
+        return write_partition(self.options, iterator)
+
+    def commit(self, messages: list[Optional[WriterCommitMessage]], batchId: int) -> None:
+        report(messages, f"batch {batchId} committed")
+
+    def abort(self, messages: list[Optional[WriterCommitMessage]], batchId: int) -> None:
+        abort_all(self.options, messages)
