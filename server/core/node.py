@@ -249,24 +249,9 @@ class Node:
             self._feed_monitors(client, argv)
         self.stats.commands += 1
         client.last_cmd = command.lname
-        start = _perf_ns()
-        try:
-            reply = command.handler(self, client, argv)
-        except CommandError as exc:
-            reply = resp.error(exc.message)
-        except Exception as exc:
-            # A bug.  Tests and the simulator want it loud (no hook); the
-            # server logs it and answers an error rather than dying.
-            if self.on_internal_error is None:
-                raise
-            reply = self.on_internal_error(command, argv, exc)
+        reply = self._run(client, command, argv)
         if self.blocking.ready:
             self.blocking.serve_ready()  # clients blocked on keys it created (BLPOP...)
-        elapsed_ns = _perf_ns() - start
-        command.calls += 1
-        command.ns += elapsed_ns
-        if elapsed_ns >= self.slowlog_ns:
-            self._slowlog(client, argv, elapsed_ns // 1000)
         if reply is not None:
             mode = client.reply_mode
             if mode == REPLY_ON:
@@ -279,18 +264,16 @@ class Node:
             elif mode == REPLY_SKIP:
                 client.reply_mode = REPLY_ON
 
-    def call(self, client, command, argv):
-        """Run a command already checked and return its reply (EXEC's
-        queued commands, a script's redis.call): errors are replies."""
-        if self.monitors:
-            self._feed_monitors(client, argv)
-        self.stats.commands += 1
+    def _run(self, client, command, argv):
+        """The handler, timed (INFO commandstats, SLOWLOG); its reply."""
         start = _perf_ns()
         try:
             reply = command.handler(self, client, argv)
         except CommandError as exc:
             reply = resp.error(exc.message)
         except Exception as exc:
+            # A bug.  Tests and the simulator want it loud (no hook); the
+            # server logs it and answers an error rather than dying.
             if self.on_internal_error is None:
                 raise
             reply = self.on_internal_error(command, argv, exc)
@@ -299,6 +282,15 @@ class Node:
         command.ns += elapsed_ns
         if elapsed_ns >= self.slowlog_ns:
             self._slowlog(client, argv, elapsed_ns // 1000)
+        return reply
+
+    def call(self, client, command, argv):
+        """Run a command already checked and return its reply (EXEC's
+        queued commands, a script's redis.call): errors are replies."""
+        if self.monitors:
+            self._feed_monitors(client, argv)
+        self.stats.commands += 1
+        reply = self._run(client, command, argv)
         if reply.__class__ is not bytes:
             # Nothing waits inside EXEC or a script (blocking.atomic()): a
             # handler that still did not answer is answered a null.

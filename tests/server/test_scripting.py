@@ -4,47 +4,18 @@ script that loops forever (-BUSY for the others, SCRIPT KILL ends it, the
 node stays up), one that wrote first (-UNKILLABLE, SHUTDOWN NOSAVE), and
 scripts' atomicity."""
 
-import socket
 import threading
 import time
 
-import hiredis
 import pytest
 import redis
 
 from tests.harness import wait_for
 from tests.server.conftest import REDIS_SERVER
+from tests.server.util import raw_replies, reads_never_torn
 
 BUSY = ("Redis is busy running a script. You can only call SCRIPT KILL or "
         "SHUTDOWN NOSAVE.")
-
-
-def raw(port, commands):
-    """Each command's reply, as bytes, over one connection."""
-    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
-    out = []
-    try:
-        for argv in commands:
-            argv = [a if isinstance(a, bytes) else str(a).encode() for a in argv]
-            sock.sendall(b"*%d\r\n" % len(argv) + b"".join(
-                b"$%d\r\n%s\r\n" % (len(a), a) for a in argv))
-            reader = hiredis.Reader(notEnoughData=Ellipsis)
-            data = b""
-            while True:
-                chunk = sock.recv(65536)
-                if not chunk:
-                    break
-                data += chunk
-                reader.feed(chunk)
-                try:
-                    if reader.gets() is not Ellipsis:
-                        break
-                except hiredis.ProtocolError:
-                    break
-            out.append(data)
-    finally:
-        sock.close()
-    return out
 
 
 CASES = [
@@ -108,8 +79,8 @@ def test_same_bytes_as_redis(shared, redis_port, proto):
     shared.client().execute_command("SCRIPT", "FLUSH")
     redis.Redis(port=redis_port).flushall()
     redis.Redis(port=redis_port).script_flush()
-    mine = raw(shared.port, commands)
-    theirs = raw(redis_port, commands)
+    mine = raw_replies(shared.port, commands)
+    theirs = raw_replies(redis_port, commands)
     differences = [(argv, a, b) for argv, a, b in zip(commands, mine, theirs)
                    if argv[0] != "HELLO" and a != b]
     assert differences == []
@@ -214,25 +185,9 @@ def test_script_that_wrote_is_unkillable_until_shutdown_nosave(make_server):
 def test_scripts_are_atomic_for_other_clients(shared):
     c = shared.client()
     c.execute_command("DEBUG", "FLUSHALL")
-    stop = threading.Event()
-    seen = []
-
-    def reader():
-        r = shared.client()
-        while not stop.is_set():
-            seen.append(tuple(r.mget("x", "y")))
-
-    thread = threading.Thread(target=reader)
-    thread.start()
-    try:
-        script = c.register_script("redis.call('incr', KEYS[1]) "
-                                   "for i = 1, 2000 do end "
-                                   "return redis.call('incr', KEYS[2])")
-        for _ in range(300):
-            script(keys=["x", "y"])
-    finally:
-        stop.set()
-        thread.join()
+    script = c.register_script("redis.call('incr', KEYS[1]) for i = 1, 2000 do end "
+                               "return redis.call('incr', KEYS[2])")
+    seen = reads_never_torn(shared, lambda: script(keys=["x", "y"]))
     assert seen and all(a == b for a, b in seen)
 
 

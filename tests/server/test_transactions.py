@@ -2,14 +2,13 @@
 trisque-server, byte for byte against redis-server 7.0 where the reply is
 Redis's, and Disque's commands inside MULTI (GETJOB acts as NOHANG)."""
 
-import socket
-import threading
 import time
 
 import pytest
 import redis
 
 from tests.server.conftest import REDIS_SERVER
+from tests.server.util import raw_replies, reads_never_torn
 
 def test_queue_exec_and_runtime_errors(any_c):
     c = any_c
@@ -61,34 +60,6 @@ def test_watch_touched_by_expiry_flush_rename_and_self(any_c):
         c.delete("w", "w2")
 
 
-def _raw(port, commands):
-    sock = socket.create_connection(("127.0.0.1", port), timeout=5)
-    out = []
-    try:
-        for argv in commands:
-            if argv[0] == b"#sleep":  # a pause between two commands
-                time.sleep(0.02)
-                out.append(b"")
-                continue
-            sock.sendall(b"*%d\r\n" % len(argv) + b"".join(
-                b"$%d\r\n%s\r\n" % (len(a), a) for a in argv))
-            data = b""
-            reader = __import__("hiredis").Reader(notEnoughData=Ellipsis)
-            while True:
-                chunk = sock.recv(65536)
-                data += chunk
-                reader.feed(chunk)
-                try:
-                    if reader.gets() is not Ellipsis:
-                        break
-                except Exception:
-                    break
-            out.append(data)
-    finally:
-        sock.close()
-    return out
-
-
 SEQUENCES = [
     [b"MULTI", b"MULTI", b"SET a 1", b"EXEC"],
     [b"EXEC", b"DISCARD", b"MULTI", b"WATCH a", b"SET a x", b"INCR a", b"EXEC"],
@@ -108,8 +79,8 @@ def test_same_bytes_as_redis(shared, redis_port, sequence):
     commands = [line.split() for line in sequence]
     shared.client().execute_command("DEBUG", "FLUSHALL")
     redis.Redis(port=redis_port).flushall()
-    mine = _raw(shared.port, commands)
-    theirs = _raw(redis_port, commands)
+    mine = raw_replies(shared.port, commands)
+    theirs = raw_replies(redis_port, commands)
     for argv, a, b in zip(commands, mine, theirs):
         if argv[0] == b"HELLO":
             continue  # (server name and version differ by design)
@@ -133,22 +104,11 @@ def test_disque_commands_inside_multi(shared):
 def test_exec_is_atomic_for_other_clients(shared):
     c = shared.client()
     c.execute_command("DEBUG", "FLUSHALL")
-    stop = threading.Event()
-    seen = []
+    counter = iter(range(10**6))
 
-    def reader():
-        r = shared.client()
-        while not stop.is_set():
-            a, b = r.mget("x", "y")
-            seen.append((a, b))
-
-    thread = threading.Thread(target=reader)
-    thread.start()
-    try:
-        for i in range(300):
-            with c.pipeline(transaction=True) as pipe:
-                pipe.set("x", i).set("y", i).execute()
-    finally:
-        stop.set()
-        thread.join()
+    def write_pair():
+        i = next(counter)
+        with c.pipeline(transaction=True) as pipe:
+            pipe.set("x", i).set("y", i).execute()
+    seen = reads_never_torn(shared, write_pair)
     assert seen and all(a == b for a, b in seen)

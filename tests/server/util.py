@@ -1,6 +1,7 @@
 """Raw-socket RESP client for tests that need exact bytes on the wire."""
 
 import socket
+import threading
 import time
 
 import hiredis
@@ -82,3 +83,54 @@ class Raw:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def raw_replies(port, commands):
+    """Each command's reply as the bytes on the wire, over one connection
+    (``#sleep`` pauses 20 ms instead of sending)."""
+    out = []
+    with Raw(port) as conn:
+        for argv in commands:
+            if argv[0] in (b"#sleep", "#sleep"):
+                time.sleep(0.02)
+                out.append(b"")
+                continue
+            conn.send_command(*argv)
+            reader = hiredis.Reader(notEnoughData=Ellipsis)
+            data = b""
+            while True:
+                chunk = conn.sock.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+                reader.feed(chunk)
+                try:
+                    if reader.gets() is not Ellipsis:
+                        break
+                except hiredis.ProtocolError:
+                    break  # (deeper than hiredis reads: the bytes are enough)
+            out.append(data)
+    return out
+
+
+def reads_never_torn(server, write_pair, rounds=300):
+    """Run ``write_pair()`` (which sets x and y to the same value in one
+    atomic step) ``rounds`` times while another client reads both keys;
+    the pairs that reader saw."""
+    stop = threading.Event()
+    seen = []
+
+    def reader():
+        r = server.client()
+        while not stop.is_set():
+            seen.append(tuple(r.mget("x", "y")))
+
+    thread = threading.Thread(target=reader)
+    thread.start()
+    try:
+        for _ in range(rounds):
+            write_pair()
+    finally:
+        stop.set()
+        thread.join()
+    return seen

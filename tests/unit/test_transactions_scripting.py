@@ -8,6 +8,8 @@ from trisque.server.core.config import Config
 from trisque.server.core.keyspace.scripting import execute_while_busy
 from trisque.server.core.node import Node
 
+from tests.unit.test_keyspace import RecordingLog
+
 
 class Clock:
     def __init__(self, now_s=1000.0, step_s=0.0):
@@ -17,26 +19,6 @@ class Clock:
     def __call__(self):
         self.now_s += self.step_s
         return self.now_s
-
-
-class RecordingLog:
-    """node.log that keeps the records (as the AOF would write them)."""
-
-    enabled = True
-    failing = None
-    end = durable = 0
-
-    def __init__(self):
-        self.records = []
-
-    def append_command(self, *argv):
-        self.records.append([a if isinstance(a, bytes) else a.encode() for a in argv])
-
-    def job_stored(self, job):
-        self.records.append([b"LOADJOB", job.id])
-
-    def job_deleted(self, job):
-        self.records.append([b"DELJOB", job.id])
 
 
 def make_node(step_s=0.0):

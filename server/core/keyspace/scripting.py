@@ -29,7 +29,7 @@ script_lua.c: Lua 5.1 scripts that run atomically against the keyspace
 from __future__ import annotations
 
 import hashlib
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from ....protocol import resp
 from ....protocol.errors import OOM, CommandError, unknown_subcommand

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ....protocol import resp
 from ..standalone import NoLog
 
 if TYPE_CHECKING:
@@ -108,7 +107,10 @@ def queue(node: Node, client: Client, command: Command, argv: list[bytes]) -> No
     multi.commands.append((command, argv))
     if command.deny_oom:
         multi.deny_oom = True
-    client.out.append(QUEUED) if not client.slots else client.slots.append(QUEUED)
+    if client.slots:  # (replies waiting behind a pending one keep order)
+        client.slots.append(QUEUED)
+    else:
+        client.out.append(QUEUED)
 
 
 def rejected(node: Node, client: Client, command: Command | None, message: str) -> str:
