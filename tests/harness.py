@@ -21,6 +21,11 @@ PORT_RANGE = (12000, 22000)
 
 
 def server_command():
+    # TRISQUE_TEST_SERVER runs the same tests or chaos against another
+    # server taking a disque.conf path (e.g. disque-server, to compare).
+    other = os.environ.get("TRISQUE_TEST_SERVER")
+    if other:
+        return [other]
     exe = shutil.which("trisque-server", path=os.path.dirname(sys.executable))
     if exe:
         return [exe]
