@@ -52,6 +52,14 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._stopping = threading.Event()
         self._turn = 0  # which node leases first: rotates
 
+    def __getstate__(self) -> dict[str, Any]:
+        # Spark pickles the reader for read() on the executors: they need
+        # the options only, never the driver's leases, lock and thread.
+        return {"options": self.options, "body_binary": self.body_binary}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["options"], state["body_binary"])  # type: ignore[misc]
+
     # ------------------------------------------------------------ offsets
 
     def initialOffset(self) -> dict:
