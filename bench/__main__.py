@@ -1,6 +1,6 @@
 """python -m bench [-n REQUESTS] [--rounds R] [--disque PATH] [--floor]
 python -m bench memory [--jobs N] [--body BYTES]
-python -m bench keyspace [-n REQUESTS] [--rounds R]"""
+python -m bench keyspace [-n REQUESTS] [--rounds R] [--part all|throughput|memory]"""
 
 import argparse
 import sys
@@ -25,10 +25,19 @@ def main(argv=None):
                         help="memory mode: jobs to queue (default 1000000)")
     parser.add_argument("--body", type=int, default=100,
                         help="memory mode: body size in bytes (default 100)")
+    parser.add_argument("--part", default="all", choices=["all", "throughput", "memory"],
+                        help="keyspace mode: commands' throughput, memory per "
+                             "key (1M string keys, 1M list items), or both")
+    parser.add_argument("--keys", type=int, default=1000000,
+                        help="keyspace memory: string keys and list items to load")
     args = parser.parse_args(argv)
     if args.mode == "keyspace":
-        from . import keyspace
-        keyspace.run(args.requests, rounds=args.rounds)
+        if args.part in ("all", "throughput"):
+            from . import keyspace
+            keyspace.run(args.requests, rounds=args.rounds)
+        if args.part in ("all", "memory"):
+            from . import keyspace_memory
+            keyspace_memory.run(args.rounds, strings=args.keys, items=args.keys)
     elif args.mode == "memory":
         from . import memory
         memory.run(args.jobs, args.body, disque=args.disque)

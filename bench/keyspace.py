@@ -1,6 +1,8 @@
 """Throughput of the keyspace's commands against redis-server's own, in the
 same run on the same machine: the same redis-benchmark command line
-(-c 50, -r 1000000) sent to both, without pipelining and with -P 16.
+(-c 50, -r 1000000) sent to both, without pipelining and with -P 16:
+LPUSH, RPOP, RPUSH, LPOP, SET, GET, INCR, HSET (the key names and values of
+redis-benchmark's own -t tests).
 
 ``ROWS`` is the table: a label, the command, and the target ratios
 (issue 14: unpipelined >= 0.6, pipelined LPUSH/RPOP >= 0.25).  Rows run in
@@ -30,6 +32,10 @@ ROWS: list[tuple[str, list[str], float | None, float | None]] = [
     ("RPOP", ["RPOP", "q"], 0.6, 0.25),
     ("RPUSH", ["RPUSH", "q", "__rand_int__"], 0.6, 0.25),
     ("LPOP", ["LPOP", "q"], 0.6, 0.25),
+    ("SET", ["SET", "key:__rand_int__", "xxx"], 0.6, None),
+    ("GET", ["GET", "key:__rand_int__"], 0.6, None),
+    ("INCR", ["INCR", "counter:__rand_int__"], 0.6, None),
+    ("HSET", ["HSET", "myhash", "element:__rand_int__", "xxx"], 0.6, None),
 ]
 CONSUMERS = 10
 

@@ -1,0 +1,90 @@
+"""CPU per keyspace command on one node core, without sockets: parse +
+execute, as bench.instructions does for jobs.
+
+    python -m bench.keyspace_instructions [-n N]         # microseconds per command
+    python -m bench.keyspace_instructions --callgrind    # instructions per command
+
+``PHASES`` run in order on one node core, 16 requests at a time (as
+redis-benchmark -P 16 sends them), with redis-benchmark's arguments (-r
+1000000: random 12-digit key suffixes); each pop phase pops what the push
+phase before it pushed.  With ``--callgrind`` each count is the difference
+between a run up to that phase and a run up to the one before, divided by
+N (fixed hash seed, so runs repeat exactly).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+
+from trisque.cluster.cluster import Cluster, Transport
+from trisque.server.core.config import Config
+from trisque.server.core.node import Node
+
+from .client import encode
+from .instructions import instructions, run
+
+PHASES = ("PING", "LPUSH", "RPOP", "RPUSH", "LPOP", "SET", "GET", "INCR", "HSET")
+
+
+def requests_of(phase: str, n: int) -> list[bytes]:
+    rng = random.Random(phase)
+    rand = [b"%012d" % rng.randrange(1000000) for _ in range(n)]
+    if phase == "PING":
+        return [encode("PING")] * n
+    if phase in ("LPUSH", "RPUSH"):
+        return [encode(phase, "q", r) for r in rand]
+    if phase in ("RPOP", "LPOP"):
+        return [encode(phase, "q")] * n
+    if phase == "SET":
+        return [encode("SET", b"key:" + r, "xxx") for r in rand]
+    if phase == "GET":
+        return [encode("GET", b"key:" + r) for r in rand]
+    if phase == "INCR":
+        return [encode("INCR", b"counter:" + r) for r in rand]
+    assert phase == "HSET"
+    return [encode("HSET", "myhash", b"element:" + r, "xxx") for r in rand]
+
+
+def measure(n: int, upto: int) -> dict[str, float]:
+    """Microseconds per command of the first ``upto`` phases."""
+    node = Node(Config(), "a" * 40, time.time)
+    Cluster(node, Transport(), "127.0.0.1", 7711, 17711)
+    client = node.add_client()
+    requests = {phase: requests_of(phase, n) for phase in PHASES}  # (every run builds all)
+    return {phase: run(node, client, requests[phase]) / n * 1e6 for phase in PHASES[:upto]}
+
+
+def callgrind(n: int) -> dict[str, float]:
+    totals = [instructions([sys.executable, "-m", "bench.keyspace_instructions",
+                            "-n", str(n), "--upto", str(k)])
+              for k in range(len(PHASES) + 1)]
+    return {phase: (totals[k + 1] - totals[k]) / n for k, phase in enumerate(PHASES)}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.keyspace_instructions")
+    parser.add_argument("-n", type=int, default=None)
+    parser.add_argument("--callgrind", action="store_true")
+    parser.add_argument("--upto", type=int, default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.upto is not None:  # one run under callgrind
+        measure(args.n, args.upto)
+        return
+    if args.callgrind:
+        n = args.n or 10000
+        per = callgrind(n)
+        unit = "instructions"
+    else:
+        n = args.n or 100000
+        per = measure(n, len(PHASES))
+        unit = "us"
+    print(f"per command, {n} of each, pipelined 16 at a time ({unit})")
+    for phase in PHASES:
+        print(f"  {phase:8} {per[phase]:10,.{0 if args.callgrind else 2}f}")
+
+
+if __name__ == "__main__":
+    main()
