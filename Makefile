@@ -6,12 +6,12 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed
 
-.PHONY: run cluster test bench clean
+.PHONY: run cluster test bench pipeline-example clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[test]'
+	$(BIN)/pip install -q -e '.[test,spark]'  # spark: pyspark sdist, ~70 s once, then pip's cache
 	touch $(STAMP)
 
 run: $(STAMP)
@@ -25,6 +25,10 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench $(ARGS)
+
+# The Spark example (pipeline/examples/), against a running `make cluster`.
+pipeline-example: $(STAMP)
+	$(BIN)/python pipeline/examples/tasks_pipeline.py $(ARGS)
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache

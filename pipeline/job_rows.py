@@ -44,6 +44,11 @@ def split(jobs: Sequence[LeasedJob], replay: Sequence[tuple[str, str]],
     return out
 
 
+def _int_field(fields: dict[bytes, object], name: bytes) -> int:
+    value = fields.get(name, 0)
+    return value if isinstance(value, int) else 0
+
+
 def _show_fields(reply: object) -> Optional[dict[bytes, object]]:
     if not isinstance(reply, list):
         return None  # unknown job: a null
@@ -107,5 +112,5 @@ def rows(part: PartitionJobs, nodes: Sequence[Address], timeout_s: float,
         raw = fields.get(b"body")
         queue = fields.get(b"queue")
         assert isinstance(raw, bytes) and isinstance(queue, bytes)
-        yield (queue.decode(), job_id, body(raw), int(fields.get(b"nacks", 0)),  # type: ignore[arg-type]
-               int(fields.get(b"additional-deliveries", 0)), _ctime(fields))  # type: ignore[arg-type]
+        yield (queue.decode(), job_id, body(raw), _int_field(fields, b"nacks"),
+               _int_field(fields, b"additional-deliveries"), _ctime(fields))

@@ -62,13 +62,17 @@ def _bool(options: Mapping[str, str], name: str) -> bool:
     raise OptionError(f"option '{name}' must be true or false, not {text!r}")
 
 
-def _socket_timeout_s(timeout_ms: int) -> float:
-    # ADDJOB may wait timeout_ms for replication; the socket waits longer.
-    return timeout_ms / 1000 + 10 if timeout_ms else 120.0
+class _SocketTimeout:
+    timeout_ms: int
+
+    @property
+    def socket_timeout_s(self) -> float:
+        # ADDJOB may wait timeout_ms for replication; the socket waits longer.
+        return self.timeout_ms / 1000 + 10 if self.timeout_ms else 120.0
 
 
 @dataclass(frozen=True)
-class SinkOptions:
+class SinkOptions(_SocketTimeout):
     nodes: str
     queue: Optional[str]
     replicate: Optional[int]
@@ -80,10 +84,6 @@ class SinkOptions:
     timeout_ms: int
     chunk: int
     ack: bool
-
-    @property
-    def socket_timeout_s(self) -> float:
-        return _socket_timeout_s(self.timeout_ms)
 
     @classmethod
     def parse(cls, raw: Mapping[str, str]) -> SinkOptions:
@@ -128,7 +128,7 @@ class SinkOptions:
 
 
 @dataclass(frozen=True)
-class SourceOptions:
+class SourceOptions(_SocketTimeout):
     nodes: str
     queues: list[str] = field(default_factory=list)
     max_jobs_per_trigger: int = MAX_JOBS_PER_TRIGGER_DEFAULT
@@ -136,10 +136,6 @@ class SourceOptions:
     partitions: int = PARTITIONS_DEFAULT
     lease_renew_s: int = 0
     timeout_ms: int = 5000
-
-    @property
-    def socket_timeout_s(self) -> float:
-        return _socket_timeout_s(self.timeout_ms)
 
     @classmethod
     def parse(cls, raw: Mapping[str, str]) -> SourceOptions:

@@ -110,7 +110,11 @@ def test_stopped_mid_batch_then_restarted_from_checkpoint(spark: Any, node: Serv
                                                           tmp_path: Any) -> None:
     ids = add_jobs(node, 2000)
     checkpoint = str(tmp_path / "cp")
-    slow = F.udf(lambda body: (time.sleep(0.004), body)[1], "string")
+
+    def slow_body(body: str) -> str:
+        time.sleep(0.004)  # so that stop() lands inside a batch
+        return body
+    slow = F.udf(slow_body, "string")
     first = Collector()
     query = (stream(spark, node, maxJobsPerTrigger=500)
              .withColumn("body", slow("body")).writeStream.foreachBatch(first)
