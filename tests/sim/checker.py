@@ -124,12 +124,12 @@ class Checker:
                 del wire[job_id]
                 self._check_fully_acked(job_id)
 
-    def held_anywhere(self, job_id):
+    def held_anywhere(self, job_id: bytes) -> bool:
         if job_id in self.live or job_id in self.wire:
             return True
         return any(job_id in ids for ids in self.on_disk.values())
 
-    def where(self, job_id):
+    def where(self, job_id: bytes) -> str:
         """Where copies of the job are, for reports."""
         places = [f"node {i}" for i in sorted(self.live.get(job_id, ()))]
         places += [f"node {i}'s disk" for i, ids in sorted(self.on_disk.items())
@@ -205,7 +205,7 @@ class Checker:
         self.judge_leaks()
         return self.violations
 
-    def judge_deliveries(self):
+    def judge_deliveries(self) -> None:
         """Lost and never-delivered jobs, judged now (the end of the drain)."""
         now = self.world.now_ms
         for rec in self.jobs.values():
@@ -220,7 +220,7 @@ class Checker:
                                            f"accepted at {rec.accepted_ms} ms, never "
                                            f"delivered though held by {self.where(rec.id)}")
 
-    def judge_leaks(self):
+    def judge_leaks(self) -> None:
         """Jobs left on any node, judged once everything is acked or expired."""
         for sim_node in self.world.nodes:
             if sim_node.alive and sim_node.node.jobs:

@@ -8,12 +8,21 @@ restart-empty (issue 13): on a loaded machine (load.py: nodes stall, the
 bus is slow), one node at a time is killed and restarted empty under its
 old ID (nodes.conf kept, no AOF), after 0.5-8 s (often past the node
 timeout), slowly (its process stalls before its loop runs); half of the
-kills strike a node as it sends or receives jobs (YOURJOBS, or REPLJOB).
+kills strike a node as it sends or receives a YOURJOBS (federation).
 Polling consumers (polling.py) take the jobs.  The load and the slow bus
 last through the drain: ``unload`` ends them before the cluster settles.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from trisque.protocol import bus
+
 from .load import Load
+
+if TYPE_CHECKING:
+    from .world import SimNode
 
 PROFILES = ("none", "loss", "delay", "reorder", "duplicate", "partition",
             "oneway", "minority", "flapping", "crash", "crash-noaof",
@@ -103,17 +112,19 @@ class Faults:
         elif p == "clockjump":
             victim = rng.choice(nodes)
             victim.clock_offset_ms += rng.choice((-1, 1)) * rng.randint(500, 20000)
-        elif p == "restart-empty" and all(n.alive for n in nodes) and not self.armed:
-            if rng.random() < 0.5:
+        elif p == "restart-empty" and all(n.alive for n in nodes):
+            if not self.armed and rng.random() < 0.5:
                 self.armed = True  # see _jobs_sent
-            else:
+            else:  # (armed, no YOURJOBS came since the last strike: now then)
+                self.armed = False
                 self._restart_empty(rng.choice(nodes))
         self._schedule_next()
 
-    def _jobs_sent(self, src, dst, frame):
-        """Armed, the next YOURJOBS (or REPLJOB) kills its sender or its
-        receiver before the jobs arrive: a restart during federation."""
-        if not self.armed or not self.active:
+    def _jobs_sent(self, src: SimNode, dst: SimNode, frame: bytes) -> None:
+        """Armed, the next YOURJOBS kills its sender or its receiver before
+        the jobs arrive: a restart during federation."""
+        if (not self.armed or not self.active
+                or bus.HEADER.unpack_from(frame)[3] != bus.YOURJOBS):
             return
         self.armed = False
         victim = src if self.rng.random() < 0.5 else dst
@@ -121,7 +132,7 @@ class Faults:
         # At the end of this turn: the sender is in the middle of a flush.
         world.at(world.now_ms, self._restart_empty, victim)
 
-    def _restart_empty(self, victim):
+    def _restart_empty(self, victim: SimNode) -> None:
         """kill -9 without an AOF; back later under the same ID (its
         nodes.conf), with no jobs, and slow to start."""
         if not victim.alive or not self.active:
@@ -153,7 +164,7 @@ class Faults:
         if self.load is not None:
             net.delay_ms = self.load.bus_delay_ms  # the machine is still loaded
 
-    def unload(self):
+    def unload(self) -> None:
         """The machine is quiet again (before the cluster settles)."""
         if self.load is not None:
             self.load.stop()

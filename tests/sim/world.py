@@ -18,6 +18,7 @@ order they came.
 
 import heapq
 import random
+from collections.abc import Callable
 
 import hiredis
 
@@ -160,7 +161,7 @@ class SimNode:
         self.busy_until = 0  # world time until which the node does not run
         self.turns = 0
 
-    def stalled(self, action, *args):
+    def stalled(self, action: Callable[..., object], *args: object) -> bool:
         """True if the node is not running now: ``action(*args)`` is put
         off until it does (behind what already waits, as in a socket)."""
         busy_until = self.busy_until
