@@ -48,6 +48,12 @@ class JobRecord:
         self.full_ack_ms = None
         self.duplicates = 0
 
+    def expires_ms(self) -> int:
+        """When its TTL ends: counted from its creation, which may come
+        well before the ADDJOB's reply (a slow node, a slow client)."""
+        born_ms = self.created_ms if self.created_ms is not None else self.accepted_ms
+        return born_ms + self.ttl_ms
+
 
 class Checker:
     def __init__(self, world):
@@ -210,7 +216,7 @@ class Checker:
         now = self.world.now_ms
         for rec in self.jobs.values():
             if (rec.synchronous and rec.accepted_ms is not None and not rec.deliveries
-                    and now < rec.accepted_ms + rec.ttl_ms and not self._exempt(rec)):
+                    and now < rec.expires_ms() and not self._exempt(rec)):
                 if not self.held_anywhere(rec.id):
                     self.violations.append(f"lost: {rec.id.decode()} accepted at "
                                            f"{rec.accepted_ms} ms, never delivered, "

@@ -58,8 +58,7 @@ def starved(checker: Checker, from_ms: int, to_ms: int, node_timeout_ms: int) ->
         last_ms = max(from_ms, rec.accepted_ms)
         if rec.deliveries:
             last_ms = max(last_ms, rec.deliveries[-1][0])
-        born_ms = rec.created_ms if rec.created_ms is not None else rec.accepted_ms
-        end_ms = min(to_ms, born_ms + rec.ttl_ms)
+        end_ms = min(to_ms, rec.expires_ms())
         bound = bound_ms(rec.retry_s, node_timeout_ms)
         if end_ms - last_ms > bound:
             seen = (f"last delivered at {rec.deliveries[-1][0]} ms" if rec.deliveries

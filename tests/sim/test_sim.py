@@ -7,7 +7,9 @@ import pytest
 from .faults import PROFILES
 from .run import replay_command, run_seed
 
-SEEDS = [(PROFILES.index(p) + 1, 5, p) for p in PROFILES] + [(101, 7, "mixed"), (102, 3, "crash")]
+SEEDS = [(PROFILES.index(p) + 1, 5, p) for p in PROFILES] + [
+    (101, 7, "mixed"), (102, 3, "crash"),
+    (103, 3, "restart-empty")]  # issue 13's cluster: 3 nodes, every job on every node
 
 
 @pytest.mark.parametrize("seed,nodes,profile", SEEDS,
