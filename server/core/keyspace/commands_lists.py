@@ -25,7 +25,7 @@ from ....protocol import resp
 from ....protocol.errors import NOT_INTEGER, SYNTAX, CommandError, wrong_arity
 from .blocking import KeyWaiter
 from .key_table import key_command
-from .lists import (ITEM_OVERHEAD, List, clamp_range, item_size, items_in_range,
+from .lists import (ITEM_OVERHEAD, PACK, List, clamp_range, item_size, items_in_range,
                     items_size, positions, remove)
 from .numbers import INT64_MAX, INT64_MIN, parse_ll, parse_long_double, round_long_double
 from .types import WRONGTYPE
@@ -170,10 +170,17 @@ def _push(node: Node, client: Client, argv: list[bytes], left: bool, existing: b
         raise CommandError(WRONGTYPE)
     if len(argv) == 3:
         item = argv[2]
+        # (lst.appendleft / lst.append, inline: hot)
         if left:
-            lst.appendleft(item)
+            part = lst.head  # type: ignore[union-attr]
+            part.append(item)
+            if len(part) >= 2 * PACK:
+                lst.pack_head()  # type: ignore[union-attr]
         else:
-            lst.append(item)
+            part = lst.tail  # type: ignore[union-attr]
+            part.append(item)
+            if len(part) >= 2 * PACK:
+                lst.pack_tail()  # type: ignore[union-attr]
         size = ITEM_OVERHEAD + len(item)
     else:
         items = argv[2:]
@@ -191,7 +198,7 @@ def _push(node: Node, client: Client, argv: list[bytes], left: bool, existing: b
     if db.watched:
         ks.touched(db, key)
     _log(node, ks, db, argv)
-    return b":%d\r\n" % len(lst)
+    return b":%d\r\n" % (len(lst.head) + lst.packed + len(lst.tail))  # type: ignore[union-attr]
 
 
 @key_command("LPUSH", -3, "write denyoom fast")
@@ -255,12 +262,18 @@ def _pop(node: Node, client: Client, argv: list[bytes], left: bool) -> bytes:
         return resp.null(client.proto)
     if lst.__class__ is not List:
         raise CommandError(WRONGTYPE)
-    item = lst.popleft() if left else lst.pop()  # type: ignore[union-attr]
+    # (lst.popleft() / lst.pop(), inline: hot)
+    if left:
+        part = lst.head  # type: ignore[union-attr]
+        item = part.pop() if part else lst.popleft()  # type: ignore[union-attr]
+    else:
+        part = lst.tail  # type: ignore[union-attr]
+        item = part.pop() if part else lst.pop()  # type: ignore[union-attr]
     size = ITEM_OVERHEAD + len(item)
     lst.nbytes -= size  # type: ignore[union-attr]
     db.memory -= size
     node.used_memory -= size  # (node._memory_changed, inline: hot)
-    if not lst:
+    if not (part or lst.packed or lst.head or lst.tail):  # type: ignore[union-attr]
         ks.delete(db, key)
     elif db.watched:
         ks.touched(db, key)
@@ -489,11 +502,9 @@ def ltrim(node: Node, client: Client, argv: list[bytes]) -> bytes:
         from_left, from_right = bounds[0], length - 1 - bounds[1]
     if not from_left and not from_right:
         return resp.OK
-    size = 0
-    for _ in range(from_left):
-        size += item_size(lst.popleft())
-    for _ in range(from_right):
-        size += item_size(lst.pop())
+    kept = lst.slice(from_left, length - from_right) if bounds is not None else []
+    size = lst.nbytes - items_size(kept)
+    lst.replace(kept)
     _removed(node, ks, db, key, lst, size)
     ks.log(db, *argv)
     return resp.OK
