@@ -112,14 +112,19 @@ def main(argv=None):
     if args.callgrind:
         n = args.n or 10000
         per = callgrind(n, args.shuffle)
-        unit = "instructions"
     else:
         n = args.n or 100000
         per = measure(n, PHASES, args.shuffle)
-        unit = "us"
-    print(f"per command, {n} of each, pipelined 16 at a time ({unit})")
-    for phase in PHASES:
-        print(f"  {phase:8} {per[phase]:10,.{0 if args.callgrind else 2}f}")
+    print(report(per, n, PHASES, args.callgrind))
+
+
+def report(per, n, phases, callgrind):
+    """The table of per-command figures (us, or instructions with callgrind)."""
+    unit = "instructions" if callgrind else "us"
+    lines = [f"per command, {n} of each, pipelined 16 at a time ({unit})"]
+    for phase in phases:
+        lines.append(f"  {phase:8} {per[phase]:10,.{0 if callgrind else 2}f}")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ from trisque.server.core.config import Config
 from trisque.server.core.node import Node
 
 from .client import encode
-from .instructions import instructions, run
+from .instructions import instructions, report, run
 
 PHASES = ("PING", "LPUSH", "RPOP", "RPUSH", "LPOP", "SET", "GET", "INCR", "HSET")
 
@@ -76,15 +76,10 @@ def main(argv: list[str] | None = None) -> None:
     if args.callgrind:
         n = args.n or 10000
         per = callgrind(n)
-        unit = "instructions"
     else:
         n = args.n or 100000
         per = measure(n, len(PHASES))
-        unit = "us"
-    print(f"per command, {n} of each, pipelined 16 at a time ({unit})")
-    for phase in PHASES:
-        print(f"  {phase:8} {per[phase]:10,.{0 if args.callgrind else 2}f}")
-
+    print(report(per, n, PHASES, args.callgrind))
 
 if __name__ == "__main__":
     main()

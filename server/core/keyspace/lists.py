@@ -157,33 +157,28 @@ class List:
 
     def pop(self) -> bytes:
         """The last item, removed (IndexError if empty)."""
-        tail = self.tail
-        if not tail:
-            if self.mid:
-                node = self.mid.pop()
-                self.packed -= len(node[1])
-                tail.extend(_unpack(node))
-            elif self.head:
-                tail.extend(reversed(self.head))
-                self.head.clear()
-            else:
-                raise IndexError("pop from an empty list")
-        return tail.pop()
+        return self._refill(False).pop()
 
     def popleft(self) -> bytes:
         """The first item, removed (IndexError if empty)."""
-        head = self.head
-        if not head:
+        return self._refill(True).pop()
+
+    def _refill(self, left: bool) -> list[bytes]:
+        """The plain end of that side (head if ``left``), refilled if empty
+        from the nearest node, or else from the other end's plain items."""
+        end, other = (self.head, self.tail) if left else (self.tail, self.head)
+        if not end:
             if self.mid:
-                node = self.mid.pop(0)
+                node = self.mid.pop(0 if left else -1)
                 self.packed -= len(node[1])
-                head.extend(reversed(_unpack(node)))
-            elif self.tail:
-                head.extend(reversed(self.tail))
-                self.tail.clear()
+                items = _unpack(node)
+                end.extend(reversed(items) if left else items)
+            elif other:
+                end.extend(reversed(other))
+                other.clear()
             else:
                 raise IndexError("pop from an empty list")
-        return head.pop()
+        return end
 
     def clear(self) -> None:
         self.head = []
