@@ -9,7 +9,7 @@ from ...protocol import errors, resp
 from ...protocol.args import to_int, upper
 from ...protocol.errors import CommandError
 
-from . import command_docs
+from . import auth_failure, command_docs
 from . import info as info_module
 from .client import REPLY_OFF, REPLY_ON, REPLY_SKIP, BlockedGet
 from .config import ConfigError
@@ -48,11 +48,11 @@ def time_(node, client, argv):
 WRONGPASS = "WRONGPASS invalid username-password pair or user is disabled."
 
 
-def _check_password(node, password, wrong=WRONGPASS):
+def _password_ok(node, password):
+    """Constant time: the comparison says nothing of how much matched."""
     if not node.config.requirepass:
         raise CommandError("ERR Client sent AUTH, but no password is set")
-    if not hmac.compare_digest(password, node.config.requirepass.encode()):
-        raise CommandError(wrong)
+    return hmac.compare_digest(password, node.config.requirepass.encode())
 
 
 @command("AUTH", -2, "readonly fast loading noauth")
@@ -61,15 +61,17 @@ def auth(node, client, argv):
         raise CommandError(errors.SYNTAX)
     # AUTH password, or AUTH default password (Redis 6 form)
     password = argv[-1]
-    if len(argv) == 3 and argv[1] != b"default":
-        raise CommandError(WRONGPASS)
     # Disque's text for AUTH password; Redis 6's for AUTH user password.
     wrong = "ERR invalid password" if len(argv) == 2 else WRONGPASS
-    try:
-        _check_password(node, password, wrong)
-    except CommandError:
+    if len(argv) == 3 and argv[1] != b"default":
+        ok = False  # (no other user exists; with a password, compare anyway)
+        if node.config.requirepass:
+            _password_ok(node, password)
+    else:
+        ok = _password_ok(node, password)
+    if not ok:
         client.authenticated = not node.config.requirepass
-        raise
+        return auth_failure.refuse(node, client, wrong)
     client.authenticated = True
     return resp.OK
 
@@ -93,9 +95,9 @@ def hello(node, client, argv):
     while i < len(argv):
         opt = argv[i].upper()
         if opt == b"AUTH" and i + 2 < len(argv):
-            if argv[i + 1] != b"default":
-                raise CommandError(WRONGPASS)
-            _check_password(node, argv[i + 2])
+            ok = (argv[i + 1] == b"default") & _password_ok(node, argv[i + 2])
+            if not ok:
+                return auth_failure.refuse(node, client, WRONGPASS)
             client.authenticated = True
             i += 3
         elif opt == b"SETNAME" and i + 1 < len(argv):

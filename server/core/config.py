@@ -140,6 +140,8 @@ DIRECTIVES = [
     Directive("port", "int", 7711, low=0, high=65535, runtime=False),
     Directive("bind", "list", ["127.0.0.1"], runtime=False),
     Directive("tcp-backlog", "int", 511, low=0, runtime=False),
+    # /metrics and the dashboard (trisque.web) on this port; 0: off
+    Directive("http-port", "int", 0, low=0, high=65535, runtime=False),
     Directive("unixsocket", "str", "", runtime=False),
     Directive("unixsocketperm", "int", 0, runtime=False),
     Directive("dir", "str", ".", runtime=True),
@@ -160,6 +162,10 @@ DIRECTIVES = [
     Directive("activerehashing", "bool", True),
     Directive("hz", "int", 10, low=1, high=500, clamp=True),  # a hint: capped, as Disque
     Directive("requirepass", "str", ""),
+    # a refused AUTH is answered this late, the client running nothing meanwhile
+    Directive("auth-failure-delay-ms", "int", 200, low=0),
+    # no password: only loopback and unix-socket clients (Redis's -DENIED)
+    Directive("protected-mode", "bool", True),
     Directive("proto-max-bulk-len", "memory", 512 * 1024**2, low=1),
     Directive("client-output-buffer-limit", "list", ["normal", "0", "0", "0"]),
     Directive("appendonly", "bool", False),
@@ -185,7 +191,7 @@ BY_NAME = {d.name: d for d in DIRECTIVES}
 BY_NAME["lua-time-limit"] = BY_NAME["busy-reply-threshold"]  # Redis's old name
 # Accepted for compatibility with Disque and Redis config files; no effect.
 IGNORED = {"include", "rename-command", "activerehashing",
-           "save", "supervised", "protected-mode"}
+           "save", "supervised"}
 
 
 class Config:

@@ -45,7 +45,8 @@ BASE_MEMORY = 1024 * 1024  # an idle node's used_memory: buffers, tables (not th
 class Stats:
     __slots__ = ("commands", "connections", "rejected", "net_in", "net_out",
                  "expired_jobs", "keyspace_hits", "commandstats",
-                 "start_ms")
+                 "start_ms", "auth_failures", "denied", "query_limit_kills",
+                 "output_limit_kills")
 
     def __init__(self, now_ms):
         self.start_ms = now_ms
@@ -60,6 +61,10 @@ class Stats:
         self.expired_jobs = 0
         self.keyspace_hits = 0
         self.commandstats = {}  # name -> [calls, usec]
+        self.auth_failures = 0  # refused AUTH / HELLO AUTH
+        self.denied = 0  # connections refused by protected mode
+        self.query_limit_kills = 0  # closed past client-query-buffer-limit
+        self.output_limit_kills = 0  # closed past client-output-buffer-limit
 
 
 class Node:

@@ -24,6 +24,7 @@ import socket
 import trio
 
 from ...protocol.resp import ProtocolError, RequestParser, error
+from ..core import protected_mode
 
 from . import log
 from .busy_script import BusyServer
@@ -174,12 +175,15 @@ class ClientServer:
         node = self.node
         if len(node.clients) >= node.config.maxclients:
             node.stats.rejected += 1
-            try:
-                sock.send(b"-ERR max number of clients reached\r\n")
-            except OSError:
-                pass
-            finally:
-                sock.close()
+            log.verbose(f"Connection from {_addr(addr)} refused: maxclients "
+                        f"({node.config.maxclients}) reached")
+            _refuse(sock, b"-ERR max number of clients reached\r\n")
+            return
+        peer_ip = addr[0] if isinstance(addr, tuple) else None
+        if protected_mode.denied(node.config, peer_ip):
+            node.stats.denied += 1
+            log.verbose(f"Connection from {_addr(addr)} refused: protected mode")
+            _refuse(sock, protected_mode.DENIED)
             return
         try:
             self._add(sock, addr)
@@ -346,6 +350,21 @@ class ClientServer:
         if node.log.end > conn.mark:
             conn.mark = node.log.end
         self._output(conn)
+
+
+def _refuse(sock, message):
+    """Say why (what the kernel takes at once) and close; input already
+    there is read first, so the close is a FIN rather than a reset that
+    could discard the message."""
+    try:
+        sock.setblocking(False)
+        sock.send(message)
+        sock.shutdown(socket.SHUT_WR)
+        sock.recv(RECV_SIZE)
+    except OSError:
+        pass
+    finally:
+        sock.close()
 
 
 def _addr(addr):

@@ -6,7 +6,7 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from tests.server.util import Raw
+from tests.server.util import Raw, encode
 
 PASSWORD = "s3cret pass"  # with a space: the config value is quoted
 
@@ -99,3 +99,48 @@ def test_config_set_requirepass_at_runtime(make_server):
         assert admin.call("CONFIG", "SET", "requirepass", "") == b"OK"
         with Raw(srv.port) as other:
             assert other.call("PING") == b"PONG"
+
+
+def test_failed_auth_is_slowed_logged_and_blocks_only_that_client(secured):
+    """A refused AUTH answers after auth-failure-delay-ms (200), and the
+    guesses pipelined behind it wait their turn: 5 guesses cost >= 1 s.
+    Another client is served meanwhile; the failure is in the log with the
+    guesser's address."""
+    import time
+    with Raw(secured.port) as guesser, Raw(secured.port) as other:
+        assert other.call("AUTH", PASSWORD) == b"OK"
+        start = time.monotonic()
+        guesser.send(b"".join(encode("AUTH", f"guess{i}") for i in range(5)))
+        # the other client is not held up by the guesser's wait
+        assert other.call("PING") == b"PONG"
+        assert time.monotonic() - start < 0.15
+        replies = [str(guesser.reply()) for _ in range(5)]
+        elapsed = time.monotonic() - start
+        assert replies == ["ERR invalid password"] * 5
+        assert elapsed >= 0.95, elapsed
+        local = "127.0.0.1:%d" % guesser.sock.getsockname()[1]
+        assert f"Failed AUTH from client {local}" in secured.log()
+        assert guesser.call("AUTH", PASSWORD) == b"OK"  # the right one: no wait
+        info = other.call("INFO", "stats").decode()
+        assert "auth_failures:" in info
+
+
+def test_hello_auth_failure_is_slowed(secured):
+    import time
+    with Raw(secured.port) as raw:
+        start = time.monotonic()
+        assert str(raw.call("HELLO", 3, "AUTH", "default", "bad")).startswith(
+            "WRONGPASS invalid username-password pair or user is disabled.")
+        assert time.monotonic() - start >= 0.18
+
+
+def test_failure_delay_zero_and_inside_multi(make_server):
+    srv = make_server(config='requirepass pw\nauth-failure-delay-ms 0\n')
+    with Raw(srv.port) as raw:
+        assert str(raw.call("AUTH", "x")) == "ERR invalid password"
+        assert raw.call("AUTH", "pw") == b"OK"
+        assert raw.call("CONFIG", "SET", "auth-failure-delay-ms", "5000") == b"OK"
+        assert raw.call("MULTI") == b"OK"
+        assert raw.call("AUTH", "bad") == b"QUEUED"
+        # nothing waits inside EXEC: the error at once
+        assert [str(r) for r in raw.call("EXEC")] == ["ERR invalid password"]
