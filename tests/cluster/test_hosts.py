@@ -89,6 +89,7 @@ class Hosts:
         joins = [arg for j in peers for arg in ("--cluster-join", f"node{j}:7711")]
         self.procs[i] = subprocess.Popen(
             ["ip", "netns", "exec", self.names[i], *server_command(), "--bind", bind,
+             "--protected-mode", "no",  # clients come from other namespaces
              "--dir", self.dirs[i], "--appendonly", "yes",
              "--cluster-node-timeout", str(NODE_TIMEOUT_MS), *joins],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
