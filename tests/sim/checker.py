@@ -67,6 +67,7 @@ class Checker:
         self.violations = []
         self.max_dummy_acks = 0
         self.watch = None  # (job id, list): what happens to it, for traces
+        self.empty_polls = []  # when a consumer's GETJOB timed out with nothing, in order
 
     def _note(self, job_id, what):
         if self.watch is not None and job_id == self.watch[0]:
@@ -176,6 +177,11 @@ class Checker:
             else:
                 rec.duplicates += 1
         rec.deliveries.append((now, index))
+
+    def polled_empty(self) -> None:
+        """A consumer's GETJOB came back empty (timed out): consumers had
+        room for a job then (see liveness.py)."""
+        self.empty_polls.append(self.world.now_ms)
 
     def redelivery_expected(self, job_id):
         self.record(job_id).expected_redeliveries += 1

@@ -23,27 +23,45 @@ Why that much, for what the cluster may legitimately take:
 - a restarted node is seen alive again within a node timeout;
 - 2 RETRY of margin for a queued job to meet a consumer: a node is polled
   every ~150 ms; stalls of up to 2.5 s (load.py) delay both.
-A job past it is stuck, whatever the reason: *starved*.  Jobs judged: RETRY
-> 0 (RETRY 0 is never delivered twice; checker.py judges it), accepted
-before the drain ended, not past their TTL.  The drain (40 s) is longer
-than the longest bound (RETRY 4 in the workload: 23 s), so a job never
-delivered is judged too.
+A job past it while consumers keep coming back empty-handed is stuck,
+whatever the reason: *starved*.  "Empty-handed": after the bound passed,
+their GETJOBs timed out with nothing at least once a second on average
+(IDLE_POLLS_PER_S; idle polling consumers make several a second, each
+blocking consumer two).  A job waiting behind a backlog that keeps every
+consumer busy (few consumers taking one job at a time from a loaded
+machine: seed 30611 at 3 nodes before this rule, 400 jobs queued on one
+node, 2 empty polls in 10 s) is a matter of capacity, not liveness.
+
+Jobs judged: RETRY > 0 (RETRY 0 is never delivered twice; checker.py
+judges it), accepted before the drain ended, not past their TTL.  The
+drain (40 s) is longer than the longest bound (RETRY 4 in the workload:
+23 s), so a job never delivered is judged too.
 
 Reported apart from true loss (checker.py: *lost*, no copy left).
 """
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .checker import Checker
 
 RETRIES_IN_BOUND = 5
+IDLE_POLLS_PER_S = 1
 
 
 def bound_ms(retry_s: int, node_timeout_ms: int) -> int:
     return RETRIES_IN_BOUND * retry_s * 1000 + node_timeout_ms
+
+
+def _idle(checker: Checker, from_ms: int, to_ms: int) -> bool:
+    """Consumers came back empty-handed often enough from ``from_ms`` to
+    ``to_ms``: they had room for the job."""
+    polls = checker.empty_polls
+    empty = bisect_right(polls, to_ms) - bisect_right(polls, from_ms)
+    return empty * 1000 >= IDLE_POLLS_PER_S * (to_ms - from_ms)
 
 
 def starved(checker: Checker, from_ms: int, to_ms: int, node_timeout_ms: int) -> list[str]:
@@ -60,7 +78,7 @@ def starved(checker: Checker, from_ms: int, to_ms: int, node_timeout_ms: int) ->
             last_ms = max(last_ms, rec.deliveries[-1][0])
         end_ms = min(to_ms, rec.expires_ms())
         bound = bound_ms(rec.retry_s, node_timeout_ms)
-        if end_ms - last_ms > bound:
+        if end_ms - last_ms > bound and _idle(checker, last_ms + bound, end_ms):
             seen = (f"last delivered at {rec.deliveries[-1][0]} ms" if rec.deliveries
                     else "never delivered")
             found.append(

@@ -119,6 +119,7 @@ class PollingConsumer:
             if isinstance(reply, Exception):
                 self._failed()
             else:
+                self.world.checker.polled_empty()
                 self._next()
             return
         checker = self.world.checker

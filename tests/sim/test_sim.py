@@ -35,7 +35,8 @@ def test_same_seed_same_run():
 
 
 def _world_with_jobs(seed):
-    """A formed 3-node cluster that accepted jobs for 2 s, nobody consuming."""
+    """A formed 3-node cluster that accepted jobs for 2 s, nobody consuming
+    (the workload, to start consumers with)."""
     from .world import World
     from .workload import Workload
     world = World(seed, nodes=3)
@@ -44,14 +45,15 @@ def _world_with_jobs(seed):
     workload = Workload(world, consumers=0)
     workload.start(world.now_ms + 2000)
     world.run_until(world.now_ms + 2000)
-    return world
+    return world, workload
 
 
 def test_liveness_checker_catches_a_stuck_job():
     """A job whose copies stay but that no node will ever queue again is
-    reported starved (not lost), with where its copies are."""
+    reported starved (not lost), with where its copies are, once the
+    consumers are idle."""
     from . import liveness
-    world = _world_with_jobs(6)
+    world, workload = _world_with_jobs(6)
     checker = world.checker
     victim = next(r for r in checker.jobs.values() if r.synchronous and r.retry_s)
     for sim_node in world.nodes:  # every copy active, never to be requeued
@@ -61,7 +63,8 @@ def test_liveness_checker_catches_a_stuck_job():
             job.qtime_ms = 0
             sim_node.node.schedule(job)
     start = world.now_ms
-    world.run_until(start + liveness.bound_ms(victim.retry_s, world.node_timeout_ms) + 1000)
+    workload.drain()  # a consumer on every node: they take the rest, then idle
+    world.run_until(start + liveness.bound_ms(victim.retry_s, world.node_timeout_ms) + 5000)
     found = liveness.starved(checker, start, world.now_ms, world.node_timeout_ms)
     stuck = [v for v in found if victim.id.decode() in v]
     assert stuck and stuck[0].startswith("starved") and "node " in stuck[0], found
@@ -69,10 +72,26 @@ def test_liveness_checker_catches_a_stuck_job():
     assert not any(victim.id.decode() in v for v in checker.violations)  # not lost
 
 
+def test_liveness_tells_a_backlog_from_starvation():
+    """A job waiting past its bound while every consumer is busy (almost
+    no empty GETJOB) is a backlog; while they come back empty-handed, it
+    is starved."""
+    from types import SimpleNamespace
+    from . import liveness
+    from .checker import Checker
+    checker = Checker(SimpleNamespace(now_ms=0, nodes=[]))
+    checker.copy_added(0, b"J")
+    checker.accepted(b"J", True, 90000, (0,), 1)  # RETRY 1: bound 8 s with a 3 s node timeout
+    checker.empty_polls = [20000]
+    assert liveness.starved(checker, 0, 30000, 3000) == []
+    checker.empty_polls = list(range(8000, 30000, 500))
+    assert liveness.starved(checker, 0, 30000, 3000)
+
+
 def test_checker_catches_a_lost_job():
     """The checker is not vacuous: a job whose every copy is destroyed
     behind the cluster's back is reported lost."""
-    world = _world_with_jobs(5)
+    world, _ = _world_with_jobs(5)
     victim = next(r for r in world.checker.jobs.values() if r.synchronous and r.retry_s)
     for sim_node in world.nodes:  # silently drop the job everywhere
         job = sim_node.node.jobs.get(victim.id)

@@ -180,6 +180,8 @@ class Consumer:
 
     def _on_jobs(self, reply):
         if isinstance(reply, Exception) or reply is None:
+            if reply is None:
+                self.world.checker.polled_empty()
             self.world.at(self.world.now_ms + (50 if isinstance(reply, Exception) else 1),
                           self.fetch)
             return
