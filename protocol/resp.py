@@ -153,6 +153,13 @@ class RequestParser:
         self._maybe_chunk = None
         self._maybe_last = None
 
+    def buffered(self):
+        """Bytes held of requests not complete yet (the query buffer)."""
+        partial = len(self._partial)
+        if self._maybe_chunk is not None:
+            partial += len(self._maybe_chunk)
+        return partial + len(self._inline)
+
     def feed(self, data):
         """Parse ``data`` and return the list of complete requests."""
         out = []

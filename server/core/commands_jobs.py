@@ -39,6 +39,11 @@ def validate_ids(ids):
 def addjob(node, client, argv):
     """ADDJOB queue body timeout_ms [REPLICATE n] [DELAY s] [RETRY s]
     [TTL s] [MAXLEN n] [ASYNC]"""
+    if len(argv[2]) > node.config.max_job_size:
+        # A bound on every job a peer must hold too (Disque had none but
+        # proto-max-bulk-len): refused before anything is allocated for it.
+        raise CommandError(f"ERR job body too big: {len(argv[2])} bytes, "
+                           f"max-job-size is {node.config.max_job_size}")
     cluster = node.cluster
     replicate = min(3, cluster.size())
     ttl_s = TTL_DEFAULT_S
@@ -184,6 +189,10 @@ def getjob(node, client, argv):
         i += 1
     if not names:
         raise CommandError(errors.SYNTAX)
+    if len(names) > node.config.getjob_max_queues:
+        # each named queue is created and watched: a bound on one request's work
+        raise CommandError(f"ERR too many queues in GETJOB: {len(names)}, "
+                           f"getjob-max-queues is {node.config.getjob_max_queues}")
 
     # Round robin over the queues, left to right, until COUNT jobs or none left.
     queues = node.queues

@@ -46,7 +46,7 @@ def format_memory(value):
 
 class Directive:
     def __init__(self, name, kind, default, choices=None, low=None, high=None,
-                 runtime=True, multi=False, clamp=False):
+                 runtime=True, multi=False, clamp=False, check=None):
         self.name = name
         self.attr = name.replace("-", "_")
         self.kind = kind  # int, memory, bool, enum, str, list
@@ -57,8 +57,15 @@ class Directive:
         self.runtime = runtime  # CONFIG SET allowed
         self.multi = multi  # may appear on several lines (values accumulate)
         self.clamp = clamp  # out of low..high: capped, not refused
+        self.check = check  # callable(value): raises ConfigError if refused
 
     def parse(self, args):
+        value = self._parse(args)
+        if self.check is not None:
+            self.check(value)
+        return value
+
+    def _parse(self, args):
         """Turn the directive's arguments (strings) into a value."""
         if self.kind == "list":
             # (--bind "127.0.0.1 ::1" on a command line: two addresses, as Redis)
@@ -136,6 +143,11 @@ def quote(text):
 
 _LOGLEVELS = ("debug", "verbose", "notice", "warning")
 
+
+def _check_output_limit(words):
+    from .output_limit import parse  # (it imports this module)
+    parse(words)
+
 DIRECTIVES = [
     Directive("port", "int", 7711, low=0, high=65535, runtime=False),
     Directive("bind", "list", ["127.0.0.1"], runtime=False),
@@ -167,7 +179,17 @@ DIRECTIVES = [
     # no password: only loopback and unix-socket clients (Redis's -DENIED)
     Directive("protected-mode", "bool", True),
     Directive("proto-max-bulk-len", "memory", 512 * 1024**2, low=1),
-    Directive("client-output-buffer-limit", "list", ["normal", "0", "0", "0"]),
+    # unsent replies: past the hard limit (or the soft one for so long) a
+    # client is disconnected (output_limit.py explains the default)
+    Directive("client-output-buffer-limit", "list", ["normal", "256mb", "64mb", "60"],
+              check=_check_output_limit),
+    # a client's unparsed and unrun input; past it the client is closed
+    Directive("client-query-buffer-limit", "memory", 1024**3, low=1024**2),
+    # ADDJOB's body (Disque has no limit but proto-max-bulk-len); a job must
+    # fit in one bus frame (64 MB) with room to spare
+    Directive("max-job-size", "memory", 16 * 1024**2, low=1, high=32 * 1024**2),
+    # queues after GETJOB's FROM: each is created and watched
+    Directive("getjob-max-queues", "int", 1024, low=1),
     Directive("appendonly", "bool", False),
     Directive("appendfilename", "str", "disque.aof", runtime=False),
     Directive("appendfsync", "enum", "everysec", choices=("always", "everysec", "no")),

@@ -24,7 +24,7 @@ import socket
 import trio
 
 from ...protocol.resp import ProtocolError, RequestParser, error
-from ..core import protected_mode
+from ..core import output_limit, protected_mode
 
 from . import log
 from .busy_script import BusyServer
@@ -44,7 +44,8 @@ class Connection:
     """The shell's half of a client: socket, parser, unsent bytes."""
 
     __slots__ = ("server", "sock", "fd", "client", "parser", "pending", "outbuf",
-                 "closed", "mark", "events", "held", "queued", "closing")
+                 "closed", "mark", "events", "held", "queued", "closing",
+                 "pending_bytes", "soft_since_ms")
 
     def __init__(self, server, sock, max_bulk_len):
         self.server = server
@@ -62,6 +63,10 @@ class Connection:
         self.held = False  # replies wait for the AOF: read and run nothing
         self.queued = False  # in the event loop's list to look at again
         self.closing = False  # a protocol error: close once the error is sent
+        # input read while requests wait (behind a blocked command): counts
+        # toward client-query-buffer-limit with what the parser holds
+        self.pending_bytes = 0
+        self.soft_since_ms = None  # unsent output at or over the soft limit since
 
     def wake(self):
         """Have the event loop look at this client again."""
@@ -105,8 +110,54 @@ class ClientServer:
         self.ready = []  # connections to look at again on the next turn
         self.replying = []  # connections that ran requests this turn
         self.released = None  # a trio.Event while hold() keeps requests waiting
+        config = node.config
+        self.output_limit = output_limit.normal(config.client_output_buffer_limit)
+        config.on_change["client-output-buffer-limit"] = self._set_output_limit
+        self.over_soft = {}  # Connection -> None: over the soft output limit
 
     # ----------------------------------------------------------- output
+
+    def _set_output_limit(self, words):
+        self.output_limit = output_limit.normal(words)
+
+    def _output_over_limit(self, conn, unsent):
+        """``unsent`` bytes reach a limit: start the soft clock, or close
+        the client now (True) past the hard limit or the soft one's time."""
+        now_ms = self.node.now_ms()
+        limit = self.output_limit
+        if limit.soft_bytes and unsent >= limit.soft_bytes:
+            if conn.soft_since_ms is None:
+                conn.soft_since_ms = now_ms
+                self.over_soft[conn] = None
+        elif conn.soft_since_ms is not None:
+            self._below_soft(conn)
+        why = output_limit.verdict(limit, unsent, conn.soft_since_ms, now_ms)
+        if why is None:
+            return False
+        node = self.node
+        node.stats.output_limit_kills += 1
+        log.warning(f"Client id={conn.client.id} addr={conn.client.addr} closed for "
+                    f"overcoming of output buffer limits ({why}: {unsent} bytes unsent, "
+                    f"client-output-buffer-limit normal {limit.hard_bytes} "
+                    f"{limit.soft_bytes} {limit.soft_s})")
+        self._close(conn)
+        return True
+
+    def _below_soft(self, conn):
+        conn.soft_since_ms = None
+        self.over_soft.pop(conn, None)
+
+    async def _soft_limit_cron(self):
+        """A client may sit over the soft limit without any output event
+        (it reads nothing, we send nothing): look at those 4 times a second."""
+        while True:
+            await trio.sleep(0.25)
+            for conn in list(self.over_soft):
+                if conn.closed:
+                    self.over_soft.pop(conn, None)
+                    continue
+                unsent = len(conn.outbuf) + sum(len(r) for r in conn.client.out)
+                self._output_over_limit(conn, unsent)
 
     def mark_dirty(self, client):
         conn = client.transport
@@ -170,6 +221,7 @@ class ClientServer:
         for sock in self.listeners:
             nursery.start_soon(accept_forever, sock, "client connection", self._accepted)
         nursery.start_soon(self._event_loop)
+        nursery.start_soon(self._soft_limit_cron)
 
     def _accepted(self, sock, addr):
         node = self.node
@@ -205,6 +257,8 @@ class ClientServer:
 
     def _close(self, conn):
         conn.closed = True
+        if conn.soft_since_ms is not None:
+            self._below_soft(conn)
         if self.conns.get(conn.fd) is not conn:
             return  # closed before
         del self.conns[conn.fd]
@@ -263,6 +317,7 @@ class ClientServer:
             return  # _resume goes on once the AOF allows the replies
         client = conn.client
         node = self.node
+        received = 0
         if events & _READ and not conn.closing:
             try:
                 data = conn.sock.recv(RECV_SIZE)
@@ -275,7 +330,8 @@ class ClientServer:
                 if not data:
                     self._close(conn)
                     return
-                node.stats.net_in += len(data)
+                received = len(data)
+                node.stats.net_in += received
                 try:
                     conn.pending.extend(conn.parser.feed(data))
                 except ProtocolError as exc:
@@ -300,7 +356,26 @@ class ClientServer:
                 if aof.end != logged:
                     aof.end_batch()  # written before any reply goes out
                     conn.mark = aof.end
+        if received:
+            if pending:
+                conn.pending_bytes += received  # waits behind a blocked command
+            elif conn.pending_bytes:
+                conn.pending_bytes = 0
+            buffered = conn.pending_bytes + conn.parser.buffered()
+            if buffered > node.config.client_query_buffer_limit:
+                self._query_over_limit(conn, buffered)
+                return
         self.replying.append(conn)
+
+    def _query_over_limit(self, conn, buffered):
+        """Redis's client-query-buffer-limit: closed, without a reply."""
+        node = self.node
+        node.stats.query_limit_kills += 1
+        log.warning(f"Closing client that reached max query buffer length: "
+                    f"id={conn.client.id} addr={conn.client.addr} ({buffered} bytes "
+                    f"buffered, client-query-buffer-limit "
+                    f"{node.config.client_query_buffer_limit})")
+        self._close(conn)
 
     def _output(self, conn):
         aof = self.node.log
@@ -318,6 +393,17 @@ class ClientServer:
             self._close(conn)
             return
         outbuf = conn.outbuf
+        if outbuf:
+            limit = self.output_limit
+            unsent = len(outbuf)
+            if ((limit.hard_bytes and unsent >= limit.hard_bytes)
+                    or (limit.soft_bytes and unsent >= limit.soft_bytes)):
+                if self._output_over_limit(conn, unsent):
+                    return
+            elif conn.soft_since_ms is not None:
+                self._below_soft(conn)
+        elif conn.soft_since_ms is not None:
+            self._below_soft(conn)
         if (client.close_after_reply or conn.closing) and not outbuf:
             self._close(conn)
             return
