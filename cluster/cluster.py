@@ -57,6 +57,7 @@ class Cluster:
         self.local_ip = ip
         self.membership = Membership(self, node.id, ip, port, bus_port, node.now_ms())
         self.outbox = {}  # node id -> [[type, mflags, items]...], in order
+        self.frames_received = [0] * len(bus.NAMES)  # by message type (/metrics)
         self.federation = federation.Federation(self)
         # The hooks the core calls for every job, bound straight to the
         # part that answers them: one Python call each instead of two.
@@ -298,6 +299,7 @@ class Cluster:
         """One frame from ``link``.  Raises bus.BusError if malformed."""
         msg = bus.decode(frame)
         type_ = msg.type
+        self.frames_received[type_] += 1
         if type_ in bus.GOSSIP_TYPES:
             self.membership.on_gossip_message(msg, link)
             return

@@ -50,20 +50,25 @@ def main(argv=None):
     parser.add_argument("--port", type=int, default=7711, help="port of the first node")
     parser.add_argument("--dir", default="cluster-data", help="parent of the node directories")
     parser.add_argument("--fresh", action="store_true", help="delete old node data first")
+    parser.add_argument("--http-port", type=int, default=None,
+                        help="HTTP port (/metrics, dashboard) of the first node "
+                             "(default: port + 1000; 0: off)")
     args = parser.parse_args(argv)
     # SIGTERM stops the cluster as Ctrl-C does, never orphaning the nodes.
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     exe = shutil.which("trisque-server", path=os.path.dirname(sys.executable)) or "trisque-server"
     ports = [args.port + i for i in range(args.nodes)]
+    http_base = args.port + 1000 if args.http_port is None else args.http_port
+    http_ports = [http_base + i if http_base else 0 for i in range(args.nodes)]
     procs = []
     if args.fresh:
         shutil.rmtree(args.dir, ignore_errors=True)
-    for port in ports:
+    for port, http_port in zip(ports, http_ports):
         directory = os.path.abspath(os.path.join(args.dir, str(port)))
         os.makedirs(directory, exist_ok=True)
         procs.append(subprocess.Popen(
             [exe, "--port", str(port), "--dir", directory, "--logfile", "log.txt",
-             "--appendonly", "yes"]))
+             "--appendonly", "yes", "--http-port", str(http_port)]))
     try:
         for port in ports:
             wait(lambda p=port: command(p, "PING").startswith("+PONG"), 15, f"node {port}")
@@ -73,6 +78,10 @@ def main(argv=None):
                          for p in ports), 30, "a full mesh")
         print(f"trisque cluster of {len(ports)} nodes up on 127.0.0.1 ports "
               f"{', '.join(map(str, ports))} (data in {os.path.abspath(args.dir)}).")
+        for port, http_port in zip(ports, http_ports):
+            if http_port:
+                print(f"  node {port}: dashboard http://127.0.0.1:{http_port}/ , "
+                      f"metrics http://127.0.0.1:{http_port}/metrics")
         print(f"Try: redis-cli -p {ports[0]} ADDJOB myqueue hello 0 ; "
               f"redis-cli -p {ports[-1]} GETJOB FROM myqueue")
         print("Ctrl-C stops the cluster.")

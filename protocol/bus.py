@@ -35,6 +35,7 @@ VERSION = 1
 MAX_FRAME = 64 * 1024 * 1024  # a frame larger than this is refused
 
 HEADER = struct.Struct("<3sBIHBB40sHH")
+TYPE_OFFSET = 8  # of the message type in a frame (its low byte: types < 256)
 NODE_ID_LEN = 40
 
 # message types

@@ -94,6 +94,18 @@ async def run(config):
         log.warning(f"Could not create server TCP listening socket "
                     f"{config.bind}:{config.port}: {exc.strerror}")
         return 1
+    http = None
+    if config.http_port:
+        # The HTTP port (trisque.web) reads the node: wired in here, above both.
+        from ..web.http_server import HttpServer
+        from ..web.routes import node_routes
+        http = HttpServer(node_routes(node))
+        try:
+            http.bind(config.bind, config.http_port, config.tcp_backlog)
+        except OSError as exc:
+            log.warning(f"Could not create HTTP listening socket "
+                        f"{config.bind}:{config.http_port}: {exc.strerror}")
+            return 1
     shutdown = trio.Event()
     shutdown_mode = []
 
@@ -116,6 +128,8 @@ async def run(config):
             # from Disque) rather than a connection that hangs.
             node.loading = True
             await server.serve(nursery)
+            if http is not None:
+                http.serve(nursery)
             await persistence.load()
             node.loading = False
             if cluster_service is not None:

@@ -333,6 +333,7 @@ def config_(node, client, argv):
         node.stats.reset()
         for entry in unique_commands():
             entry.calls = entry.ns = 0
+            entry.hist = [0] * 65
         return resp.OK
     if sub == "REWRITE" and len(argv) == 2:
         try:

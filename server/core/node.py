@@ -285,6 +285,7 @@ class Node:
         elapsed_ns = _perf_ns() - start
         command.calls += 1
         command.ns += elapsed_ns
+        command.hist[elapsed_ns.bit_length()] += 1
         if elapsed_ns >= self.slowlog_ns:
             self._slowlog(client, argv, elapsed_ns // 1000)
         return reply
@@ -443,7 +444,10 @@ class Node:
         else:
             job.flags |= BCAST_QUEUED
         self.schedule(job)
-        self._put(job, self.get_queue(job.queue), now_ms)
+        queue = self.get_queue(job.queue)
+        if nack:
+            queue.nacks += 1
+        self._put(job, queue, now_ms)
         return True
 
     def enqueue_new(self, job, queue, now_ms):
@@ -606,6 +610,9 @@ class Node:
 
     def ack(self, job):
         """A consumer acknowledged the job (ACK-JOB then START-GC)."""
+        queue = self.queues.get(job.queue)
+        if queue is not None:
+            queue.acks += 1
         if job.held_only_by(self.id):
             # START-GC would free it at once, with nobody to tell (every
             # job of a lone node): straight there (~11% of an ACKJOB).

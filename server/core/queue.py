@@ -122,7 +122,7 @@ class JobList:
 class Queue:
     __slots__ = (
         "name", "jobs", "blocked", "paused", "ctime_s", "atime_s",
-        "jobs_in", "jobs_out",
+        "jobs_in", "jobs_out", "acks", "nacks",
         # federation (cluster/federation.py)
         "import_from", "import_buckets", "needjobs_bcast_ms",
         "needjobs_bcast_attempt", "needjobs_adhoc_ms", "needjobs_adhoc_attempt",
@@ -139,6 +139,8 @@ class Queue:
         self.atime_s = now_s
         self.jobs_in = 0
         self.jobs_out = 0
+        self.acks = 0  # ACKJOBs here of its jobs (while the queue exists)
+        self.nacks = 0
         self.import_from = {}  # node id -> ms of its last YOURJOBS
         self.import_buckets = None
         self.needjobs_bcast_ms = 0

@@ -10,7 +10,7 @@ loading), fast, noauth (allowed before AUTH).
 
 class Command:
     __slots__ = ("name", "lname", "arity", "flags", "handler", "deny_oom",
-                 "ok_loading", "calls", "ns", "first_key", "last_key", "key_step")
+                 "ok_loading", "calls", "ns", "hist", "first_key", "last_key", "key_step")
 
     def __init__(self, name, arity, flags, handler, keys=(0, 0, 0)):
         self.name = name
@@ -22,6 +22,9 @@ class Command:
         self.ok_loading = "loading" in flags
         self.calls = 0
         self.ns = 0  # time spent running it (INFO commandstats)
+        # calls by the bit length of their time in ns: hist[k] counts the
+        # calls that took 2**(k-1) to 2**k - 1 ns (the /metrics histogram)
+        self.hist = [0] * 65
         self.first_key, self.last_key, self.key_step = keys
 
 

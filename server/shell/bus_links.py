@@ -103,6 +103,7 @@ class TcpTransport:
         self.out_links = {}  # node id -> Link (connecting or connected)
         self.next_attempt_ms = {}
         self.frames_dropped = 0
+        self.frames_sent = [0] * len(bus.NAMES)  # by message type (/metrics)
         self.epoll = SocketSet()
         self.links = {}  # fd -> connected Link
         self.to_write = []  # links with frames queued since the last flush
@@ -115,6 +116,7 @@ class TcpTransport:
     # --------------------------------------------- interface for Cluster
 
     def send(self, node_id, frame):
+        self.frames_sent[frame[bus.TYPE_OFFSET]] += 1
         link = self.out_links.get(node_id)
         if link is None:
             # A node we know but have no link to yet (just learned from
