@@ -1,5 +1,6 @@
 """The HTTP port of a real node: /metrics parsed with prometheus_client's
-parser, and hostile HTTP clients that must not stall job traffic."""
+parser, the dashboard's JSON, and hostile HTTP clients that must not stall
+job traffic."""
 
 import socket
 import threading
@@ -105,6 +106,23 @@ def test_queue_series_are_bounded(node: Server) -> None:
     assert len(lengths) == 21  # the top 20 and "(other)"
     assert lengths["bq29"] == 30 and "bq00" not in lengths
     assert lengths["(other)"] == sum(range(1, 11))
+    r.execute_command("DEBUG", "FLUSHALL")
+
+
+def test_overview_json_and_static_files(node: Server) -> None:
+    import json
+    r = node.client()
+    r.execute_command("ADDJOB", "ov", "x", 0)
+    status, content_type, body = get(node, "/api/overview")
+    assert status == 200 and content_type == "application/json"
+    data = json.loads(body)
+    assert {"name": "ov", "length": 1} .items() <= next(
+        q for q in data["queues"] if q["name"] == "ov").items()
+    assert data["nodes"][0]["state"] == "myself"
+    status, content_type, body = get(node, "/")
+    assert status == 200 and content_type.startswith("text/html") and b"dashboard.js" in body
+    assert get(node, "/dashboard.js")[0] == 200
+    assert get(node, "/nothing")[0] == 404
     r.execute_command("DEBUG", "FLUSHALL")
 
 

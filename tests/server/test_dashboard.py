@@ -1,0 +1,99 @@
+"""The dashboard in a real headless Chromium (Debian's chromium and
+chromium-driver, driven by selenium): a real node with http-port, jobs
+added with redis-py, and the page must show the queue and its length
+changing live.  A screenshot is saved under the test's tmp_path."""
+
+import shutil
+import socket
+import tempfile
+from typing import Iterator
+
+import pytest
+
+from tests.harness import Server, free_port, wait_for
+
+CHROMIUM = shutil.which("chromium")
+CHROMEDRIVER = shutil.which("chromedriver")
+
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None or CHROMEDRIVER is None,
+    reason="needs Debian's chromium and chromium-driver (.ci/run installs them)")
+
+
+@pytest.fixture
+def node() -> Iterator[Server]:
+    http_port = free_port()
+    srv = Server(config=f"http-port {http_port}\n")
+    srv.http_port = http_port  # type: ignore[attr-defined]
+    srv.start()
+
+    def http_up() -> bool:
+        try:
+            socket.create_connection(("127.0.0.1", http_port), timeout=1).close()
+            return True
+        except OSError:
+            return False
+    wait_for(http_up, 10, message="the HTTP port")
+    yield srv
+    srv.cleanup()
+
+
+@pytest.fixture
+def browser() -> Iterator[object]:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    profile = tempfile.mkdtemp(prefix="trisque-chromium-")
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM  # type: ignore[assignment]
+    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                 "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync",
+                 "--disable-dev-shm-usage", f"--user-data-dir={profile}",
+                 "--window-size=1280,1000"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver.set_page_load_timeout(20)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+def queue_cells(driver: object, queue: str) -> list[str]:
+    """The row of ``queue`` in the rendered queue table, as cell texts (read
+    in one script: the page replaces the table's body every second)."""
+    rows = driver.execute_script(  # type: ignore[attr-defined]
+        "return Array.from(document.querySelectorAll('#queues tbody tr'))"
+        ".map(tr => Array.from(tr.cells).map(td => td.textContent))")
+    for cells in rows:
+        if cells and cells[0] == queue:
+            return cells
+    return []
+
+
+def test_dashboard_shows_queue_length_live(node: Server, browser: object, tmp_path: object) -> None:
+    from selenium.webdriver.common.by import By
+    r = node.client()
+    for i in range(7):
+        r.execute_command("ADDJOB", "emails", f"mail {i}", 0)
+    browser.get(f"http://127.0.0.1:{node.http_port}/")  # type: ignore[attr-defined]
+    wait_for(lambda: queue_cells(browser, "emails")[1:2] == ["7"], 15,
+             message="the page showing queue emails with 7 jobs")
+    # live: the page follows the node without a reload
+    for i in range(5):
+        r.execute_command("ADDJOB", "emails", f"more {i}", 0)
+    r.execute_command("ADDJOB", "reports", "r", 0)
+    wait_for(lambda: queue_cells(browser, "emails")[1:2] == ["12"], 15,
+             message="the page showing 12 jobs")
+    wait_for(lambda: queue_cells(browser, "reports")[1:2] == ["1"], 15,
+             message="a second queue appearing")
+    jobs = r.execute_command("GETJOB", "COUNT", 10, "FROM", "emails")
+    r.execute_command("ACKJOB", *[job_id for _, job_id, _ in jobs])
+    wait_for(lambda: queue_cells(browser, "emails")[1:2] == ["2"], 15,
+             message="the page showing 2 jobs after GETJOB")
+    nodes = browser.execute_script(  # type: ignore[attr-defined]
+        "return document.querySelector('#nodes tbody').textContent")
+    assert "myself" in nodes and f"127.0.0.1:{node.port}" in nodes
+    assert "live" in browser.find_element(By.ID, "status").text  # type: ignore[attr-defined]
+    browser.save_screenshot(str(tmp_path / "dashboard.png"))  # type: ignore[attr-defined, operator]

@@ -1,0 +1,39 @@
+"""/api/overview: what the dashboard shows, as one JSON object.
+
+Counters, not rates: the page keeps the last 15 minutes of snapshots and
+derives rates from the differences, so the node stores no history.
+"""
+
+import time
+from dataclasses import asdict
+from typing import Any
+
+from . import node_view
+
+SLOW_COMMANDS = 10  # by mean time per call
+
+
+def overview(node: Any) -> dict[str, Any]:
+    stats = node.stats
+    commands = node_view.commands(node)
+    slow = sorted(commands, key=lambda c: c.seconds / c.calls, reverse=True)[:SLOW_COMMANDS]
+    aof = node_view.aof(node)
+    return {
+        "time": time.time(),
+        "node": {"id": node.id, "port": node.config.port,
+                 "uptime_s": (node.now_ms() - stats.start_ms) // 1000,
+                 "loading": bool(node.loading)},
+        "nodes": [asdict(p) for p in node_view.peers(node)],
+        "jobs": node_view.jobs_by_state(node),
+        "registered_jobs": len(node.jobs),
+        "queues": [asdict(q) for q in node_view.queues(node)],
+        "clients": {"connected": len(node.clients), "blocked": node.blocked_clients()},
+        "commands_processed": stats.commands,
+        "slow_commands": [{"name": c.name, "calls": c.calls,
+                           "usec_per_call": round(c.seconds * 1e6 / c.calls, 2)}
+                          for c in slow],
+        "memory": node_view.memory(node),
+        "aof": {"enabled": bool(aof["aof_enabled"]), "size": aof.get("aof_current_size", 0),
+                "rewriting": bool(aof["aof_rewrite_in_progress"]),
+                "fsync_lag_s": aof["fsync_lag_s"]},
+    }

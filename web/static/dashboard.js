@@ -1,0 +1,148 @@
+// trisque dashboard: polls /api/overview every second, keeps 15 minutes of
+// snapshots in memory and derives rates from successive counters.
+"use strict";
+
+const POLL_MS = 1000;
+const HISTORY = 900;  // samples: 15 minutes at one a second
+const history = [];   // {time, commands, queues: {name: view}}
+
+function el(tag, text, cls) {
+  const e = document.createElement(tag);
+  if (text !== undefined) e.textContent = String(text);
+  if (cls) e.className = cls;
+  return e;
+}
+
+function fillRows(tbody, rows) {
+  // rows: arrays of cells; a cell is a value or a DOM node
+  const fresh = document.createElement("tbody");
+  for (const row of rows) {
+    const tr = document.createElement("tr");
+    for (const cell of row) {
+      if (cell instanceof Node) { const td = el("td"); td.appendChild(cell); tr.appendChild(td); }
+      else tr.appendChild(el("td", cell, typeof cell === "number" ? "num" : ""));
+    }
+    fresh.appendChild(tr);
+  }
+  tbody.replaceWith(fresh);
+}
+
+function human(bytes) {
+  const units = [["G", 1 << 30], ["M", 1 << 20], ["K", 1 << 10]];
+  for (const [u, s] of units) if (bytes >= s) return (bytes / s).toFixed(1) + u;
+  return bytes + "B";
+}
+
+function rate(now, before, pick) {
+  if (!before) return 0;
+  const dt = now.time - before.time;
+  if (dt <= 0) return 0;
+  return Math.max(0, (pick(now) - pick(before)) / dt);
+}
+
+function total(snapshot, field) {
+  return snapshot.queues.reduce((sum, q) => sum + q[field], 0);
+}
+
+const SVG = "http://www.w3.org/2000/svg";
+
+function polyline(svg, points, w, h, color, max) {
+  if (points.length < 2) return;
+  const top = Math.max(max, 1);
+  const step = w / (HISTORY - 1);
+  const x0 = w - (points.length - 1) * step;
+  const d = points.map((v, i) => `${(x0 + i * step).toFixed(1)},${(h - 2 - (v / top) * (h - 4)).toFixed(1)}`);
+  const line = document.createElementNS(SVG, "polyline");
+  line.setAttribute("points", d.join(" "));
+  line.setAttribute("fill", "none");
+  line.setAttribute("stroke", color);
+  line.setAttribute("stroke-width", "1.5");
+  line.setAttribute("vector-effect", "non-scaling-stroke");
+  svg.appendChild(line);
+}
+
+function drawThroughput() {
+  const svg = document.getElementById("throughput-plot");
+  svg.replaceChildren();
+  const ins = [], outs = [];
+  for (let i = 1; i < history.length; i++) {
+    ins.push(rate(history[i], history[i - 1], s => total(s.raw, "enqueued")));
+    outs.push(rate(history[i], history[i - 1], s => total(s.raw, "dequeued")));
+  }
+  const max = Math.max(1, ...ins, ...outs);
+  polyline(svg, ins, 600, 120, "#2b6cb0", max);
+  polyline(svg, outs, 600, 120, "#c05621", max);
+}
+
+function sparkline(name) {
+  const svg = document.createElementNS(SVG, "svg");
+  svg.setAttribute("class", "spark");
+  svg.setAttribute("viewBox", "0 0 220 28");
+  svg.setAttribute("preserveAspectRatio", "none");
+  const values = history.map(s => (s.queues[name] ? s.queues[name].length : 0));
+  polyline(svg, values, 220, 28, "#2b6cb0", Math.max(...values));
+  return svg;
+}
+
+function render(data) {
+  const prev = history.length ? history[history.length - 1] : null;
+  const snap = {time: data.time, raw: data, queues: {}};
+  for (const q of data.queues) snap.queues[q.name] = q;
+  history.push(snap);
+  if (history.length > HISTORY) history.shift();
+
+  document.getElementById("whoami").textContent =
+    `node ${data.node.id.slice(0, 8)} · port ${data.node.port} · up ${data.node.uptime_s}s` +
+    (data.node.loading ? " · loading" : "");
+  document.getElementById("ops").textContent =
+    rate(snap, prev, s => s.raw.commands_processed).toFixed(0);
+  document.getElementById("in-rate").textContent = rate(snap, prev, s => total(s.raw, "enqueued")).toFixed(0);
+  document.getElementById("out-rate").textContent = rate(snap, prev, s => total(s.raw, "dequeued")).toFixed(0);
+  document.getElementById("ack-rate").textContent = rate(snap, prev, s => total(s.raw, "acked")).toFixed(0);
+  document.getElementById("clients").textContent = `${data.clients.connected} (${data.clients.blocked})`;
+  document.getElementById("memory").textContent = human(data.memory.used) + ` L${data.memory.level}`;
+
+  fillRows(document.querySelector("#jobs tbody"),
+    [["registered", data.registered_jobs], ...Object.entries(data.jobs)]);
+  fillRows(document.querySelector("#nodes tbody"), data.nodes.map(n => {
+    const state = el("span", n.state, "state-" + n.state);
+    return [n.id.slice(0, 8), n.address, state, n.link ? "up" : "down"];
+  }));
+  fillRows(document.querySelector("#queues tbody"), data.queues.map(q => {
+    const before = prev && prev.queues[q.name];
+    const r = field => Number((before ? rate(snap, prev, s => s.queues[q.name][field]) : 0).toFixed(1));
+    const row = [q.name, q.length, r("enqueued"), r("dequeued"), r("acked"), q.nacked, q.blocked,
+                 sparkline(q.name)];
+    return row;
+  }));
+  document.querySelectorAll("#queues tbody tr").forEach((tr, i) => {
+    tr.dataset.queue = data.queues[i].name;
+  });
+  fillRows(document.querySelector("#slow tbody"),
+    data.slow_commands.map(c => [c.name, c.calls, c.usec_per_call]));
+  const aof = data.aof;
+  fillRows(document.querySelector("#aof tbody"), [
+    ["append only file", aof.enabled ? "on" : "off"],
+    ["size", human(aof.size)],
+    ["rewrite", aof.rewriting ? "running" : "idle"],
+    ["since last fsync", aof.fsync_lag_s === null ? "–" : aof.fsync_lag_s.toFixed(1) + " s"],
+  ]);
+  drawThroughput();
+}
+
+async function poll() {
+  const status = document.getElementById("status");
+  try {
+    const response = await fetch("/api/overview", {cache: "no-store"});
+    if (!response.ok) throw new Error("HTTP " + response.status);
+    render(await response.json());
+    status.textContent = "live · " + new Date().toLocaleTimeString();
+    status.className = "status";
+  } catch (err) {
+    status.textContent = "no answer: " + err.message;
+    status.className = "status stale";
+  }
+  setTimeout(poll, POLL_MS);
+}
+
+poll();
