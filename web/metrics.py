@@ -113,17 +113,17 @@ class NodeCollector(Collector):
     def _persistence(self, node: Any) -> Iterator[Metric]:
         aof = node_view.aof(node)
         yield GaugeMetricFamily("trisque_loading", "1 while the AOF loads",
-                                value=aof["loading"])
-        yield GaugeMetricFamily("trisque_aof_enabled", "appendonly", value=aof["aof_enabled"])
+                                value=aof.get("loading", 0))
+        yield GaugeMetricFamily("trisque_aof_enabled", "appendonly", value=aof.get("aof_enabled", 0))
         yield GaugeMetricFamily("trisque_aof_rewrite_in_progress", "An AOF rewrite runs",
-                                value=aof["aof_rewrite_in_progress"])
+                                value=aof.get("aof_rewrite_in_progress", 0))
         yield GaugeMetricFamily("trisque_aof_rewrite_scheduled", "An AOF rewrite waits",
-                                value=aof["aof_rewrite_scheduled"])
+                                value=aof.get("aof_rewrite_scheduled", 0))
         yield GaugeMetricFamily("trisque_aof_last_rewrite_ok", "1 if the last rewrite worked",
-                                value=int(aof["aof_last_bgrewrite_status"] == "ok"))
+                                value=int(aof.get("aof_last_bgrewrite_status", "ok") == "ok"))
         yield GaugeMetricFamily("trisque_aof_last_write_ok", "1 if the last AOF write worked",
-                                value=int(aof["aof_last_write_status"] == "ok"))
-        if aof["aof_enabled"]:
+                                value=int(aof.get("aof_last_write_status", "ok") == "ok"))
+        if aof.get("aof_enabled"):
             yield GaugeMetricFamily("trisque_aof_size_bytes", "AOF size",
                                     value=aof["aof_current_size"])
             yield GaugeMetricFamily("trisque_aof_base_size_bytes", "AOF size after the "

@@ -33,7 +33,8 @@ def overview(node: Any) -> dict[str, Any]:
                            "usec_per_call": round(c.seconds * 1e6 / c.calls, 2)}
                           for c in slow],
         "memory": node_view.memory(node),
-        "aof": {"enabled": bool(aof["aof_enabled"]), "size": aof.get("aof_current_size", 0),
-                "rewriting": bool(aof["aof_rewrite_in_progress"]),
+        "aof": {"enabled": bool(aof.get("aof_enabled")),
+                "size": aof.get("aof_current_size", 0),
+                "rewriting": bool(aof.get("aof_rewrite_in_progress")),
                 "fsync_lag_s": aof["fsync_lag_s"]},
     }
