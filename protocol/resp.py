@@ -154,11 +154,10 @@ class RequestParser:
         self._maybe_last = None
 
     def buffered(self):
-        """Bytes held of requests not complete yet (the query buffer)."""
-        partial = len(self._partial)
-        if self._maybe_chunk is not None:
-            partial += len(self._maybe_chunk)
-        return partial + len(self._inline)
+        """Bytes held of requests not complete yet (the query buffer).  The
+        last chunk kept by _resolve's lazy check is not counted: one read at
+        most, and most often a complete request."""
+        return len(self._partial) + len(self._inline)
 
     def feed(self, data):
         """Parse ``data`` and return the list of complete requests."""

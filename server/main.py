@@ -20,6 +20,7 @@ from .shell.connection import ClientServer
 USAGE = """\
 Usage: trisque-server [/path/to/disque.conf] [--directive value ...]
        trisque-server --version
+       trisque-server --check-aof [--fix] <file.aof>
        trisque-server --help
 
 Examples:
@@ -60,6 +61,9 @@ def main(argv=None):
     if args and args[0] in ("-h", "--help"):
         print(USAGE, end="")
         return 0
+    if args and args[0] == "--check-aof":
+        from .aof_check import main as check_aof
+        return check_aof(args[1:])
     if args and args[0] in ("-v", "--version"):
         print(f"trisque-server v={VERSION} (Disque-compatible job broker, "
               f"Python {sys.version.split()[0]})")

@@ -32,7 +32,13 @@ YIELD_EVERY = 2000  # records between the loader's chances to let others run
 
 
 class LoadError(Exception):
-    """The file cannot be loaded; the node must not start with it."""
+    """The file cannot be loaded; the node must not start with it.
+    ``offset``: where the first byte that cannot be loaded is (the records
+    before it are good), when the file itself is at fault."""
+
+    def __init__(self, message, offset=None):
+        super().__init__(message)
+        self.offset = offset
 
 
 class Options:
@@ -275,8 +281,10 @@ def _replay(node, buf, size, path, truncate_ok, options, started):
                     f"Bad file format reading the append only file {path}: "
                     f"{exc.reason} at offset {exc.offset} (the record starting at "
                     f"offset {pos}). Make a backup of the file, then keep only its "
-                    f"first {pos} bytes (for example: truncate -s {pos} {path}) "
-                    f"to load every record before that point.") from None
+                    f"first {pos} bytes (for example: truncate -s {pos} {path}, "
+                    f"or trisque-server --check-aof --fix {path}) "
+                    f"to load every record before that point.",
+                    pos if block is None else block[0]) from None
             name = argv[0]
             if name is loadjob:
                 start, stop = argv[1]
@@ -302,7 +310,8 @@ def _replay(node, buf, size, path, truncate_ok, options, started):
                     if handler is None:
                         raise LoadError(
                             f"Unknown command '{name.decode(errors='replace')}' "
-                            f"reading the append only file {path} at offset {pos}")
+                            f"reading the append only file {path} at offset {pos}",
+                            record if block is None else block[0])
                     if block is not None:
                         block[1].append((handler, argv))
                     else:
@@ -312,8 +321,8 @@ def _replay(node, buf, size, path, truncate_ok, options, started):
                 f"Unrecoverable error loading the append only file {path}: "
                 f"{exc} in the record at offset {record}. Make a backup of the "
                 f"file, then keep only its first {record} bytes (for example: "
-                f"truncate -s {record} {path}) to load every record before it."
-            ) from None
+                f"truncate -s {record} {path}) to load every record before it.",
+                record if block is None else block[0]) from None
         pos = next_pos
         count += 1
         if count % YIELD_EVERY == 0:
@@ -342,7 +351,7 @@ def _truncated(path, valid, size, truncate_ok):
             f"last {dropped} bytes (from offset {valid}) are an incomplete "
             f"record. You can: 1) make a backup of the file, then keep only "
             f"its first {valid} bytes (truncate -s {valid} {path}); 2) set "
-            f"'aof-load-truncated yes' and restart the server.")
+            f"'aof-load-truncated yes' and restart the server.", valid)
     log.warning("!!! Warning: short read while loading the AOF file !!!")
     log.warning(f"!!! Truncating the AOF at offset {valid}: {dropped} bytes "
                 f"of an incomplete last record dropped !!!")

@@ -1,0 +1,14 @@
+"""Hypothesis settings shared by the fuzz tests: modest in ``make test``;
+TRISQUE_FUZZ_EXAMPLES=20000 (and TRISQUE_FUZZ_CAMPAIGN_S=600 for the live
+node campaign) for a long run."""
+
+import os
+
+from hypothesis import HealthCheck, settings
+
+EXAMPLES = int(os.environ.get("TRISQUE_FUZZ_EXAMPLES", "150"))
+CAMPAIGN_S = float(os.environ.get("TRISQUE_FUZZ_CAMPAIGN_S", "4"))
+
+FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=False,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                       HealthCheck.function_scoped_fixture])
