@@ -134,6 +134,7 @@ async def run(config):
             await server.serve(nursery)
             if http is not None:
                 http.serve(nursery)
+                log.notice(f"HTTP port {config.http_port}: /metrics and the dashboard")
             await persistence.load()
             node.loading = False
             if cluster_service is not None:

@@ -56,6 +56,8 @@ class HttpServer:
             await serve_connection(stream, self.handle, self.limits)
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
             pass
+        except Exception as exc:  # a bug here must not take the node down
+            log.warning(f"HTTP connection failed: {exc!r}")
         finally:
             self.connections -= 1
 
