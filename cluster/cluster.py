@@ -73,6 +73,7 @@ class Cluster:
         self._push = getattr(transport, "push", None)
         self._header = None
         self.tombstones = set()  # IDs of acked jobs freed recently
+        self.jobs_let_go = 0  # queued copies handed to a holder with consumers (requeue.py)
         self._tombstone_expiry = deque()  # (expires at ms, job id), in order
         node.cluster = self
 
@@ -157,6 +158,7 @@ class Cluster:
             ("cluster_size", membership.size()),
             ("cluster_stats_messages_sent", membership.messages_sent),
             ("cluster_stats_messages_received", membership.messages_received),
+            ("cluster_stats_jobs_let_go", self.jobs_let_go),
         ] + self.federation.info_fields()
 
     def cron(self, now_ms):

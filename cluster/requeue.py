@@ -6,6 +6,18 @@
   WILLQUEUE late (it was frozen, or its loop was busy, past the requeue
   time) still waits those 500 ms before queueing the job, so the answers
   (often already waiting in its socket) come first.
+- Ours, beyond Disque (issue 13): a holder whose consumers wait on the
+  job's queue (a client blocked on it, or a GETJOB asking for it in the
+  last second) says so in its WILLQUEUE.  A holder that has the job queued
+  but no consumer of its own in that time cannot deliver it soon: it lets
+  go of its queued copy (back to active, its own requeue timer re-armed)
+  instead of answering QUEUED, and the asking holder queues the job for
+  its consumers.  Disque answers QUEUED whenever the job is queued, so a
+  job queued on a node nobody polls waits there until federation
+  (NEEDJOBS, whose discovery backs off to 30 s) pulls it; now a consumer
+  waiting on any holder gets it within about one RETRY, even with every
+  NEEDJOBS lost.  Where no consumer waits anywhere nothing changes: a
+  job not consumed is not requeued.
 - When a holder queues the job again it sends QUEUED (counting a NACK or an
   additional delivery).  Receivers push their own requeue time back by
   RETRY; a receiver that has it queued too dequeues it if the sender's ID,
@@ -24,7 +36,10 @@
 from ..protocol import bus
 from ..server.core.job import (ACKED, ACTIVE, BCAST_QUEUED, BCAST_WILLQUEUE,
                                QUEUED, WAIT_REPL)
-from ..server.core.queue import PAUSED_IN
+from ..server.core.queue import PAUSED_IN, PAUSED_OUT
+
+CONSUMER_RECENT_MS = 1000  # a GETJOB this recent means consumers poll here
+CONSUMERS_WAIT = 1  # WILLQUEUE's aux: the sender has consumers waiting
 
 
 def broadcast_queued(cluster, job, nack):
@@ -32,8 +47,17 @@ def broadcast_queued(cluster, job, nack):
     cluster.send_to_holders(job, bus.QUEUED, mflags=mflags)
 
 
+def consumers_wait(node, queue_name):
+    """Whether consumers here could take a job of ``queue_name`` soon."""
+    queue = node.queues.get(queue_name)
+    return (queue is not None and not queue.paused & PAUSED_OUT
+            and (bool(queue.blocked)
+                 or node.now_ms() - queue.consumer_ms <= CONSUMER_RECENT_MS))
+
+
 def will_queue(cluster, job):
-    cluster.send_to_holders(job, bus.WILLQUEUE)
+    aux = CONSUMERS_WAIT if consumers_wait(cluster.node, job.queue) else 0
+    cluster.send_to_holders(job, bus.WILLQUEUE, aux)
 
 
 def working(cluster, job):
@@ -83,14 +107,21 @@ def on_queued_or_working(cluster, sender, items, type_, mflags):
 
 def on_willqueue(cluster, sender, items):
     node = cluster.node
-    for job_id, _aux in items:
+    for job_id, aux in items:
         job = node.jobs.get(job_id)
         if job is None:
             continue
         if job.state in (ACTIVE, QUEUED) and sender.id not in job.nodes_delivered:
             job.nodes_delivered += (sender.id,)
         if job.state == QUEUED:
-            cluster.send_to_holders(job, bus.QUEUED)
+            if aux & CONSUMERS_WAIT and job.retry_s and not consumers_wait(node, job.queue):
+                # Nobody takes it here; the sender's consumers wait for it.
+                job.flags |= BCAST_WILLQUEUE
+                job.qtime_ms = node.now_ms() + job.retry_s * 1000 + node.jitter_ms()
+                node.dequeue(job)
+                cluster.jobs_let_go += 1
+            else:
+                cluster.send_to_holders(job, bus.QUEUED)
         elif job.state == ACKED:
             cluster.send_setack(sender.id, job)
 

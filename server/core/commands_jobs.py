@@ -204,24 +204,26 @@ def getjob(node, client, argv):
         # take while there are jobs; a queue found empty asks for more.
         name = names[0]
         queue = queues.get(name)
-        if queue is not None and not queue.paused & PAUSED_OUT:
+        if queue is None:
+            queue = node.get_queue(name)  # as Disque's GETJOB: it exists now
+        queue.consumer_ms = now_ms
+        if not queue.paused & PAUSED_OUT:
             jobs = queue.jobs
             fetch = node.fetch
             while count and jobs:
                 out.append(job_reply(fetch(queue, now_ms), withcounters))
                 count -= 1
         if count:
-            if queue is None:
-                node.get_queue(name)  # as Disque's GETJOB: it exists now, empty
             node.cluster.need_jobs(name)
         progress = False
     while count and progress:
         progress = False
         for name in names:
             queue = queues.get(name)
-            if queue is None or not queue.jobs or queue.paused & PAUSED_OUT:
-                if queue is None:
-                    node.get_queue(name)
+            if queue is None:
+                queue = node.get_queue(name)
+            queue.consumer_ms = now_ms
+            if not queue.jobs or queue.paused & PAUSED_OUT:
                 node.cluster.need_jobs(name)
                 continue
             out.append(job_reply(node.fetch(queue, now_ms), withcounters))

@@ -122,7 +122,7 @@ class JobList:
 class Queue:
     __slots__ = (
         "name", "jobs", "blocked", "paused", "ctime_s", "atime_s",
-        "jobs_in", "jobs_out", "acks", "nacks",
+        "jobs_in", "jobs_out", "acks", "nacks", "consumer_ms",
         # federation (cluster/federation.py)
         "import_from", "import_buckets", "needjobs_bcast_ms",
         "needjobs_bcast_attempt", "needjobs_adhoc_ms", "needjobs_adhoc_attempt",
@@ -139,6 +139,7 @@ class Queue:
         self.atime_s = now_s
         self.jobs_in = 0
         self.jobs_out = 0
+        self.consumer_ms = 0  # when a GETJOB last asked for it (requeue.py)
         self.acks = 0  # ACKJOBs here of its jobs (while the queue exists)
         self.nacks = 0
         self.import_from = {}  # node id -> ms of its last YOURJOBS
