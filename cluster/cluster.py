@@ -58,6 +58,7 @@ class Cluster:
         self.membership = Membership(self, node.id, ip, port, bus_port, node.now_ms())
         self.outbox = {}  # node id -> [[type, mflags, items]...], in order
         self.frames_received = [0] * len(bus.NAMES)  # by message type (/metrics)
+        self.repl_latency = {}  # node id -> ReplicationLatency (/metrics)
         self.federation = federation.Federation(self)
         # The hooks the core calls for every job, bound straight to the
         # part that answers them: one Python call each instead of two.

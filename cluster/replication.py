@@ -31,6 +31,7 @@ from ..server.core.job import (ACTIVE, BCAST_QUEUED, BCAST_WILLQUEUE,
                                WAIT_REPL, Job, serialize)
 from ..server.core.node import WILLQUEUE_ADVANCE_MS
 from ..server.core.queue import PAUSED_IN
+from .replication_latency import ReplicationLatency
 
 ADD_NODE_PERIOD_MS = 50
 RESEND_PERIOD_MS = 1000
@@ -298,6 +299,10 @@ def on_gotjob(cluster, sender, items):
             continue
         confirmed = job._rare["nodes_confirmed"]  # (set by replicate(); no property call)
         confirmed.add(sender_id)
+        latency = cluster.repl_latency.get(sender_id)
+        if latency is None:
+            latency = cluster.repl_latency[sender_id] = ReplicationLatency()
+        latency.record(now_ms - job.ctime // 1_000_000)
         if len(confirmed) >= job.repl:
             replication_achieved(cluster, job, now_ms)
 

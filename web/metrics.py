@@ -100,6 +100,13 @@ class NodeCollector(Collector):
             link.add_metric([peer.id, peer.address], int(peer.link))
         yield state
         yield link
+        repl = HistogramMetricFamily(
+            "trisque_replication_latency_seconds",
+            "From ADDJOB here to the peer's GOTJOB (whole ms)", labels=["node_id", "address"])
+        for r in node_view.replication(node):
+            repl.add_metric([r.peer, r.address],
+                            [(_le(bound), count) for bound, count in r.buckets], r.seconds)
+        yield repl
         frames = node_view.bus_frames(node)
         if frames is not None:
             for direction, counts in zip(("received", "sent"), frames):

@@ -158,3 +158,39 @@ def bus_frames(node: Any) -> Optional[tuple[dict[str, int], dict[str, int]]]:
         return None
     return ({NAMES[i]: n for i, n in enumerate(received) if n},
             {NAMES[i]: n for i, n in enumerate(sent) if n})
+
+
+@dataclass
+class ReplicationView:
+    peer: str
+    address: str
+    count: int
+    seconds: float
+    buckets: list[tuple[float, int]]  # cumulative, up to +Inf
+
+
+# Replication latency bounds: 0, 1, 3, 7 ... 16383 ms (the cluster's
+# ReplicationLatency keeps counts by the bit length of whole ms).
+REPL_BUCKET_BITS = tuple(range(0, 15))
+
+
+def replication(node: Any) -> list[ReplicationView]:
+    """ADDJOB-to-GOTJOB latency to each known peer (none without a cluster)."""
+    latencies = getattr(node.cluster, "repl_latency", None)
+    membership = getattr(node.cluster, "membership", None)
+    if not latencies or membership is None:
+        return []
+    out = []
+    for peer_id, latency in latencies.items():
+        peer = membership.nodes.get(peer_id)
+        if peer is None:
+            continue  # forgotten since
+        hist = latency.hist
+        buckets = []
+        for bits in REPL_BUCKET_BITS:
+            # bit lengths 0..bits: whole ms up to 2**bits - 1
+            buckets.append(((2 ** bits - 1) / 1e3, sum(hist[:bits + 1])))
+        buckets.append((float("inf"), latency.count))
+        out.append(ReplicationView(peer_id, peer.address(), latency.count,
+                                   latency.sum_ms / 1e3, buckets))
+    return out

@@ -1,0 +1,26 @@
+"""Replication latency to each peer: from a job's ADDJOB here to that
+peer's GOTJOB, as counts by power-of-two milliseconds (the /metrics
+histogram ``trisque_replication_latency_seconds``).
+
+Measured on the node's clock (ms), so a loopback peer mostly reads 0 or
+1 ms; one bucket increment per GOTJOB of a job still waiting for copies.
+"""
+
+BUCKETS = 33  # bit lengths 0..32 of a latency in ms (up to ~50 days)
+
+
+class ReplicationLatency:
+    __slots__ = ("hist", "count", "sum_ms")
+
+    def __init__(self) -> None:
+        # hist[k]: GOTJOBs that came 2**(k-1) to 2**k - 1 ms after ADDJOB
+        self.hist = [0] * BUCKETS
+        self.count = 0
+        self.sum_ms = 0
+
+    def record(self, latency_ms: int) -> None:
+        if latency_ms < 0:
+            latency_ms = 0  # the clock stepped back
+        self.hist[min(latency_ms.bit_length(), BUCKETS - 1)] += 1
+        self.count += 1
+        self.sum_ms += latency_ms
