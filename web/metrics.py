@@ -121,6 +121,15 @@ class NodeCollector(Collector):
         aof = node_view.aof(node)
         yield GaugeMetricFamily("trisque_loading", "1 while the AOF loads",
                                 value=aof.get("loading", 0))
+        if "loading_loaded_perc" in aof:
+            yield GaugeMetricFamily("trisque_loading_loaded_ratio",
+                                    "Part of the AOF loaded so far (0-1)",
+                                    value=float(aof["loading_loaded_perc"]) / 100)
+            yield GaugeMetricFamily("trisque_loading_eta_seconds",
+                                    "Seconds the AOF load should still take",
+                                    value=aof["loading_eta_seconds"])
+            yield GaugeMetricFamily("trisque_loading_loaded_jobs", "Jobs loaded so far",
+                                    value=aof["loading_loaded_jobs"])
         yield GaugeMetricFamily("trisque_aof_enabled", "appendonly", value=aof.get("aof_enabled", 0))
         yield GaugeMetricFamily("trisque_aof_rewrite_in_progress", "An AOF rewrite runs",
                                 value=aof.get("aof_rewrite_in_progress", 0))

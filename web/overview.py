@@ -6,7 +6,7 @@ derives rates from the differences, so the node stores no history.
 
 import time
 from dataclasses import asdict
-from typing import Any
+from typing import Any, Optional
 
 from . import node_view
 
@@ -22,7 +22,7 @@ def overview(node: Any) -> dict[str, Any]:
         "time": time.time(),
         "node": {"id": node.id, "port": node.config.port,
                  "uptime_s": (node.now_ms() - stats.start_ms) // 1000,
-                 "loading": bool(node.loading)},
+                 "loading": bool(node.loading), "load": _load_progress(aof)},
         "nodes": [asdict(p) for p in node_view.peers(node)],
         "jobs": node_view.jobs_by_state(node),
         "registered_jobs": len(node.jobs),
@@ -38,3 +38,13 @@ def overview(node: Any) -> dict[str, Any]:
                 "rewriting": bool(aof.get("aof_rewrite_in_progress")),
                 "fsync_lag_s": aof["fsync_lag_s"]},
     }
+
+
+def _load_progress(aof: dict[str, Any]) -> Optional[dict[str, Any]]:
+    """The AOF load's progress while it runs (INFO persistence's loading_*)."""
+    if "loading_loaded_perc" not in aof:
+        return None
+    return {"percent": float(aof["loading_loaded_perc"]),
+            "eta_s": aof["loading_eta_seconds"],
+            "jobs": aof["loading_loaded_jobs"],
+            "jobs_per_s": aof["loading_jobs_per_sec"]}

@@ -49,6 +49,7 @@ from ..core.config import ConfigError
 
 from . import aof_keys, aof_load, aof_rewrite, log  # noqa: F401 (aof_keys registers)
 from .aof_job import loadjob_record
+from .load_progress import LoadProgress
 
 OFF = "off"
 ON = "on"
@@ -87,6 +88,7 @@ class AppendOnlyLog:
         self.last_rewrite_status = "ok"
         self.last_rewrite_time_s = -1
         self.last_fsync = 0  # unix seconds of the last finished fsync
+        self.load_progress = None  # a LoadProgress while the AOF loads at start
         self.last_fsync_status = "ok"
         self.fsync_in_progress = False
         self.fsyncs = 0
@@ -296,6 +298,8 @@ class AppendOnlyLog:
             "aof_last_bgrewrite_status": self.last_rewrite_status,
             "aof_last_write_status": "err" if self.failing else "ok",
         }
+        if self.node.loading and self.load_progress is not None:
+            fields.update(self.load_progress.info_fields())
         if self.state != OFF:
             fields.update({
                 "aof_current_size": self.current_size,
@@ -382,8 +386,9 @@ class AppendOnlyLog:
         self._remove_stale_temp_files()
         if config.appendonly or config.aof_enqueue_jobs_once:
             try:
+                self.load_progress = LoadProgress()
                 loader = aof_load.load(node, self.path, config.aof_load_truncated,
-                                       config.aof_enqueue_jobs_once)
+                                       config.aof_enqueue_jobs_once, self.load_progress)
                 while True:
                     try:
                         next(loader)

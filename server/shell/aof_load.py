@@ -26,6 +26,7 @@ from ...protocol import aof, jobcodec
 from ..core.job import ACKED, ACTIVE, BCAST_WILLQUEUE, QUEUED, Job
 
 from . import log
+from .load_progress import LoadProgress
 
 PROGRESS_EVERY_S = 1.0
 YIELD_EVERY = 2000  # records between the loader's chances to let others run
@@ -193,10 +194,13 @@ def _replay_loadjob_argv(node, argv, options):
 REPLAY = {aof.LOADJOB: _replay_loadjob_argv, aof.DELJOB: replay_deljob}
 
 
-def load(node, path, truncate_ok, enqueue_once):
+def load(node, path, truncate_ok, enqueue_once, progress=None):
     """Replay the file into ``node``; a generator that yields every few
-    thousand records so the caller can let other tasks run.  Its value
+    thousand records so the caller can let other tasks run, with
+    ``progress`` (a LoadProgress) brought up to date.  Its value
     (StopIteration) is the Options with the counts.  Raises LoadError."""
+    if progress is None:
+        progress = LoadProgress()
     options = Options(node.now_ms(), enqueue_once)
     try:
         fd = os.open(path, os.O_RDONLY)
@@ -220,10 +224,12 @@ def load(node, path, truncate_ok, enqueue_once):
     finally:
         os.close(fd)
     started = time.monotonic()
+    progress.total_bytes = size
+    progress.started = started
     collecting = gc.isenabled()
     gc.disable()  # a million new long-lived objects: no point scanning them
     try:
-        yield from _replay(node, buf, size, path, truncate_ok, options, started)
+        yield from _replay(node, buf, size, path, truncate_ok, options, started, progress)
         options.deferred.flush(node)
     finally:
         buf.close()
@@ -236,7 +242,7 @@ def load(node, path, truncate_ok, enqueue_once):
     return options
 
 
-def _replay(node, buf, size, path, truncate_ok, options, started):
+def _replay(node, buf, size, path, truncate_ok, options, started, progress):
     parse = aof.parse
     loadjob = aof.LOADJOB
     head = aof.LOADJOB_HEAD
@@ -264,7 +270,7 @@ def _replay(node, buf, size, path, truncate_ok, options, started):
                         pos = stop + 2
                         count += 1
                         if count % YIELD_EVERY == 0:
-                            next_progress = _progress(pos, size, options, started,
+                            next_progress = _progress(pos, options, progress,
                                                       next_progress)
                             yield
                         continue
@@ -326,20 +332,19 @@ def _replay(node, buf, size, path, truncate_ok, options, started):
         pos = next_pos
         count += 1
         if count % YIELD_EVERY == 0:
-            next_progress = _progress(pos, size, options, started, next_progress)
+            next_progress = _progress(pos, options, progress, next_progress)
             yield
     if block is not None:
         log.warning(f"Revert incomplete MULTI/EXEC transaction in AOF file {path}")
         _truncated(path, block[0], size, truncate_ok)
 
 
-def _progress(pos, size, options, started, next_progress):
+def _progress(pos, options, progress, next_progress):
+    progress.update(pos, options.jobs)
     now = time.monotonic()
     if now < next_progress:
         return next_progress
-    log.notice(f"Loading the AOF: {pos * 100 / size:.1f}% "
-               f"({pos} of {size} bytes, {options.jobs} jobs, "
-               f"{now - started:.1f} s)")
+    log.notice(progress.log_line())
     return now + PROGRESS_EVERY_S
 
 

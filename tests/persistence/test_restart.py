@@ -237,7 +237,12 @@ def test_clients_get_loading_while_the_aof_loads(make_server):
     # needs the data, and says so in INFO.
     assert isinstance(replies[0], redis.BusyLoadingError), replies
     assert "loading" in str(replies[0]).lower()
-    assert persistence(c)["loading"] == 1
+    loading = persistence(c)
+    assert loading["loading"] == 1
+    # Redis's loading_* fields, and the jobs so far (issue 16's progress)
+    assert loading["loading_total_bytes"] > 0
+    assert 0 <= float(loading["loading_loaded_perc"]) <= 100
+    assert {"loading_eta_seconds", "loading_loaded_jobs", "loading_jobs_per_sec"} <= set(loading)
     try:
         c.execute_command("ADDJOB", "q", "during", 0)
     except redis.BusyLoadingError:

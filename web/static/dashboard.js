@@ -93,7 +93,9 @@ function render(data) {
 
   document.getElementById("whoami").textContent =
     `node ${data.node.id.slice(0, 8)} · port ${data.node.port} · up ${data.node.uptime_s}s` +
-    (data.node.loading ? " · loading" : "");
+    (data.node.loading ? " · loading" : "") +
+    (data.node.load ? ` ${data.node.load.percent.toFixed(1)}% · ${data.node.load.jobs} jobs` +
+                      ` · ${data.node.load.jobs_per_s} jobs/s · ETA ${data.node.load.eta_s} s` : "");
   document.getElementById("ops").textContent =
     rate(snap, prev, s => s.raw.commands_processed).toFixed(0);
   document.getElementById("in-rate").textContent = rate(snap, prev, s => total(s.raw, "enqueued")).toFixed(0);
