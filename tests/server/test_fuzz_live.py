@@ -11,8 +11,6 @@ import random
 import socket
 import time
 
-import pytest
-
 from tests.fuzz_settings import CAMPAIGN_S
 from tests.harness import wait_for
 from tests.server.util import encode
@@ -124,5 +122,4 @@ def test_random_and_mutated_streams_against_a_live_node(make_server):
     assert "Internal error" not in log, log[log.find("Internal error"):][:3000]
     assert srv.proc.poll() is None
     assert connections > 10
-    if os.environ.get("TRISQUE_FUZZ_CAMPAIGN_S"):
-        pytest.skip(f"{connections} connections, seed {seed}: passed")  # (shown in -rs)
+    print(f"fuzz campaign: {connections} connections, seed {seed}: passed")
