@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import ipaddress
 
-from .config import Config
-
 # Redis 7.0's text, byte for byte (its typo "Setup a an" too).
 DENIED = (
     b"-DENIED Redis is running in protected mode because protected mode is "
@@ -46,6 +44,7 @@ def is_local(peer_ip: str | None) -> bool:
     return address.is_loopback
 
 
-def denied(config: Config, peer_ip: str | None) -> bool:
-    """Whether a client from ``peer_ip`` (None: the unix socket) is refused."""
-    return bool(config.protected_mode) and not config.requirepass and not is_local(peer_ip)
+def denied(protected_mode: bool, requirepass: str, peer_ip: str | None) -> bool:
+    """Whether a client from ``peer_ip`` (None: the unix socket) is refused
+    (``protected-mode`` and ``requirepass`` as configured now)."""
+    return protected_mode and not requirepass and not is_local(peer_ip)

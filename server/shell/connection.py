@@ -232,7 +232,8 @@ class ClientServer:
             _refuse(sock, b"-ERR max number of clients reached\r\n")
             return
         peer_ip = addr[0] if isinstance(addr, tuple) else None
-        if protected_mode.denied(node.config, peer_ip):
+        config = node.config
+        if protected_mode.denied(config.protected_mode, config.requirepass, peer_ip):
             node.stats.denied += 1
             log.verbose(f"Connection from {_addr(addr)} refused: protected mode")
             _refuse(sock, protected_mode.DENIED)

@@ -51,17 +51,14 @@ def _first_reply(address, port):
 
 
 def test_decision():
-    config = Config()
-    assert protected_mode.denied(config, "198.18.0.1")
-    assert protected_mode.denied(config, "10.1.2.3")
-    assert protected_mode.denied(config, "2001:db8::1")
+    config = Config()  # the defaults: protected, no password
+    assert protected_mode.denied(config.protected_mode, config.requirepass, "198.18.0.1")
+    for outside in ("10.1.2.3", "2001:db8::1", "::ffff:10.0.0.1", "not-an-ip"):
+        assert protected_mode.denied(True, "", outside), outside
     for local in ("127.0.0.1", "127.9.9.9", "::1", "::ffff:127.0.0.1", None):
-        assert not protected_mode.denied(config, local), local
-    config.requirepass = "pw"
-    assert not protected_mode.denied(config, "198.18.0.1")
-    config.requirepass = ""
-    config.protected_mode = False
-    assert not protected_mode.denied(config, "198.18.0.1")
+        assert not protected_mode.denied(True, "", local), local
+    assert not protected_mode.denied(True, "pw", "198.18.0.1")
+    assert not protected_mode.denied(False, "", "198.18.0.1")
 
 
 def test_denied_from_outside_loopback(make_server, outside_address):
