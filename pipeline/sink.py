@@ -2,12 +2,20 @@
 pipelined ADDJOB in chunks, to one node of the ``nodes`` list (spread by
 partition number), failing over to the next node when its node goes away.
 The driver's commit reports counts; abort FASTACKs what the failed
-attempt added, best effort."""
+attempt added, best effort.
+
+A task may still be running when the write fails (Spark does not wait for
+it), and its commit message never reaches abort.  So abort also sets a
+marker, ``trisque:write-aborted:<write id>``, on every node of the list;
+a task checks the marker on its node about once a second between chunks
+and once after its last chunk, and when it is set takes back (FASTACK)
+what it added and fails."""
 
 from __future__ import annotations
 
 import sys
 import time
+import uuid
 from dataclasses import dataclass, field
 from typing import Iterator, Optional, Sequence
 
@@ -18,7 +26,7 @@ from pyspark.sql.datasource import (DataSourceArrowWriter, DataSourceStreamArrow
                                     WriterCommitMessage)
 
 from .bodies import RequestEncoder
-from .connection import Address, Connection, NodeUnavailable
+from .connection import Address, Connection, NodeUnavailable, encode
 from .lease import fastack
 from .nodes import connect_first, format_address, parse_nodes
 from .options import SinkOptions
@@ -28,6 +36,17 @@ from .options import SinkOptions
 RETRIABLE = ("NOREPL", "LEAVING", "LOADING")
 FAILOVERS_PER_NODE = 3  # how often a task may go round the node list
 REFUSED_PAUSE_S = 0.5  # before sending refused jobs again: let the cluster settle
+ABORT_MARKER_PREFIX = "trisque:write-aborted:"
+ABORT_MARKER_TTL_MS = 3_600_000  # an hour: longer than any straggling task
+MARKER_CHECK_S = 1.0  # a task looks for the marker between chunks at most this often
+
+
+def abort_marker(write_id: str) -> str:
+    return ABORT_MARKER_PREFIX + write_id
+
+
+def new_write_id() -> str:
+    return uuid.uuid4().hex
 
 
 @dataclass
@@ -40,6 +59,10 @@ class SinkCommit(WriterCommitMessage):
 
 class JobRefused(RuntimeError):
     """A node answered ADDJOB with an error that another try will not fix."""
+
+
+class WriteAborted(RuntimeError):
+    """The driver aborted the write while this task was still writing."""
 
 
 def task_partition() -> int:
@@ -95,6 +118,18 @@ class PartitionWriter:
                 self.failover(f"{len(retry)} jobs refused for now")
             pending = retry
 
+    def aborted(self, write_id: str) -> bool:
+        """Whether the driver's abort marked this write on our node (on
+        any node of the list if ours went away).  An error reply (a node
+        without the keyspace) counts as not marked."""
+        while True:
+            try:
+                reply = self.conn.pipeline([encode("GET", abort_marker(write_id))])[0]
+            except NodeUnavailable as e:
+                self.failover(str(e))
+                continue
+            return isinstance(reply, bytes)
+
     def abandon(self) -> None:
         """This attempt failed: take back what it added (best effort)."""
         self.conn.close()
@@ -104,15 +139,25 @@ class PartitionWriter:
         self.conn.close()
 
 
-def write_partition(options: SinkOptions, batches: Iterator[pa.RecordBatch]) -> SinkCommit:
+def write_partition(options: SinkOptions, write_id: str,
+                    batches: Iterator[pa.RecordBatch]) -> SinkCommit:
     encoder = RequestEncoder(options)
     writer = PartitionWriter(options, task_partition())
     chunk = options.chunk
+    checked = time.monotonic()
     try:
         for batch in batches:
             requests = encoder.requests(batch)
             for i in range(0, len(requests), chunk):
                 writer.send(requests[i:i + chunk])
+                if time.monotonic() - checked >= MARKER_CHECK_S:
+                    if writer.aborted(write_id):
+                        raise WriteAborted(f"write {write_id} aborted by the driver")
+                    checked = time.monotonic()
+        # Last look: a write that failed elsewhere meanwhile never gets our
+        # commit message, so what we added would stay.
+        if writer.ids and writer.aborted(write_id):
+            raise WriteAborted(f"write {write_id} aborted by the driver")
     except BaseException:
         writer.abandon()
         raise
@@ -129,37 +174,64 @@ def report(messages: Sequence[Optional[WriterCommitMessage]], what: str) -> str:
     return line
 
 
-def abort_all(options: SinkOptions, messages: Sequence[Optional[WriterCommitMessage]]) -> None:
+def mark_aborted(nodes: Sequence[Address], write_id: str, timeout_s: float) -> list[str]:
+    """SET the abort marker on every node, for tasks still writing;
+    returns the nodes that did not take it, with why."""
+    missed: list[str] = []
+    request = encode("SET", abort_marker(write_id), 1, "PX", ABORT_MARKER_TTL_MS)
+    for address in nodes:
+        try:
+            with Connection(address, timeout_s) as conn:
+                reply = conn.pipeline([request])[0]
+            if isinstance(reply, hiredis.ReplyError):
+                missed.append(f"{format_address(address)}: {reply}")
+        except NodeUnavailable as e:
+            missed.append(str(e))
+    return missed
+
+
+def abort_all(options: SinkOptions, write_id: str,
+              messages: Sequence[Optional[WriterCommitMessage]]) -> None:
     nodes = parse_nodes(options.nodes)
+    # The marker first, so tasks still running stop and take theirs back.
+    missed = mark_aborted(nodes, write_id, options.socket_timeout_s)
     ids = [i for m in messages if isinstance(m, SinkCommit) for i in m.ids]
     failed = fastack(ids, nodes, 0, options.socket_timeout_s)
-    report(messages, f"aborted, FASTACK of {len(ids)} jobs "
+    marked = f"marked on {len(nodes) - len(missed)} of {len(nodes)} nodes"
+    if missed:
+        marked += " (not: " + "; ".join(missed) + ")"
+    report(messages, f"aborted, {marked}, FASTACK of {len(ids)} jobs "
                      f"{'failed: ' + failed if failed else 'sent'}")
 
 
 class BatchSink(DataSourceArrowWriter):
     def __init__(self, options: SinkOptions) -> None:
         self.options = options
+        self.write_id = new_write_id()  # made on the driver, pickled to the tasks
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> SinkCommit:
-        return write_partition(self.options, iterator)
+        return write_partition(self.options, self.write_id, iterator)
 
     def commit(self, messages: list[Optional[WriterCommitMessage]]) -> None:
         report(messages, "committed")
 
     def abort(self, messages: list[Optional[WriterCommitMessage]]) -> None:
-        abort_all(self.options, messages)
+        abort_all(self.options, self.write_id, messages)
 
 
 class StreamSink(DataSourceStreamArrowWriter):
+    """One write id for the query's run: a failed batch ends the query, and
+    a restart makes a new writer."""
+
     def __init__(self, options: SinkOptions) -> None:
         self.options = options
+        self.write_id = new_write_id()
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> SinkCommit:
-        return write_partition(self.options, iterator)
+        return write_partition(self.options, self.write_id, iterator)
 
     def commit(self, messages: list[Optional[WriterCommitMessage]], batchId: int) -> None:
         report(messages, f"batch {batchId} committed")
 
     def abort(self, messages: list[Optional[WriterCommitMessage]], batchId: int) -> None:
-        abort_all(self.options, messages)
+        abort_all(self.options, self.write_id, messages)

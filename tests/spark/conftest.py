@@ -30,6 +30,9 @@ def spark() -> Iterator[object]:
                .config("spark.sql.shuffle.partitions", "2")
                .config("spark.sql.streaming.pollingDelay", "50ms")
                .config("spark.python.worker.reuse", "true")
+               # A killed task's Python worker is killed this long after
+               # (2 s by default): long enough for test_sink's forced race.
+               .config("spark.python.task.killTimeout", "30s")
                .getOrCreate())
     session.sparkContext.setLogLevel("ERROR")
     register(session)

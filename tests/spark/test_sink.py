@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 
 from tests.cluster.conftest import build_cluster
 from tests.harness import Server, wait_for
-from tests.spark.util import bodies, jobs_on, nodes_option
+from tests.spark.util import HoldingProxy, bodies, jobs_on, nodes_option
 
 ROWS = 10_000
 
@@ -65,19 +65,85 @@ def test_maxlen_refusal_fails_the_write(spark: Any, node: Server) -> None:
     assert node.client().execute_command("QLEN", "small") == 0
 
 
+def settle(spark: Any, node: Server, queue: str, timeout_s: float = 60.0) -> int:
+    """After a failed write, tasks of it may still run (Spark does not wait
+    for them): wait until Spark has no active job or stage and no running
+    task, and the queue length has not changed over the last STABLE_S;
+    returns that length."""
+    tracker = spark.sparkContext.statusTracker()
+    jvm_tracker = spark.sparkContext._jsc.sc().statusTracker()
+    client = node.client()
+    deadline = time.monotonic() + timeout_s
+    last, since = -1, time.monotonic()
+    while True:
+        length = client.execute_command("QLEN", queue)
+        now = time.monotonic()
+        if length != last:
+            last, since = length, now
+        running = sum(e.numRunningTasks() for e in jvm_tracker.getExecutorInfos())
+        idle = not tracker.getActiveJobsIds() and not tracker.getActiveStageIds() \
+            and running == 0
+        if idle and now - since >= STABLE_S:
+            return int(length)
+        assert now < deadline, (f"not settled after {timeout_s} s: {running} tasks running, "
+                                f"QLEN {queue} = {length}")
+        time.sleep(0.05)
+
+
+STABLE_S = 1.0
+
+
 def test_partition_that_raises_loses_no_jobs(spark: Any, node: Server) -> None:
     """Partition 1 meets a null body after writing most of its rows: the
-    write fails, FASTACK takes back what the attempt added, and writing
-    again puts every row there."""
+    write fails, FASTACK takes back what the attempt added (partition 0's
+    too, even when it is still writing as abort runs), and writing again
+    puts every row there."""
     df = spark.range(4000, numPartitions=2).select(
         F.when(F.col("id") == 3999, F.lit(None)).otherwise(
             F.col("id").cast("string")).alias("body"))
     with pytest.raises(Exception, match="column 'body' holds a null"):
         write(df, nodes=nodes_option(node), queue="q", chunk=100)
+    assert settle(spark, node, "q") == 0
     left = bodies(jobs_on(node.client(), "q"))
     assert len(left) == 0, f"{len(left)} jobs of the failed attempt left"
     write(df.na.fill("3999"), nodes=nodes_option(node), queue="q")
     assert bodies(jobs_on(node.client(), "q")) == sorted(b"%d" % i for i in range(4000))
+
+
+def test_partition_still_writing_after_abort_takes_its_jobs_back(
+        spark: Any, node: Server) -> None:
+    """The race the CI run hit, forced: partition 0 writes through a proxy
+    that holds its ADDJOBs until partition 1 has failed the write and the
+    driver's abort has run (save() raised), then lets them through: its
+    jobs arrive after abort, and its commit message never reaches abort.
+    The abort marker on the node makes it stop and take them back (without
+    the marker it wrote all 2000, and they stayed).
+
+    Spark kills a failed job's other tasks and their Python workers
+    spark.python.task.killTimeout (2 s) later; the CI run's partition 0
+    finished inside that window.  conftest makes it 30 s, so that a loaded
+    machine's slow abort does not kill the worker before the race plays
+    out."""
+    proxy = HoldingProxy(node.port, b"ADDJOB")
+    try:
+        df = spark.range(4000, numPartitions=2).select(
+            F.when(F.col("id") == 3999, F.lit(None)).otherwise(
+                F.col("id").cast("string")).alias("body"))
+        # Task k starts at node k mod 2: partition 0 at the proxy.
+        nodes = f"127.0.0.1:{proxy.port},127.0.0.1:{node.port}"
+        with pytest.raises(Exception, match="column 'body' holds a null"):
+            write(df, nodes=nodes, queue="late", chunk=100)
+        assert proxy.held.is_set(), "partition 0 was not held: the race was not forced"
+        proxy.release()
+        left = settle(spark, node, "late")
+        calls = {k: v["calls"] for k, v in node.client().info("commandstats").items()}
+        print(f"late partition: {left} jobs left; calls {calls}")
+        # Its held chunk reached the node after abort (with the marker it
+        # stops at its next check and takes back what it added).
+        assert calls.get("cmdstat_addjob", 0) >= 100, "partition 0 wrote nothing after abort"
+        assert left == 0, f"{left} jobs of the late partition stayed"
+    finally:
+        proxy.close()
 
 
 def test_node_killed_during_write(spark: Any) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import socket
+import threading
 from typing import Any
 
 import redis
@@ -32,3 +34,64 @@ def bodies(jobs: dict[str, dict[str, Any]]) -> list[bytes]:
 
 def nodes_option(*servers: Any) -> str:
     return ",".join(f"127.0.0.1:{s.port}" for s in servers)
+
+
+class HoldingProxy:
+    """A TCP proxy to one node that holds every connection's traffic from
+    the first request carrying ``hold`` (e.g. b"ADDJOB") until release():
+    a writer task going through it stalls mid-write, at the test's will.
+    Other requests (PING, SET, GET, FASTACK) pass meanwhile."""
+
+    def __init__(self, port: int, hold: bytes) -> None:
+        self.target = ("127.0.0.1", port)
+        self.hold = hold
+        self.released = threading.Event()
+        self.held = threading.Event()  # set once a request was held
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.sockets: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            try:
+                server = socket.create_connection(self.target)
+            except OSError:
+                client.close()
+                continue
+            self.sockets += [client, server]
+            threading.Thread(target=self._pipe, args=(client, server, True), daemon=True).start()
+            threading.Thread(target=self._pipe, args=(server, client, False),
+                             daemon=True).start()
+
+    def _pipe(self, source: socket.socket, sink: socket.socket, upstream: bool) -> None:
+        try:
+            while True:
+                data = source.recv(1 << 16)
+                if not data:
+                    break
+                if upstream and self.hold in data and not self.released.is_set():
+                    self.held.set()
+                    self.released.wait(120)
+                sink.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (source, sink):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def release(self) -> None:
+        self.released.set()
+
+    def close(self) -> None:
+        self.release()
+        self.listener.close()
+        for s in self.sockets:
+            s.close()
