@@ -28,7 +28,8 @@ from trisque.server.core.job import ACKED, deserialize
 
 
 class JobRecord:
-    __slots__ = ("id", "accepted_ms", "synchronous", "ttl_ms", "holders", "retry_s",
+    __slots__ = ("id", "accepted_ms", "synchronous", "ttl_ms", "got_copy_ms", "wiped_ms",
+                 "retry_s",
                  "fastacked", "created_ms",
                  "deliveries", "expected_redeliveries", "acked_ms",
                  "full_ack_ms", "duplicates")
@@ -38,7 +39,8 @@ class JobRecord:
         self.accepted_ms = None
         self.synchronous = False
         self.ttl_ms = 0
-        self.holders = None
+        self.got_copy_ms = {}  # node index -> when it last got a copy
+        self.wiped_ms = {}  # node index -> when its copy last went with its disk
         self.retry_s = None
         self.fastacked = False
         self.created_ms = None  # when the first copy appeared anywhere
@@ -62,7 +64,6 @@ class Checker:
         self.live = {}  # job id -> node indexes holding an un-acked copy
         self.on_disk = {}  # node index (crashed) -> job ids un-acked on its disk
         self.wire = {}  # job id -> copies in REPLJOB/YOURJOBS frames in flight
-        self.wipes = {}  # node index -> times its disk was lost
         self.crashes = []  # times any node crashed
         self.violations = []
         self.max_dummy_acks = 0
@@ -86,10 +87,15 @@ class Checker:
         rec = self.record(job_id)
         if rec.created_ms is None:
             rec.created_ms = self.world.now_ms
+        rec.got_copy_ms[index] = self.world.now_ms
         self.live.setdefault(job_id, set()).add(index)
 
-    def copy_gone(self, index, job_id, crashed=False):
-        self._note(job_id, f"node {index} copy gone{' (crash)' if crashed else ''}")
+    def copy_gone(self, index, job_id, crashed=False, wiped=False):
+        """A copy went (with its disk too if ``wiped``: a crash without AOF)."""
+        self._note(job_id, f"node {index} copy gone{' (crash)' if crashed else ''}"
+                           f"{' with its disk' if wiped else ''}")
+        if wiped:
+            self.record(job_id).wiped_ms[index] = self.world.now_ms
         holders = self.live.get(job_id)
         if holders is not None:
             holders.discard(index)
@@ -117,9 +123,6 @@ class Checker:
 
     def node_started(self, index):
         self.on_disk.pop(index, None)
-
-    def disk_wiped(self, index):
-        self.wipes.setdefault(index, []).append(self.world.now_ms)
 
     def in_flight(self, job_ids, delta):
         wire = self.wire
@@ -154,13 +157,12 @@ class Checker:
 
     # -------------------------------------------------- workload events
 
-    def accepted(self, job_id, synchronous, ttl_ms, holders, retry_s):
+    def accepted(self, job_id, synchronous, ttl_ms, retry_s):
         rec = self.record(job_id)
         rec.retry_s = retry_s
         rec.accepted_ms = self.world.now_ms
         rec.synchronous = synchronous
         rec.ttl_ms = ttl_ms
-        rec.holders = holders
 
     def delivered(self, job_id, index):
         self._note(job_id, f"delivered by node {index}")
@@ -199,18 +201,21 @@ class Checker:
     # ---------------------------------------------------------- verdict
 
     def _exempt(self, rec):
-        """Every holder lost its disk after the job was created (its ADDJOB
-        reply may come later, behind earlier replies to the client); or an
-        at-most-once job (RETRY 0) in a run with faults: it exists in one
-        place at a time, so a crash (after a restart the node cannot know
-        whether it was delivered) or a lost YOURJOBS frame loses it, by
-        contract."""
+        """Every copy there was went with its node's disk (a crash without
+        AOF: the last copy a node got was still there when it crashed; its
+        ADDJOB reply may come later, behind earlier replies to the client);
+        or an at-most-once job (RETRY 0) in a run with faults: it exists in
+        one place at a time, so a crash (after a restart the node cannot
+        know whether it was delivered) or a lost YOURJOBS frame loses it, by
+        contract.  The holders are the nodes that had a copy, not the
+        origin's list, which also names nodes asked for a copy that never
+        got it (restart-empty seed 30627 at 3 nodes: a job whose two copies
+        both went with their disks was reported lost, the third node listed)."""
         if rec.retry_s == 0 and self.world.faulty:
             return True
-        holders = rec.holders or range(len(self.world.nodes))
-        since = rec.created_ms if rec.created_ms is not None else rec.accepted_ms
-        return all(any(t >= since for t in self.wipes.get(i, ()))
-                   for i in holders)
+        wiped = rec.wiped_ms
+        return bool(rec.got_copy_ms) and all(
+            wiped.get(i, -1) >= got_ms for i, got_ms in rec.got_copy_ms.items())
 
     def finish(self):
         self.judge_deliveries()

@@ -81,7 +81,7 @@ def test_liveness_tells_a_backlog_from_starvation():
     from .checker import Checker
     checker = Checker(SimpleNamespace(now_ms=0, nodes=[]))
     checker.copy_added(0, b"J")
-    checker.accepted(b"J", True, 90000, (0,), 1)  # RETRY 1: bound 8 s with a 3 s node timeout
+    checker.accepted(b"J", True, 90000, 1)  # RETRY 1: bound 8 s with a 3 s node timeout
     checker.empty_polls = [20000]
     assert liveness.starved(checker, 0, 30000, 3000) == []
     checker.empty_polls = list(range(8000, 30000, 500))

@@ -101,11 +101,7 @@ class Workload:
 
         def on_reply(reply):
             if isinstance(reply, bytes):
-                origin = sim_node.node.jobs.get(reply) if sim_node.alive else None
-                holders = None
-                if origin is not None:
-                    holders = tuple(self.world.index_of(n) for n in origin.nodes_delivered)
-                self.world.checker.accepted(reply, not asynchronous, ttl * 1000, holders, retry)
+                self.world.checker.accepted(reply, not asynchronous, ttl * 1000, retry)
         client.call(argv, on_reply)
 
     # --------------------------------------------------------- consuming

@@ -234,11 +234,10 @@ class SimNode:
         self.alive = False
         if not keep_aof:
             self.disk.clear()
-            checker.disk_wiped(self.index)
         checker.disk_state(self.index, self.disk)  # before the copies go
         for job_id, job in list(self.node.jobs.items()):
             if job.state != ACKED:
-                checker.copy_gone(self.index, job_id, crashed=True)
+                checker.copy_gone(self.index, job_id, crashed=True, wiped=not keep_aof)
         self.world.network.node_down(self)
         for client in list(self.node.clients.values()):
             self.world.client_lost(client)
