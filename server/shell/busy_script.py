@@ -9,8 +9,10 @@ clients sent (one ``epoll.poll(0)``, non-blocking ``recv``s) and answers
 each request through ``execute_while_busy``: -BUSY for almost everything,
 SCRIPT KILL (which marks the script killed: the hook raises the kill error
 on its way back into Lua) and the few commands Redis 7 allows then.
-Replies are sent at once with a non-blocking send; what the kernel does not
-take stays in the connection's buffer for the event loop.
+Replies are sent at once with a non-blocking send (and so are the replies
+of the requests run earlier in the script's turn, waiting for the turn's
+end); what the kernel does not take stays in the connection's buffer for
+the event loop.
 
 Clients in a state the event loop owns (blocked, held for the AOF, closing,
 with requests not run yet) are left alone until the script ends.
@@ -48,6 +50,15 @@ class BusyServer:
         self._accept()
         scripting = node.scripting
         caller = scripting.running.caller if scripting and scripting.running else None
+        # Replies of requests run in this turn before the script (other
+        # clients, earlier in the same epoll batch) are only sent at the end
+        # of the turn: send them now, or their clients wait for them and
+        # never get to send anything (not even SCRIPT KILL) while the
+        # script runs.  (Redis's processEventsWhileBlocked writes pending
+        # replies too.)  What the kernel does not take stays for the loop.
+        for conn in server.replying:
+            if not conn.closed and not conn.held and conn.mark <= node.log.durable:
+                conn.flush(node.stats)
         for fd, _events in server.epoll.poll(0):
             conn = server.conns.get(fd)
             if conn is None or conn.closed or conn.held or conn.closing or conn.pending:

@@ -4,6 +4,7 @@ script that loops forever (-BUSY for the others, SCRIPT KILL ends it, the
 node stays up), one that wrote first (-UNKILLABLE, SHUTDOWN NOSAVE), and
 scripts' atomicity."""
 
+import socket
 import threading
 import time
 
@@ -201,3 +202,31 @@ def test_sandbox_keeps_the_host_out(c):
             c.eval(body, 0)
     ok_err = c.eval("local ok, e = pcall(redis.call, 'nosuch') return e.err", 0)
     assert ok_err == b"ERR Unknown Redis command called from script"
+
+
+def test_reply_of_the_same_turn_goes_out_while_a_script_is_busy(make_server):
+    # A GET run in the same event-loop turn as (before) an endless script:
+    # its reply must reach the client while the script runs, or that client
+    # waits for it and cannot send SCRIPT KILL (the cause of the rare
+    # failure of test_pcall_cannot_survive_kill: 'other' stuck 30 s).
+    srv = make_server(config="busy-reply-threshold 100\n")
+    sleeper = srv.client()
+    other = socket.create_connection(("127.0.0.1", srv.port), timeout=5)
+    looper = socket.create_connection(("127.0.0.1", srv.port), timeout=5)
+    other.sendall(b"PING\r\n")
+    assert other.recv(100) == b"+PONG\r\n"
+    looper.sendall(b"PING\r\n")
+    assert looper.recv(100) == b"+PONG\r\n"
+    thread = threading.Thread(target=lambda: sleeper.execute_command("DEBUG", "SLEEP", "0.5"))
+    thread.start()
+    time.sleep(0.2)  # the node sleeps: both requests wait for the same turn
+    other.sendall(b"GET x\r\n")
+    time.sleep(0.05)
+    body = b"while true do pcall(function() while true do end end) end"
+    looper.sendall(b"*3\r\n$4\r\nEVAL\r\n$%d\r\n%s\r\n$1\r\n0\r\n" % (len(body), body))
+    thread.join(10)
+    assert other.recv(100) == b"$-1\r\n"  # not held until the script ends
+    other.sendall(b"SCRIPT KILL\r\n")
+    assert other.recv(100) == b"+OK\r\n"
+    looper.settimeout(10)
+    assert looper.recv(200).startswith(b"-ERR Script killed by user with SCRIPT KILL...")
