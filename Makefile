@@ -4,15 +4,21 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN     = $(VENV)/bin
+# trisque itself (enough to run nodes); then the test and spark extras
 STAMP   = $(VENV)/.installed
+DEV     = $(VENV)/.installed-dev
 
 .PHONY: run cluster test bench pipeline-example clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[test,spark]'  # spark: pyspark sdist, ~70 s once, then pip's cache
+	$(BIN)/pip install -q -e .
 	touch $(STAMP)
+
+$(DEV): $(STAMP)
+	$(BIN)/pip install -q -e '.[test,spark]'  # spark: pyspark sdist, ~70 s once, then pip's cache
+	touch $(DEV)
 
 run: $(STAMP)
 	$(BIN)/trisque-server $(ARGS)
@@ -20,14 +26,14 @@ run: $(STAMP)
 cluster: $(STAMP)
 	$(BIN)/python -m deploy.local_cluster $(ARGS)
 
-test: $(STAMP)
+test: $(DEV)
 	$(BIN)/python -m pytest -q $(ARGS)
 
-bench: $(STAMP)
+bench: $(DEV)
 	$(BIN)/python -m bench $(ARGS)
 
 # The Spark example (pipeline/examples/), against a running `make cluster`.
-pipeline-example: $(STAMP)
+pipeline-example: $(DEV)
 	$(BIN)/python pipeline/examples/tasks_pipeline.py $(ARGS)
 
 clean:
