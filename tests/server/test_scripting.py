@@ -230,3 +230,20 @@ def test_reply_of_the_same_turn_goes_out_while_a_script_is_busy(make_server):
     assert other.recv(100) == b"+OK\r\n"
     looper.settimeout(10)
     assert looper.recv(200).startswith(b"-ERR Script killed by user with SCRIPT KILL...")
+
+
+def test_a_loop_inside_a_coroutine_is_killed_too(make_server):
+    """Lua 5.1 keeps a hook per thread: a coroutine the script makes gets
+    the script's hook, so -BUSY and SCRIPT KILL reach a loop inside it
+    (before, the node hung: no -BUSY, no PING, no kill)."""
+    srv = make_server(config="busy-reply-threshold 100\n")
+    looper, other = srv.client(), srv.client()
+    errors = []
+    thread = threading.Thread(target=lambda: _eval_error(
+        looper, "coroutine.wrap(function() while true do end end)()", errors))
+    thread.start()
+    wait_for(lambda: _busy(other), timeout=10, message="-BUSY")
+    other.execute_command("SCRIPT", "KILL")
+    thread.join(10)
+    assert errors and "Script killed" in errors[0]
+    assert other.ping()

@@ -31,6 +31,14 @@ HOOK_EVERY = 100000
 _BOOTSTRAP = r"""
 local pycall, pypcall, pyerror, pycheck, pylog, pysha1, pysetresp, bitops = ...
 local sethook, getinfo = debug.sethook, debug.getinfo
+-- The hook the script runs under. Lua 5.1 keeps a hook per thread: every
+-- coroutine the script creates gets it too (coroutine.create/wrap below),
+-- else a loop inside a coroutine would never see SCRIPT KILL or -BUSY.
+local hook_fn, hook_count = nil, 0
+local function set_hook(fn, count)
+  hook_fn, hook_count = fn, count
+  if fn then sethook(fn, "", count) else sethook() end
+end
 local error, type, tostring, select, unpack, xpcall, pcall, rawset =
       error, type, tostring, select, unpack, xpcall, pcall, rawset
 local setmetatable, getmetatable, setfenv, loadstring, load =
@@ -86,7 +94,27 @@ G._G = env
 G.string = freeze(string)
 G.table = freeze(table)
 G.math = freeze(math)
-G.coroutine = freeze(coroutine)
+local co_create, co_resume = coroutine.create, coroutine.resume
+local hooked_coroutine = {}
+for name, fn in pairs(coroutine) do hooked_coroutine[name] = fn end
+hooked_coroutine.create = function(f)
+  local co = co_create(f)
+  if hook_fn then sethook(co, hook_fn, "", hook_count) end
+  return co
+end
+local function pack(...) return {n = select("#", ...), ...} end
+hooked_coroutine.wrap = function(f)  -- as Lua 5.1's auxwrap
+  local co = hooked_coroutine.create(f)
+  return function(...)
+    local r = pack(co_resume(co, ...))
+    if not r[1] then
+      if type(r[2]) == "string" then error(r[2], 2) end
+      error(r[2], 0)
+    end
+    return unpack(r, 2, r.n)
+  end
+end
+G.coroutine = freeze(hooked_coroutine)
 G.bit = freeze(bitops)
 
 -- redis.call / redis.pcall / redis.setresp are Python callables: C
@@ -168,7 +196,7 @@ end
 local function hook()
   if pycheck() then
     -- every instruction from now on: a pcall in the script cannot keep it
-    sethook(killed, "", 1)
+    set_hook(killed, 1)
     killed()
   end
 end
@@ -182,9 +210,9 @@ end
 local function run(f, keys, argv)
   G.KEYS = keys
   G.ARGV = argv
-  sethook(hook, "", __HOOK_EVERY__)
+  set_hook(hook, __HOOK_EVERY__)
   local ok, result = xpcall(f, handler)
-  sethook()
+  set_hook(nil, 0)
   return ok, result
 end
 
