@@ -12,6 +12,7 @@ from ....protocol import resp
 from ....protocol.errors import CommandError, unknown_subcommand, wrong_arity
 from ..scan import parse_cursor, scan
 from .args import int_arg
+from .containers import scan_arguments
 from .key_table import key_command
 from .numbers import INT64_MAX, INT64_MIN
 from .patterns import compile_pattern
@@ -78,23 +79,7 @@ def scan_(node: Node, client: Client, argv: list[bytes]) -> bytes:
         cursor = parse_cursor(arg)
     except CommandError:
         raise CommandError("ERR invalid cursor") from None
-    count = 10
-    match = None
-    type_name = None
-    i, argc = 2, len(argv)
-    while i < argc:
-        opt = argv[i].upper()
-        if opt == b"COUNT" and i + 1 < argc:
-            count = int_arg(argv[i + 1])
-            if count < 1:
-                raise CommandError("ERR syntax error")
-        elif opt == b"MATCH" and i + 1 < argc:
-            match = None if argv[i + 1] == b"*" else compile_pattern(argv[i + 1])
-        elif opt == b"TYPE" and i + 1 < argc:
-            type_name = argv[i + 1].decode("latin-1").lower()
-        else:
-            raise CommandError("ERR syntax error")
-        i += 2
+    count, match, type_name = scan_arguments(argv, 2, with_type=True)
     ks = node.keyspace
     db = ks.dbs[client.db]
     now_ms = node.now_ms()

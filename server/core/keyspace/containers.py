@@ -108,10 +108,20 @@ def scan_cursor(arg: bytes) -> int:
 
 
 def scan_options(argv: list[bytes], start: int) -> tuple[int, ScanMatch]:
-    """COUNT and MATCH of a *SCAN from ``argv[start:]``: (count, matcher or
-    None).  TYPE belongs to SCAN only."""
+    """COUNT and MATCH of an HSCAN/SSCAN/ZSCAN from ``argv[start:]``:
+    (count, matcher or None)."""
+    count, match, _ = scan_arguments(argv, start, with_type=False)
+    return count, match
+
+
+def scan_arguments(argv: list[bytes], start: int,
+                   with_type: bool) -> tuple[int, ScanMatch, str | None]:
+    """COUNT, MATCH and (SCAN only: ``with_type``) TYPE from
+    ``argv[start:]``, in order, as Redis reads them: (count, matcher or
+    None, type name or None)."""
     count = 10
     match: ScanMatch = None
+    type_name = None
     i, argc = start, len(argv)
     while i < argc:
         opt = argv[i].upper()
@@ -121,10 +131,12 @@ def scan_options(argv: list[bytes], start: int) -> tuple[int, ScanMatch]:
                 raise CommandError("ERR syntax error")
         elif opt == b"MATCH" and i + 1 < argc:
             match = None if argv[i + 1] == b"*" else compile_pattern(argv[i + 1])
+        elif with_type and opt == b"TYPE" and i + 1 < argc:
+            type_name = argv[i + 1].decode("latin-1").lower()
         else:
             raise CommandError("ERR syntax error")
         i += 2
-    return count, match
+    return count, match, type_name
 
 
 def scan_reply(cursor: int, items: list[bytes]) -> bytes:
