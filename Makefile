@@ -8,7 +8,7 @@ BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed
 DEV     = $(VENV)/.installed-dev
 
-.PHONY: run cluster test bench pipeline-example clean
+.PHONY: run cluster test bench pipeline-example docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,10 @@ bench: $(DEV)
 # The Spark example (pipeline/examples/), against a running `make cluster`.
 pipeline-example: $(DEV)
 	$(BIN)/python pipeline/examples/tasks_pipeline.py $(ARGS)
+
+# The configuration reference (docs/configuration.md) from server/core/config.py.
+docs: $(STAMP)
+	$(BIN)/python -m trisque.server.core.config_reference
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache

@@ -47,7 +47,7 @@ def format_memory(value):
 
 class Directive:
     def __init__(self, name, kind, default, choices=None, low=None, high=None,
-                 runtime=True, multi=False, clamp=False, check=None):
+                 runtime=True, multi=False, clamp=False, check=None, doc=""):
         self.name = name
         self.attr = name.replace("-", "_")
         self.kind = kind  # int, memory, bool, enum, str, list
@@ -59,6 +59,7 @@ class Directive:
         self.multi = multi  # may appear on several lines (values accumulate)
         self.clamp = clamp  # out of low..high: capped, not refused
         self.check = check  # callable(value): raises ConfigError if refused
+        self.doc = doc  # one line for the configuration reference (config_reference.py)
 
     def parse(self, args):
         value = self._parse(args)
@@ -150,65 +151,113 @@ def _check_output_limit(words):
     parse(words)
 
 DIRECTIVES = [
-    Directive("port", "int", 7711, low=0, high=65535, runtime=False),
-    Directive("bind", "list", ["127.0.0.1"], runtime=False),
-    Directive("tcp-backlog", "int", 511, low=0, runtime=False),
+    Directive("port", "int", 7711, low=0, high=65535, runtime=False,
+              doc="TCP port for clients (RESP); the cluster bus listens on port + 10000 unless cluster-bus-port is set."),
+    Directive("bind", "list", ["127.0.0.1"], runtime=False,
+              doc="Addresses the client, bus and HTTP ports listen on (several on one line)."),
+    Directive("tcp-backlog", "int", 511, low=0, runtime=False,
+              doc="Listen backlog of the client and HTTP ports."),
     # /metrics and the dashboard (trisque.web) on this port; 0: off
-    Directive("http-port", "int", 0, low=0, high=65535, runtime=False),
-    Directive("unixsocket", "str", "", runtime=False),
-    Directive("unixsocketperm", "int", 0, runtime=False),
-    Directive("dir", "str", ".", runtime=True),
-    Directive("loglevel", "enum", "notice", choices=_LOGLEVELS),
-    Directive("logfile", "str", "", runtime=False),
-    Directive("syslog-enabled", "bool", False, runtime=False),
-    Directive("syslog-ident", "str", "disque", runtime=False),
-    Directive("syslog-facility", "str", "local0", runtime=False),
-    Directive("databases", "int", 16, low=1, runtime=False),
-    Directive("pidfile", "str", "", runtime=False),
-    Directive("daemonize", "bool", False, runtime=False),
-    Directive("timeout", "int", 0, low=0),
-    Directive("tcp-keepalive", "int", 0, low=0),
-    Directive("maxclients", "int", 10000, low=1),
-    Directive("maxmemory", "memory", 1024**3, low=0),
-    Directive("maxmemory-policy", "enum", "acks", choices=("acks", "noeviction")),
-    Directive("maxmemory-samples", "int", 5, low=1),
-    Directive("activerehashing", "bool", True),
-    Directive("hz", "int", 10, low=1, high=500, clamp=True),  # a hint: capped, as Disque
-    Directive("requirepass", "str", ""),
+    Directive("http-port", "int", 0, low=0, high=65535, runtime=False,
+              doc="Port for /metrics and the dashboard on the bind addresses; 0: off."),
+    Directive("unixsocket", "str", "", runtime=False,
+              doc="Accepted for Disque config files; no effect (no unix socket is opened)."),
+    Directive("unixsocketperm", "int", 0, runtime=False,
+              doc="Accepted for Disque config files; no effect."),
+    Directive("dir", "str", ".", runtime=True,
+              doc="Working directory: the AOF, nodes.conf and relative paths live here."),
+    Directive("loglevel", "enum", "notice", choices=_LOGLEVELS,
+              doc="Least severity logged: debug, verbose, notice or warning."),
+    Directive("logfile", "str", "", runtime=False,
+              doc="File the log is appended to; empty: standard output."),
+    Directive("syslog-enabled", "bool", False, runtime=False,
+              doc="Accepted for Disque config files; no effect (no syslog)."),
+    Directive("syslog-ident", "str", "disque", runtime=False,
+              doc="Accepted for Disque config files; no effect."),
+    Directive("syslog-facility", "str", "local0", runtime=False,
+              doc="Accepted for Disque config files; no effect."),
+    Directive("databases", "int", 16, low=1, runtime=False,
+              doc="Number of Redis keyspace databases (SELECT 0 to n-1)."),
+    Directive("pidfile", "str", "", runtime=False,
+              doc="File the process id is written to at start and removed from at exit; empty: none."),
+    Directive("daemonize", "bool", False, runtime=False,
+              doc="Accepted for Disque config files; no effect (run under a supervisor instead)."),
+    Directive("timeout", "int", 0, low=0,
+              doc="Seconds without a request before an idle client is closed (blocked clients and monitors excepted); 0: never."),
+    Directive("tcp-keepalive", "int", 0, low=0,
+              doc="Non-zero: turn on TCP keepalive (SO_KEEPALIVE) on client connections, with the system's intervals."),
+    Directive("maxclients", "int", 10000, low=1,
+              doc="Most clients connected at once; more are refused with an error."),
+    Directive("maxmemory", "memory", 1024**3, low=0,
+              doc="Memory limit: above 75% ADDJOB leaves its copies to other nodes (alone: -NOREPL), at it ADDJOB, NACK and key writes get -OOM; 0: none."),
+    Directive("maxmemory-policy", "enum", "acks", choices=("acks", "noeviction"),
+              doc="Shown in INFO; jobs are never evicted whatever its value."),
+    Directive("maxmemory-samples", "int", 5, low=1,
+              doc="Accepted for Disque config files; no effect."),
+    Directive("activerehashing", "bool", True,
+              doc="Accepted for Disque config files; no effect."),
+    Directive("hz", "int", 10, low=1, high=500, clamp=True,  # a hint: capped, as Disque
+              doc="Housekeeping runs per second (idle queues, expired keys, cluster cron); capped to 1..500."),
+    Directive("requirepass", "str", "",
+              doc="Password clients must send with AUTH before other commands; empty: none."),
     # a refused AUTH is answered this late, the client running nothing meanwhile
-    Directive("auth-failure-delay-ms", "int", 200, low=0),
+    Directive("auth-failure-delay-ms", "int", 200, low=0,
+              doc="A wrong AUTH password is answered this many ms late, the client waiting meanwhile."),
     # no password: only loopback and unix-socket clients (Redis's -DENIED)
-    Directive("protected-mode", "bool", True),
-    Directive("proto-max-bulk-len", "memory", 512 * 1024**2, low=1),
+    Directive("protected-mode", "bool", True,
+              doc="With no requirepass, serve only loopback and unix-socket clients (others get -DENIED)."),
+    Directive("proto-max-bulk-len", "memory", 512 * 1024**2, low=1,
+              doc="Largest bulk string a client request may carry."),
     # unsent replies: past the hard limit (or the soft one for so long) a
     # client is disconnected (output_limit.py explains the default)
     Directive("client-output-buffer-limit", "list", ["normal", "256mb", "64mb", "60"],
-              check=_check_output_limit),
+              check=_check_output_limit,
+              doc="Class hard soft seconds: a client whose unsent replies pass hard, or soft for that long, is disconnected."),
     # a client's unparsed and unrun input; past it the client is closed
-    Directive("client-query-buffer-limit", "memory", 1024**3, low=1024**2),
+    Directive("client-query-buffer-limit", "memory", 1024**3, low=1024**2,
+              doc="Largest unparsed and unrun input of one client; past it the client is closed."),
     # ADDJOB's body (Disque has no limit but proto-max-bulk-len); a job must
     # fit in one bus frame (64 MB) with room to spare
-    Directive("max-job-size", "memory", 16 * 1024**2, low=1, high=32 * 1024**2),
+    Directive("max-job-size", "memory", 16 * 1024**2, low=1, high=32 * 1024**2,
+              doc="Largest ADDJOB body; a bigger one is refused (a job must fit in one bus frame)."),
     # queues after GETJOB's FROM: each is created and watched
-    Directive("getjob-max-queues", "int", 1024, low=1),
-    Directive("appendonly", "bool", False),
-    Directive("appendfilename", "str", "disque.aof", runtime=False),
-    Directive("appendfsync", "enum", "everysec", choices=("always", "everysec", "no")),
-    Directive("no-appendfsync-on-rewrite", "bool", False),
-    Directive("auto-aof-rewrite-percentage", "int", 100, low=0),
-    Directive("auto-aof-rewrite-min-size", "memory", 64 * 1024**2, low=0),
-    Directive("aof-rewrite-incremental-fsync", "bool", True),
-    Directive("aof-load-truncated", "bool", True),
-    Directive("aof-enqueue-jobs-once", "bool", False),
-    Directive("slowlog-log-slower-than", "int", 10000),
+    Directive("getjob-max-queues", "int", 1024, low=1,
+              doc="Most queues one GETJOB FROM may name."),
+    Directive("appendonly", "bool", False,
+              doc="Log every job change to the append-only file and reload it at start."),
+    Directive("appendfilename", "str", "disque.aof", runtime=False,
+              doc="Name of the append-only file in dir."),
+    Directive("appendfsync", "enum", "everysec", choices=("always", "everysec", "no"),
+              doc="When the AOF is fsynced: always (before the reply), everysec, or no (the OS decides)."),
+    Directive("no-appendfsync-on-rewrite", "bool", False,
+              doc="Skip fsyncs while an AOF rewrite runs (less latency, more to lose on a crash)."),
+    Directive("auto-aof-rewrite-percentage", "int", 100, low=0,
+              doc="Rewrite the AOF when it has grown by this % since the last rewrite; 0: never automatically."),
+    Directive("auto-aof-rewrite-min-size", "memory", 64 * 1024**2, low=0,
+              doc="No automatic AOF rewrite below this size."),
+    Directive("aof-rewrite-incremental-fsync", "bool", True,
+              doc="Fsync the rewritten AOF every few MB as it is written rather than all at the end."),
+    Directive("aof-load-truncated", "bool", True,
+              doc="Load an AOF cut short by a crash up to its last whole record (no: refuse to start)."),
+    Directive("aof-enqueue-jobs-once", "bool", False,
+              doc="At the next start, queue every job loaded from the AOF, even active ones; then turned off again."),
+    Directive("slowlog-log-slower-than", "int", 10000,
+              doc="Commands slower than this many microseconds go to SLOWLOG; negative: none."),
     # ms a script runs before others get -BUSY and SCRIPT KILL works
-    Directive("busy-reply-threshold", "int", 5000, low=0),
-    Directive("slowlog-max-len", "int", 128, low=0),
-    Directive("latency-monitor-threshold", "int", 0, low=0),
-    Directive("cluster-config-file", "str", "nodes.conf", runtime=False),
-    Directive("cluster-node-timeout", "int", 15000, low=1),
-    Directive("cluster-bus-port", "int", 0, low=0, high=65535, runtime=False),
-    Directive("cluster-join", "list", [], runtime=False, multi=True),
+    Directive("busy-reply-threshold", "int", 5000, low=0,
+              doc="Ms a script may run before other clients get -BUSY and SCRIPT KILL works (alias lua-time-limit)."),
+    Directive("slowlog-max-len", "int", 128, low=0,
+              doc="Most entries SLOWLOG keeps."),
+    Directive("latency-monitor-threshold", "int", 0, low=0,
+              doc="Accepted for Disque config files; no effect (LATENCY records nothing)."),
+    Directive("cluster-config-file", "str", "nodes.conf", runtime=False,
+              doc="File in dir where the node keeps its ID and known peers."),
+    Directive("cluster-node-timeout", "int", 15000, low=1,
+              doc="Ms a peer may stay silent before it is suspected failing (pfail, then fail by agreement)."),
+    Directive("cluster-bus-port", "int", 0, low=0, high=65535, runtime=False,
+              doc="Port of the cluster bus; 0: port + 10000."),
+    Directive("cluster-join", "list", [], runtime=False, multi=True,
+              doc="host:port of a peer to meet at start, retried until its name resolves (repeatable)."),
 ]
 BY_NAME = {d.name: d for d in DIRECTIVES}
 BY_NAME["lua-time-limit"] = BY_NAME["busy-reply-threshold"]  # Redis's old name
