@@ -33,6 +33,7 @@ import time
 from trisque.protocol.resp import RequestParser
 from trisque.server.core.config import Config
 from trisque.server.core.node import Node
+from trisque.server.core.table import COMMANDS
 
 from tests.federation.inproc import Net as InprocNet  # (benchmarks run from the root)
 
@@ -54,7 +55,7 @@ class Net(InprocNet):
 
     def make_node(self, i, node_id, seed):
         rng = random.Random(seed + i)
-        return Node(Config(), node_id, clock=lambda: self.now, rng=rng,
+        return Node(Config(), node_id, clock=lambda: self.now, rng=rng, table=COMMANDS,
                     random_bytes=rng.randbytes)
 
     def carried(self, src, dst, frame):

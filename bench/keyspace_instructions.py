@@ -22,6 +22,7 @@ import time
 from trisque.cluster.cluster import Cluster, Transport
 from trisque.server.core.config import Config
 from trisque.server.core.node import Node
+from trisque.server.core.table import COMMANDS
 
 from .client import encode
 from .instructions import instructions, report, run
@@ -50,7 +51,7 @@ def requests_of(phase: str, n: int) -> list[bytes]:
 
 def measure(n: int, upto: int) -> dict[str, float]:
     """Microseconds per command of the first ``upto`` phases."""
-    node = Node(Config(), "a" * 40, time.time)
+    node = Node(Config(), "a" * 40, time.time, table=COMMANDS)
     Cluster(node, Transport(), "127.0.0.1", 7711, 17711)
     client = node.add_client()
     requests = {phase: requests_of(phase, n) for phase in PHASES}  # (every run builds all)

@@ -113,6 +113,7 @@ def core_cost(batches=4000):
     import tempfile
     from trisque.server.core.config import Config
     from trisque.server.core.node import Node
+    from trisque.server.core.table import COMMANDS
     from trisque.server.shell.aof import AppendOnlyLog, ON
 
     argv = [b"ADDJOB", b"q", b"123456789012", b"0"]
@@ -120,7 +121,7 @@ def core_cost(batches=4000):
 
     def make(aof):
         config = Config()
-        node = Node(config, os.urandom(20).hex(), time.time)
+        node = Node(config, os.urandom(20).hex(), time.time, table=COMMANDS)
         client = node.add_client("bench")
         log = None
         if aof:

@@ -7,7 +7,7 @@ from ..protocol import resp
 from ..protocol.args import upper
 from ..protocol.errors import CommandError, SYNTAX
 from ..server.core.commands_server import flushall
-from ..server.core.table import command
+from ..server.core.command import command
 
 
 @command("CLUSTER", -2, "admin readonly")

@@ -19,6 +19,7 @@ import time
 
 from .core.config import Config
 from .core.node import Node
+from .core.table import COMMANDS
 from .shell import aof_keys  # noqa: F401 (registers the keyspace's records)
 from .shell import aof_load
 
@@ -27,7 +28,7 @@ USAGE = "Usage: trisque-server --check-aof [--fix] <file.aof>\n"
 
 def check(path: str) -> aof_load.LoadError | None:
     """None if the whole file loads, else the error (with its offset)."""
-    node = Node(Config(), "0" * 40, time.time)
+    node = Node(Config(), "0" * 40, time.time, table=COMMANDS)
     loader = aof_load.load(node, path, False, False)
     try:
         while True:

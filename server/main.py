@@ -11,9 +11,10 @@ import time
 
 import trio
 
-from .core.commands_server import VERSION
+from .core.version import VERSION
 from .core.config import Config, ConfigError
 from .core.node import Node
+from .core.table import COMMANDS
 from .shell import log
 from .shell.connection import ClientServer
 
@@ -88,7 +89,7 @@ async def run(config):
     from .shell.bus_links import attach_cluster  # the cluster, wired in here
     from .shell.aof import attach_log
 
-    node = Node(config, os.urandom(20).hex(), time.time)
+    node = Node(config, os.urandom(20).hex(), time.time, table=COMMANDS)
     config.on_change["loglevel"] = log.set_level
     node.on_internal_error = _internal_error
     server = ClientServer(node)

@@ -15,7 +15,7 @@ from typing import Any, Optional
 from ..protocol.bus import NAMES
 from ..server.core.info import rss_bytes
 from ..server.core.job import STATE_NAMES
-from ..server.core.table import unique_commands
+from ..server.core.command import unique_commands
 
 TOP_QUEUES = 20
 OTHER_QUEUES = "(other)"
@@ -114,7 +114,7 @@ BUCKET_BITS = tuple(range(10, 31, 2))
 
 def commands(node: Any) -> list[CommandView]:
     out = []
-    for c in unique_commands():
+    for c in unique_commands(node.table):
         if not c.calls:
             continue
         hist = c.hist

@@ -9,10 +9,10 @@ from ...protocol.errors import CommandError
 
 from .client import BlockedGet
 from .job import ACKED, ACTIVE, BCAST_WILLQUEUE, QUEUED, STATE_BY_NAME, STATE_NAMES
-from .node import job_reply
+from .job_reply import job_reply
 from .queue import PAUSED_IN, PAUSED_OUT
 from .scan import parse_cursor, scan
-from .table import command
+from .command import command
 
 TTL_DEFAULT_S = 24 * 3600
 _ONLY_ME = {}  # node id -> (node id,): nodes_delivered of jobs only we hold

@@ -4,10 +4,10 @@ from ...protocol import errors, resp
 from ...protocol.args import to_int
 from ...protocol.errors import CommandError
 
-from .node import job_reply
+from .job_reply import job_reply
 from .queue import PAUSED_ALL, PAUSED_IN, PAUSED_OUT, PAUSE_NAMES
 from .scan import parse_cursor, scan
-from .table import command
+from .command import command
 
 
 @command("QLEN", 2, "readonly fast")

@@ -13,9 +13,9 @@ from . import auth_failure, command_docs
 from . import info as info_module
 from .client import REPLY_OFF, REPLY_ON, REPLY_SKIP, BlockedGet
 from .config import ConfigError
-from .table import command, unique_commands
+from .version import VERSION
+from .command import command, unique_commands
 
-VERSION = "0.1.0"
 
 
 @command("PING", -1, "readonly fast")  # -LOADING while loading, as Disque
@@ -140,7 +140,7 @@ def info(node, client, argv):
 
 @command("COMMAND", -1, "readonly loading")
 def command_(node, client, argv):
-    commands = unique_commands()
+    commands = unique_commands(node.table)
     if len(argv) == 1:
         return resp.encode([_command_info(c) for c in commands], client.proto)
     sub = upper(argv[1])
@@ -331,7 +331,7 @@ def config_(node, client, argv):
         return resp.OK
     if sub == "RESETSTAT" and len(argv) == 2:
         node.stats.reset()
-        for entry in unique_commands():
+        for entry in unique_commands(node.table):
             entry.calls = entry.ns = 0
             entry.hist = [0] * 65
         return resp.OK

@@ -5,7 +5,8 @@ import platform
 import resource
 import sys
 
-from .table import unique_commands
+from .command import unique_commands
+from .version import REDIS_VERSION, VERSION
 
 SECTIONS = ("server", "clients", "memory", "jobs", "queues", "persistence",
             "stats", "cpu", "cluster", "keyspace")
@@ -13,7 +14,6 @@ DEFAULT = ("server", "clients", "memory", "jobs", "queues", "persistence",
            "stats", "cpu", "keyspace")
 # The Redis version whose keyspace commands we follow (tested against it),
 # for Redis tools and clients that check INFO server's redis_version.
-REDIS_VERSION = "7.0.15"
 RUN_ID = os.urandom(20).hex()
 
 
@@ -33,7 +33,6 @@ def rss_bytes():
 
 
 def section_fields(node, name):
-    from .commands_server import VERSION
     now_ms = node.now_ms()
     stats = node.stats
     config = node.config
@@ -114,7 +113,7 @@ def section_fields(node, name):
         return [(f"cmdstat_{c.lname}",
                  f"calls={c.calls},usec={c.ns // 1000},"
                  f"usec_per_call={c.ns / 1000 / c.calls:.2f}")
-                for c in unique_commands() if c.calls]
+                for c in unique_commands(node.table) if c.calls]
     return None
 
 

@@ -32,6 +32,7 @@ from .keyspace import Keyspace, active_expire, transactions
 from .job import (ACKED, ACTIVE, BCAST_QUEUED, BCAST_WILLQUEUE, DELIVERED,
                   QUEUED, WAIT_REPL, Job)
 from .queue import PAUSED_IN, PAUSED_OUT, QUEUE_OVERHEAD, Queue
+from .job_reply import job_reply
 from .standalone import Standalone, NoLog
 
 WILLQUEUE_ADVANCE_MS = 500  # WILLQUEUE goes out this long before a requeue
@@ -68,15 +69,13 @@ class Stats:
 
 
 class Node:
-    def __init__(self, config, node_id, clock, rng=None, table=None,
-                 random_bytes=None):
-        from .table import COMMANDS  # the full table, commands import us
+    def __init__(self, config, node_id, clock, rng=None, *, table, random_bytes=None):
         self.config = config
         self.id = node_id  # 40 hex chars, str
         self.clock = clock  # () -> seconds as float
         self.random = rng or _random.Random()
         self._jitters = []  # see jitter_ms
-        self.table = COMMANDS if table is None else table
+        self.table = table  # name -> Command (table.COMMANDS): the node imports no command
         self.jobs = {}  # job id -> Job
         self.queues = {}  # name -> Queue
         self.keyspace = Keyspace(self, config.databases)  # Redis's keys, node-local
@@ -700,16 +699,6 @@ class Node:
                 queued += 1
             assert job.wake_ms is not None, job
         assert queued == in_queues, (queued, in_queues)
-
-
-def job_reply(job, withcounters=False):
-    """One job as GETJOB returns it: [queue, id, body (, counters)]."""
-    queue, body = job.queue, job.body
-    if withcounters:
-        return b"*7\r\n$%d\r\n%s\r\n$40\r\n%s\r\n$%d\r\n%s\r\n$5\r\nnacks\r\n:%d\r\n$21\r\nadditional-deliveries\r\n:%d\r\n" % (
-            len(queue), queue, job.id, len(body), body, job.nacks, job.deliveries)
-    return b"*3\r\n$%d\r\n%s\r\n$40\r\n%s\r\n$%d\r\n%s\r\n" % (
-        len(queue), queue, job.id, len(body), body)
 
 
 def _pending_now(pending):

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from .config import ConfigError, parse_memory
+from .config_values import ConfigError, parse_memory
 
 CLASSES = ("normal", "replica", "slave", "pubsub")
 DEFAULT = ["normal", "256mb", "64mb", "60"]

@@ -24,7 +24,6 @@ import time
 from typing import TYPE_CHECKING
 
 from ...protocol.resp import ProtocolError, error
-from ..core import table as _table  # noqa: F401 (first: the commands import it)
 from ..core.keyspace.scripting import execute_while_busy
 
 if TYPE_CHECKING:

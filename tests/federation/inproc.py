@@ -18,6 +18,7 @@ from trisque.cluster.membership import ClusterNode
 from trisque.protocol import bus
 from trisque.server.core.config import Config
 from trisque.server.core.node import Node
+from trisque.server.core.table import COMMANDS
 
 START = 1_700_000_000.0
 
@@ -67,7 +68,7 @@ class Net:
 
     def make_node(self, i, node_id, seed):
         """Node ``i``'s core, on the net's clock, with an RNG of its own."""
-        return Node(Config(), node_id, clock=lambda: self.now,
+        return Node(Config(), node_id, clock=lambda: self.now, table=COMMANDS,
                     rng=random.Random(seed + i))
 
     # ------------------------------------------------------------ time

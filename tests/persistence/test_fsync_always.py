@@ -10,6 +10,7 @@ import trio
 
 from trisque.server.core.config import Config
 from trisque.server.core.node import Node
+from trisque.server.core.table import COMMANDS
 from trisque.server.shell import aof as aof_module
 from trisque.server.shell.aof import attach_log
 from trisque.server.shell.connection import ClientServer
@@ -24,7 +25,7 @@ async def start_node(nursery, directory, policy="always"):
     config.appendonly = True
     config.appendfsync = policy
     config.appendfilename = os.path.join(directory, "disque.aof")
-    node = Node(config, os.urandom(20).hex(), time.time)
+    node = Node(config, os.urandom(20).hex(), time.time, table=COMMANDS)
     server = ClientServer(node)
     port = free_port()
     server.bind(["127.0.0.1"], port, 128)

@@ -27,6 +27,7 @@ from trisque.protocol import aof, bus
 from trisque.server.core.config import Config
 from trisque.server.core.job import ACKED, DUMMY_ACK, serialize
 from trisque.server.core.node import Node
+from trisque.server.core.table import COMMANDS
 from trisque.server.shell import aof_load
 
 EPOCH_MS = 1_800_000_000_000  # virtual wall clock starts here
@@ -183,7 +184,7 @@ class SimNode:
         config.maxmemory = 0
         config.appendonly = True
         rng = random.Random(world.rng.getrandbits(64))
-        node = ObservedNode(config, self.id, self.clock,
+        node = ObservedNode(config, self.id, self.clock, table=COMMANDS,
                             rng=rng, random_bytes=rng.randbytes)
         node.world = world
         node.index = self.index

@@ -15,6 +15,7 @@ import pytest
 from tests.harness import decode_all
 from trisque.server.core.config import Config
 from trisque.server.core.node import Node
+from trisque.server.core.table import COMMANDS
 
 NODE_ID = "a" * 40
 START = 1_700_000_000.0  # a fixed, realistic unix time
@@ -27,7 +28,7 @@ def is_error(reply, prefix=""):
 class Core:
     def __init__(self, config=None, seed=1, random_bytes=None):
         self.now = START
-        self.node = Node(config or Config(), NODE_ID, clock=lambda: self.now,
+        self.node = Node(config or Config(), NODE_ID, clock=lambda: self.now, table=COMMANDS,
                          rng=random.Random(seed), random_bytes=random_bytes)
         self.default = self.client()
 

@@ -3,10 +3,10 @@ the millisecond, the AOF block of an EXEC and of a script, the time limit
 (-BUSY for others, SCRIPT KILL, -UNKILLABLE) driven by the clock the hook
 reads, and Disque's commands inside EXEC."""
 
-from trisque.server.core import table  # noqa: F401 (first: the commands import it)
 from trisque.server.core.config import Config
 from trisque.server.core.keyspace.scripting import execute_while_busy
 from trisque.server.core.node import Node
+from trisque.server.core.table import COMMANDS
 
 from tests.unit.test_keyspace import RecordingLog
 
@@ -23,7 +23,7 @@ class Clock:
 
 def make_node(step_s=0.0):
     clock = Clock(step_s=step_s)
-    node = Node(Config(), "a" * 40, clock)
+    node = Node(Config(), "a" * 40, clock, table=COMMANDS)
     return node, clock
 
 

@@ -9,12 +9,13 @@ from prometheus_client.parser import text_string_to_metric_families
 from trisque.cluster.cluster import Cluster, Transport
 from trisque.server.core.config import Config
 from trisque.server.core.node import Node
+from trisque.server.core.table import COMMANDS
 from trisque.web.metrics import MetricsExporter
 from trisque.web.overview import overview
 
 
 def test_collector_and_overview_on_a_bare_core() -> None:
-    node = Node(Config(), "a" * 40, time.time)
+    node = Node(Config(), "a" * 40, time.time, table=COMMANDS)
     Cluster(node, Transport(), "127.0.0.1", 7711, 17711)
     client = node.add_client()
     node.execute(client, [b"ADDJOB", b"q1", b"body", b"0"])

@@ -1,6 +1,6 @@
 """How keyspace commands join the node's one command table.
 
-``key_command`` registers a handler exactly as ``table.command`` does (so
+``key_command`` registers a handler exactly as ``command.command`` does (so
 COMMAND, arity errors, OOM and loading refusals come from the table) and
 also remembers the names of the keyspace's write commands: those are the
 records the AOF replays through the same handlers (``Keyspace.replay``).
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Callable, TypeVar
 
-from ..table import command
+from ..command import command
 
 Handler = TypeVar("Handler", bound=Callable[..., object])
 

@@ -41,7 +41,7 @@ from .transactions import Atomic
 
 if TYPE_CHECKING:
     from ..node import Node
-    from ..table import Command
+    from ..command import Command
 
 NOSCRIPT = "NOSCRIPT No matching script. Please use EVAL."
 BUSY = ("BUSY Redis is busy running a script. You can only call SCRIPT KILL "

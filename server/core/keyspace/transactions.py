@@ -38,7 +38,7 @@ from ..standalone import NoLog
 if TYPE_CHECKING:
     from ..client import Client
     from ..node import Node
-    from ..table import Command
+    from ..command import Command
     from .db import Db
 
 QUEUED = b"+QUEUED\r\n"
