@@ -27,6 +27,7 @@ cluster: $(STAMP)
 	$(BIN)/python -m deploy.local_cluster $(ARGS)
 
 test: $(DEV)
+	$(BIN)/ruff check --quiet .  # lint first: seconds, and a clear failure
 	$(BIN)/python -m pytest -q $(ARGS)
 
 bench: $(DEV)

@@ -119,7 +119,7 @@ def test_restarted_node_is_cleared_even_if_killed_at_once(make_cluster):
             if "fail" not in _flags(c[s])[ids[2]]:
                 cleared.add(s)
         return cleared == {0, 1}
-    greeting = [l for l in c.servers[2].log().splitlines() if "Greeted" in l][-1:]
+    greeting = [line for line in c.servers[2].log().splitlines() if "Greeted" in line][-1:]
     wait_for(seen_cleared, 1.5, interval=0.01,
              message=f"FAIL cleared (seen on {cleared}; {greeting})")
 
@@ -192,7 +192,7 @@ def test_nodes_conf_atomic_and_identity_survives_restart(make_cluster):
     # Saved within a cron tick of the change that made it dirty.
     lines = wait_for(lambda: len(conf_lines()) == 3 and conf_lines(), 2,
                      message="nodes.conf lists the 3 nodes")
-    mine = [l for l in lines if "myself" in l]
+    mine = [line for line in lines if "myself" in line]
     assert mine and mine[0].startswith(ids[0])
     assert not os.path.exists(path + ".tmp")
     c[0].execute_command("CLUSTER", "SAVECONFIG")

@@ -7,7 +7,6 @@ import re
 import signal
 import socket
 import subprocess
-import time
 
 import pytest
 

@@ -18,7 +18,6 @@ skipped.
 """
 
 import threading
-import time
 
 import pytest
 import redis

@@ -25,7 +25,6 @@ from .containers import (EMPTY_SCAN, LONG_MAX, OUT_OF_RANGE_POSITIVE, array, cha
 from .key_table import key_command
 from .scores import (BAD_RANGE, listpack_score, parse_lex_bound, parse_score,
                      parse_score_bound)
-from .types import WRONGTYPE
 from .zsets import LISTPACK_ENTRIES, LISTPACK_VALUE, Pair, ZSet
 
 if TYPE_CHECKING:
