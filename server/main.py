@@ -17,6 +17,7 @@ from .core.node import Node
 from .core.table import COMMANDS
 from .shell import log
 from .shell.connection import ClientServer
+from .shell.tls import bus_tls, client_tls
 
 USAGE = """\
 Usage: trisque-server [/path/to/disque.conf] [--directive value ...]
@@ -99,6 +100,19 @@ async def run(config):
         log.warning(f"Could not create server TCP listening socket "
                     f"{config.bind}:{config.port}: {exc.strerror}")
         return 1
+    try:  # certificates and keys are read now: a bad file stops start-up
+        clients_tls = client_tls(config)
+        cluster_tls = bus_tls(config)
+    except ConfigError as exc:
+        log.warning(f"Bad TLS configuration: {exc}")
+        return 1
+    if clients_tls is not None:
+        try:
+            server.bind_tls(config.bind, config.tls_port, config.tcp_backlog, clients_tls)
+        except OSError as exc:
+            log.warning(f"Could not create server TLS listening socket "
+                        f"{config.bind}:{config.tls_port}: {exc.strerror}")
+            return 1
     http = None
     if config.http_port:
         # The HTTP port (trisque.web) reads the node: wired in here, above both.
@@ -126,6 +140,7 @@ async def run(config):
     try:
         async with trio.open_nursery() as nursery:
             cluster_service = attach_cluster(node, nursery, server.flush_dirty)
+            cluster_service.transport.tls = cluster_tls
             persistence = attach_log(node)
             if cluster_service is not None:
                 cluster_service.bind()
@@ -133,6 +148,11 @@ async def run(config):
             # from Disque) rather than a connection that hangs.
             node.loading = True
             await server.serve(nursery)
+            if clients_tls is not None:
+                log.notice(f"TLS port {config.tls_port} (tls-auth-clients "
+                           f"{config.tls_auth_clients})")
+            if cluster_tls is not None:
+                log.notice("Cluster bus over TLS (tls-cluster yes)")
             if http is not None:
                 http.serve(nursery)
                 log.notice(f"HTTP port {config.http_port}: /metrics and the dashboard")

@@ -33,6 +33,7 @@ from ...protocol import bus
 from . import log
 from .listening import accept_forever, open_listener
 from .socket_set import SocketSet
+from .tls import enforce_deadlines
 
 RECV_SIZE = 64 * 1024
 _ANY = ("", "0.0.0.0", "::", "*")  # no address of its own: every interface
@@ -112,6 +113,7 @@ class TcpTransport:
         self.held = False  # output waits for the AOF (appendfsync always)
         self.listeners = []
         self.source_ip = None  # outgoing links leave from here (see bind)
+        self.tls = None  # tls.BusTls with tls-cluster yes: links speak TLS
 
     # --------------------------------------------- interface for Cluster
 
@@ -394,6 +396,8 @@ class TcpTransport:
                 del self.out_links[link.node_id]
             return
         try:
+            if self.tls is not None:
+                sock = self._secure(sock, f"{ip}:{port}", server_side=False)
             self._add(link, sock)
         except OSError:  # reset right after connecting: the cron retries
             sock.close()
@@ -442,9 +446,23 @@ class TcpTransport:
             sock.close()
             return
         try:
+            if self.tls is not None:
+                sock = self._secure(sock, _addr_text(addr), server_side=True)
             self._add(Link(self, None, peer_ip), sock)
         except OSError:
             sock.close()
+
+    def _secure(self, sock, peer, server_side):
+        """tls-cluster yes: ``sock`` as TLS (server/shell/tls.py); the
+        handshake runs in the loop's reads and writes, and a link that has
+        not finished it in time is closed."""
+        fd = sock.fileno()
+
+        def too_slow():
+            link = self.links.get(fd)
+            if link is not None:
+                self.close_link(link)
+        return self.tls.wrap(sock, peer, server_side, too_slow)
 
     def serve(self, nursery):
         """Accept peers on the bound sockets and run the links."""
@@ -452,6 +470,8 @@ class TcpTransport:
             nursery.start_soon(accept_forever, listener, "cluster bus connection",
                                self._accepted)
         nursery.start_soon(self.run)
+        if self.tls is not None:
+            nursery.start_soon(enforce_deadlines, self.tls.deadlines)
 
 
 class ClusterService:
@@ -607,6 +627,10 @@ def attach_cluster(node, nursery, after_event):
         raise ConfigError(f"Could not write the cluster config file {path}: "
                           f"{exc.strerror or exc}") from None
     return service
+
+
+def _addr_text(addr):
+    return f"[{addr[0]}]:{addr[1]}" if ":" in addr[0] else f"{addr[0]}:{addr[1]}"
 
 
 def _loopback(address):

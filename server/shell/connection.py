@@ -30,6 +30,7 @@ from . import log
 from .busy_script import BusyServer
 from .listening import accept_forever, open_listener
 from .socket_set import SocketSet
+from .tls import ClientTls, enforce_deadlines
 
 RECV_SIZE = 16 * 1024
 OUTPUT_HIGH_WATER = 1024 * 1024  # stop reading a client with this much unsent
@@ -105,6 +106,8 @@ class ClientServer:
         node.on_busy = BusyServer(self)  # a script past its time limit: -BUSY, SCRIPT KILL
         node.on_log = log.at_level
         self.listeners = []
+        self.tls = None  # ClientTls while tls-port serves
+        self.tls_listeners = []
         self.epoll = SocketSet()
         self.conns = {}  # fd -> Connection
         self.ready = []  # connections to look at again on the next turn
@@ -217,27 +220,51 @@ class ClientServer:
         for address in addresses:
             self.listeners.append(open_listener(address, port, backlog))
 
+    def bind_tls(self, addresses, port, backlog, tls: ClientTls) -> None:
+        """Open the TLS port's listening sockets (tls-port) now."""
+        self.tls = tls
+        for address in addresses:
+            self.tls_listeners.append(open_listener(address, port, backlog))
+
     async def serve(self, nursery):
         for sock in self.listeners:
             nursery.start_soon(accept_forever, sock, "client connection", self._accepted)
+        for sock in self.tls_listeners:
+            nursery.start_soon(accept_forever, sock, "TLS client connection",
+                               self._accepted_tls)
+        if self.tls is not None:
+            nursery.start_soon(enforce_deadlines, self.tls.deadlines)
         nursery.start_soon(self._event_loop)
         nursery.start_soon(self._soft_limit_cron)
 
-    def _accepted(self, sock, addr):
+    def _accepted_tls(self, sock: socket.socket, addr) -> None:
+        self._accepted(sock, addr, tls=True)
+
+    def _accepted(self, sock, addr, tls=False):
         node = self.node
+        # (a refusal on the TLS port is a close: the client expects a
+        # handshake, not plaintext)
         if len(node.clients) >= node.config.maxclients:
             node.stats.rejected += 1
             log.verbose(f"Connection from {_addr(addr)} refused: maxclients "
                         f"({node.config.maxclients}) reached")
-            _refuse(sock, b"-ERR max number of clients reached\r\n")
+            _refuse(sock, b"" if tls else b"-ERR max number of clients reached\r\n")
             return
         peer_ip = addr[0] if isinstance(addr, tuple) else None
         config = node.config
         if protected_mode.denied(config.protected_mode, config.requirepass, peer_ip):
             node.stats.denied += 1
             log.verbose(f"Connection from {_addr(addr)} refused: protected mode")
-            _refuse(sock, protected_mode.DENIED)
+            _refuse(sock, b"" if tls else protected_mode.DENIED)
             return
+        if tls:
+            # The handshake runs in the event loop's turns, inside recv and
+            # send (tls.TlsSocket); one that takes too long closes the client.
+            def too_slow() -> None:
+                conn = self.conns.get(sock.fileno())
+                if conn is not None:
+                    self._close(conn)
+            sock = self.tls.wrap(sock, _addr(addr), too_slow)
         try:
             self._add(sock, addr)
         except OSError:
