@@ -4,6 +4,7 @@
 
 const POLL_MS = 1000;
 const HISTORY = 900;  // samples: 15 minutes at one a second
+const MIN_SPAN = 60;  // plots span at least a minute, so a fresh page shows lines, not a sliver
 const history = [];   // {time, commands, queues: {name: view}}
 
 function el(tag, text, cls) {
@@ -49,7 +50,7 @@ const SVG = "http://www.w3.org/2000/svg";
 function polyline(svg, points, w, h, color, max) {
   if (points.length < 2) return;
   const top = Math.max(max, 1);
-  const step = w / (HISTORY - 1);
+  const step = w / (Math.max(points.length, MIN_SPAN) - 1);
   const x0 = w - (points.length - 1) * step;
   const d = points.map((v, i) => `${(x0 + i * step).toFixed(1)},${(h - 2 - (v / top) * (h - 4)).toFixed(1)}`);
   const line = document.createElementNS(SVG, "polyline");
@@ -72,6 +73,9 @@ function drawThroughput() {
   const max = Math.max(1, ...ins, ...outs);
   polyline(svg, ins, 600, 120, "#2b6cb0", max);
   polyline(svg, outs, 600, 120, "#c05621", max);
+  const span = Math.max(ins.length, MIN_SPAN);
+  document.getElementById("plot-window").textContent =
+    `last ${span >= 120 ? Math.round(span / 60) + " min" : span + " s"} · peak ${max.toFixed(0)}/s`;
 }
 
 function sparkline(name) {
@@ -102,7 +106,7 @@ function render(data) {
   document.getElementById("out-rate").textContent = rate(snap, prev, s => total(s.raw, "dequeued")).toFixed(0);
   document.getElementById("ack-rate").textContent = rate(snap, prev, s => total(s.raw, "acked")).toFixed(0);
   document.getElementById("clients").textContent = `${data.clients.connected} (${data.clients.blocked})`;
-  document.getElementById("memory").textContent = human(data.memory.used) + ` L${data.memory.level}`;
+  document.getElementById("memory").textContent = human(data.memory.used) + ` · level ${data.memory.level}`;
 
   fillRows(document.querySelector("#jobs tbody"),
     [["registered", data.registered_jobs], ...Object.entries(data.jobs)]);
