@@ -146,3 +146,22 @@ def test_a_rolling_restart_keeps_every_job(make_cluster: Callable[..., Cluster])
             t.join(5)
     assert not errors, errors
     assert set(seen) == set(bodies)
+
+
+def test_a_node_above_75_percent_of_maxmemory_holds_no_new_copy(
+        make_cluster: Callable[..., Cluster]) -> None:
+    """README's sizing: above 75% a node keeps no copy of the jobs its
+    clients add and refuses copies from others; back under, it takes them."""
+    c = make_cluster(3)
+    used = info(c[0], "used_memory")
+    c[0].config_set("maxmemory", int(used / 0.8))  # 80%: level 1
+    assert info(c[0], "memory_warning_level") == 1
+    added_here = addjob(c[0], "full", "a", "REPLICATE", 2)
+    assert sorted(c.job_holders(added_here)) == [1, 2]
+    for k in range(8):  # whichever node node 1 picks first, never node 0
+        job_id = addjob(c[1], "full", f"b{k}", "REPLICATE", 2)
+        assert sorted(c.job_holders(job_id)) == [1, 2]
+    c[0].config_set("maxmemory", "1gb")
+    assert info(c[0], "memory_warning_level") == 0
+    job_id = addjob(c[0], "full", "c", "REPLICATE", 3)
+    assert sorted(c.job_holders(job_id)) == [0, 1, 2]
