@@ -445,8 +445,8 @@ class BusTls:
         self.connect_context = bus_client_context(config)
         self.deadlines = HandshakeDeadlines(config.tls_handshake_timeout_ms)
         self.handshake_failures = 0
-        self._logged_ms: dict[str, float] = {}  # peer -> when last logged
-        self._unlogged: dict[str, int] = {}  # peer -> failures since
+        self._logged_ms: dict[str, float] = {}  # host and reason -> when last logged
+        self._unlogged: dict[str, int] = {}  # host and reason -> failures since
 
     def wrap(self, sock: socket.socket, peer: str, server_side: bool,
              on_timeout: Callable[[], None]) -> TlsSocket:
@@ -456,22 +456,23 @@ class BusTls:
 
     def failed(self, peer: str, reason: str) -> None:
         """A bus handshake failed: a node without TLS, with a certificate
-        from another CA, or a stranger.  Logged as a warning, once per
-        peer every BUS_FAILURE_LOG_PERIOD_MS (a misconfigured node retries
-        all the time), with the count of the failures not logged."""
+        from another CA, or a stranger.  Logged as a warning, once every
+        BUS_FAILURE_LOG_PERIOD_MS per host and reason (a misconfigured node
+        retries all the time), with the count of the failures not logged."""
         self.handshake_failures += 1
-        host = peer.rsplit(":", 1)[0] if peer.count(":") == 1 else peer
+        host = peer.rsplit(":", 1)[0]  # (an inbound peer's port changes each time)
+        key = f"{host} {reason}"
         now_ms = _now_ms()
-        last_ms = self._logged_ms.get(host)
+        last_ms = self._logged_ms.get(key)
         if last_ms is not None and now_ms - last_ms < BUS_FAILURE_LOG_PERIOD_MS:
-            self._unlogged[host] = self._unlogged.get(host, 0) + 1
+            self._unlogged[key] = self._unlogged.get(key, 0) + 1
             return
         if len(self._logged_ms) > 1000:
             self._logged_ms.clear()  # bounded: many peers, rare logs anyway
             self._unlogged.clear()
-        self._logged_ms[host] = now_ms
-        more = self._unlogged.pop(host, 0)
-        also = f" ({more} more failures since the last report)" if more else ""
+        self._logged_ms[key] = now_ms
+        more = self._unlogged.pop(key, 0)
+        also = f" ({more} more like it since the last report)" if more else ""
         log.warning(f"Cluster bus TLS handshake with {peer} failed: {reason}; "
                     f"link closed{also}")
 
