@@ -21,11 +21,31 @@ from ..protocol.jobid import IdGenerator
 from ..server.core.commands_queues import set_paused
 from ..server.core.job import serialize
 from . import acks, federation, replication, requeue
+from .bus_guard import BusGuard
 from .membership import Membership
 
 
 TOMBSTONE_MS = 10000  # far longer than a frame can be delayed on the bus
 EARLY_FLUSH_ITEMS = 128  # messages in the outbox: send them before the turn ends
+# A frame carries job records up to about this many bytes (a bigger job
+# alone), so the largest frame is one max-job-size job plus this and the
+# headers: what a peer's cluster-bus-max-frame must take (64mb by default).
+JOBS_FRAME_BYTES = 1024 * 1024
+JOBIDS_FRAME_ITEMS = 16384  # job IDs per frame (44 bytes each: ~700 KB)
+
+
+def _split_records(records: list[bytes]) -> list[list[bytes]]:
+    """Job records in runs of about JOBS_FRAME_BYTES (a bigger one alone),
+    in order: one frame each."""
+    parts: list[list[bytes]] = [[]]
+    size = 0
+    for record in records:
+        if parts[-1] and size + len(record) > JOBS_FRAME_BYTES:
+            parts.append([])
+            size = 0
+        parts[-1].append(record)
+        size += len(record)
+    return parts
 
 
 class Transport:
@@ -76,6 +96,7 @@ class Cluster:
         self.tombstones = set()  # IDs of acked jobs freed recently
         self.jobs_let_go = 0  # queued copies handed to a holder with consumers (requeue.py)
         self._tombstone_expiry = deque()  # (expires at ms, job id), in order
+        self.bus_guard = BusGuard()  # refused links: counts, log pacing
         node.cluster = self
 
     # ----------------------------------------------------------- identity
@@ -160,7 +181,7 @@ class Cluster:
             ("cluster_stats_messages_sent", membership.messages_sent),
             ("cluster_stats_messages_received", membership.messages_received),
             ("cluster_stats_jobs_let_go", self.jobs_let_go),
-        ] + self.federation.info_fields()
+        ] + self.federation.info_fields() + self.bus_guard.info_fields()
 
     def cron(self, now_ms):
         self._expire_tombstones(now_ms)
@@ -278,7 +299,15 @@ class Cluster:
         for node_id, batches in outbox.items():
             for type_, mflags, items in batches:
                 if type_ in bus.JOBS_TYPES:
-                    send(node_id, bus.jobs(header, type_, items, mflags))
+                    if len(items) > 1 and sum(map(len, items)) > JOBS_FRAME_BYTES:
+                        for part in _split_records(items):
+                            send(node_id, bus.jobs(header, type_, part, mflags))
+                    else:
+                        send(node_id, bus.jobs(header, type_, items, mflags))
+                elif len(items) > JOBIDS_FRAME_ITEMS:
+                    for start in range(0, len(items), JOBIDS_FRAME_ITEMS):
+                        send(node_id, bus.jobids(header, type_,
+                                                 items[start:start + JOBIDS_FRAME_ITEMS], mflags))
                 else:
                     send(node_id, bus.jobids(header, type_, items, mflags))
 

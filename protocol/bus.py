@@ -21,8 +21,16 @@ Payloads (all integers little endian):
 A frame that is short, long, of an unknown version or type, or whose
 payload does not add up to its length raises BusError; the link that sent
 it is dropped.
+
+With a cluster secret, a link carries *sealed* frames instead (see
+"Authenticated links" at the end): each side first sends a hello with a
+fresh random nonce, then envelopes of whole frames, each tagged with
+HMAC-SHA256 over the receiver's nonce, a per-direction sequence number and
+the frames.
 """
 
+import hashlib
+import hmac
 import ipaddress
 import re
 import struct
@@ -72,6 +80,15 @@ _U32 = struct.Struct("<I")
 
 class BusError(Exception):
     pass
+
+
+class FrameTooBig(BusError):
+    """A frame (or envelope) over the receiver's cluster-bus-max-frame."""
+
+
+class AuthError(BusError):
+    """A frame that is not authenticated with our cluster secret: no hello,
+    a plain frame, a bad tag, or a replayed or reordered envelope."""
 
 
 class Message:
@@ -144,18 +161,24 @@ def queue_op(header, type_, name, aux=0):
     return _frame(header, type_, _QUEUE.pack(aux, len(name)) + name)
 
 
-def frame_length(buf, offset=0):
+def frame_length(buf, offset=0, max_frame=MAX_FRAME):
     """Length of the frame starting at ``offset`` once its header is in, or
-    None if more bytes are needed.  Raises BusError on a bad header."""
+    None if more bytes are needed.  Raises BusError on a bad header,
+    FrameTooBig over ``max_frame``."""
     if len(buf) - offset < 8:
         return None
     if buf[offset:offset + 3] != MAGIC:
+        if buf[offset:offset + 3] in (HELLO_MAGIC, SEALED_MAGIC):
+            raise BusError("the peer authenticates its frames (cluster-secret), "
+                           "this node has no cluster-secret")
         raise BusError("bad magic")
     if buf[offset + 3] != VERSION:
         raise BusError(f"unsupported bus version {buf[offset + 3]}")
     (length,) = _U32.unpack_from(buf, offset + 4)
-    if length < HEADER.size or length > MAX_FRAME:
+    if length < HEADER.size:
         raise BusError(f"bad frame length {length}")
+    if length > max_frame:
+        raise FrameTooBig(f"frame of {length} bytes, over cluster-bus-max-frame {max_frame}")
     return length
 
 
@@ -260,3 +283,145 @@ def _check_ip(raw):
 def _expect_end(pos, size):
     if pos != size:
         raise ValueError(f"payload is {size} bytes, expected {pos}")
+
+
+# ------------------------------------------------ authenticated links
+#
+# With a cluster secret, each side of a link first sends a hello:
+#
+#     magic "TQH" | version u8 | nonce 16s
+#
+# (its own fresh random nonce), then only envelopes:
+#
+#     magic "TQS" | version u8 | total length u32 | sequence u64 |
+#     frames | tag 32s
+#
+# where ``frames`` are whole frames as above, and ``tag`` is
+# HMAC-SHA256(secret, receiver's nonce | every byte before the tag).  The
+# receiver's nonce ties an envelope to one link and one direction (a frame
+# captured on another link, or sent the other way, fails its tag); the
+# sequence number, counted from 0 in each direction, ties it to its place
+# on the link (a replayed, dropped or reordered envelope fails).  Frames a
+# turn queues for a peer travel in one envelope: one tag for all of them.
+
+HELLO_MAGIC = b"TQH"
+SEALED_MAGIC = b"TQS"
+NONCE_LEN = 16
+TAG_LEN = 32
+HELLO = struct.Struct("<3sB16s")
+SEAL_PREFIX = struct.Struct("<3sBIQ")
+SEAL_OVERHEAD = SEAL_PREFIX.size + TAG_LEN
+SEAL_BODY_MAX = 256 * 1024  # frames share an envelope up to this; a bigger frame goes alone
+
+def hello(nonce: bytes) -> bytes:
+    """The first bytes each side sends on an authenticated link."""
+    return HELLO.pack(HELLO_MAGIC, VERSION, nonce)
+
+
+def read_hello(buf: bytes | bytearray, offset: int = 0) -> bytes | None:
+    """The peer's nonce from its hello at ``offset``, or None if more bytes
+    are needed.  Raises AuthError if the link does not start with one."""
+    if len(buf) - offset < 4:
+        return None
+    magic = bytes(buf[offset:offset + 3])
+    if magic != HELLO_MAGIC:
+        if magic == MAGIC:
+            raise AuthError("unauthenticated frame (the peer has no cluster-secret?)")
+        raise AuthError("no hello at the start of the link")
+    if buf[offset + 3] != VERSION:
+        raise AuthError(f"unsupported hello version {buf[offset + 3]}")
+    if len(buf) - offset < HELLO.size:
+        return None
+    return bytes(buf[offset + 4:offset + HELLO.size])
+
+
+def link_mac(secret: bytes, receiver_nonce: bytes) -> "hmac.HMAC":
+    """The HMAC state every envelope to the owner of ``receiver_nonce``
+    starts from (copied per envelope: the key is hashed once per link)."""
+    return hmac.new(secret, receiver_nonce, hashlib.sha256)
+
+
+def seal(mac: "hmac.HMAC", seq: int, body: bytes) -> bytes:
+    """One envelope holding ``body`` (whole frames), number ``seq``."""
+    prefix = SEAL_PREFIX.pack(SEALED_MAGIC, VERSION, SEAL_OVERHEAD + len(body), seq)
+    h = mac.copy()
+    h.update(prefix)
+    h.update(body)
+    return b"".join((prefix, body, h.digest()))
+
+
+def seal_frames(mac: "hmac.HMAC", seq: int, frames: list[bytes]) -> tuple[bytes, int]:
+    """``frames`` in envelopes numbered from ``seq``: one if they fit in
+    SEAL_BODY_MAX (or there is only one), else as many as needed.  Returns
+    the bytes to send and the next sequence number."""
+    if len(frames) == 1:
+        return seal(mac, seq, frames[0]), seq + 1
+    total = sum(map(len, frames))
+    if total <= SEAL_BODY_MAX:
+        return seal(mac, seq, b"".join(frames)), seq + 1
+    envelopes = []
+    batch: list[bytes] = []
+    size = 0
+    for frame in frames:
+        if batch and size + len(frame) > SEAL_BODY_MAX:
+            envelopes.append(seal(mac, seq, b"".join(batch)))
+            seq += 1
+            batch = []
+            size = 0
+        batch.append(frame)
+        size += len(frame)
+    envelopes.append(seal(mac, seq, b"".join(batch)))
+    return b"".join(envelopes), seq + 1
+
+
+def sealed_length(buf: bytes | bytearray, offset: int = 0,
+                  max_frame: int = MAX_FRAME) -> int | None:
+    """Length of the envelope at ``offset`` once its first 8 bytes are in,
+    or None if more are needed.  Raises AuthError if it is not an envelope
+    (a plain frame, say), FrameTooBig if its frames are over ``max_frame``."""
+    if len(buf) - offset < 8:
+        return None
+    magic = bytes(buf[offset:offset + 3])
+    if magic != SEALED_MAGIC:
+        if magic == MAGIC:
+            raise AuthError("unauthenticated frame (the peer has no cluster-secret?)")
+        if magic == HELLO_MAGIC:
+            raise AuthError("a second hello on the link")
+        raise AuthError("bad magic")
+    if buf[offset + 3] != VERSION:
+        raise AuthError(f"unsupported envelope version {buf[offset + 3]}")
+    (length,) = _U32.unpack_from(buf, offset + 4)
+    if length < SEAL_OVERHEAD + HEADER.size:
+        raise AuthError(f"bad envelope length {length}")
+    if length - SEAL_OVERHEAD > max_frame:
+        raise FrameTooBig(f"envelope of {length} bytes, over cluster-bus-max-frame {max_frame}")
+    return length
+
+
+def unseal(mac: "hmac.HMAC", envelope: bytes, seq: int,
+           max_frame: int = MAX_FRAME) -> list[bytes]:
+    """The frames of one whole envelope, which must carry a good tag and
+    the sequence number ``seq``.  Raises AuthError otherwise, BusError if
+    its frames do not add up to its body."""
+    size = len(envelope)
+    if size < SEAL_OVERHEAD + HEADER.size or size != _U32.unpack_from(envelope, 4)[0]:
+        raise AuthError("bad envelope length")
+    view = memoryview(envelope)
+    h = mac.copy()
+    h.update(view[:size - TAG_LEN])
+    if not hmac.compare_digest(h.digest(), view[size - TAG_LEN:]):
+        raise AuthError("bad tag (forged, replayed from another link, "
+                        "or another cluster-secret)")
+    (got,) = struct.unpack_from("<Q", envelope, 8)
+    if got != seq:
+        raise AuthError(f"envelope number {got} where {seq} was due (replayed or reordered)")
+    end = size - TAG_LEN
+    pos = SEAL_PREFIX.size
+    frames = []
+    while pos < end:
+        length = frame_length(envelope, pos, max_frame)
+        if length is None or pos + length > end:
+            raise BusError("envelope frames do not add up to its length")
+        frames.append(envelope[pos:pos + length])
+        pos += length
+    return frames

@@ -29,8 +29,10 @@ import trio
 
 from ...cluster.cluster import Cluster
 from ...cluster import commands as _cluster_commands  # noqa: F401 (registers CLUSTER)
+from ...cluster import bus_guard
 from ...protocol import bus
 from . import log
+from .bus_link_auth import LinkAuth
 from .listening import accept_forever, open_listener
 from .socket_set import SocketSet
 from .tls import enforce_deadlines
@@ -38,7 +40,6 @@ from .tls import enforce_deadlines
 RECV_SIZE = 64 * 1024
 _ANY = ("", "0.0.0.0", "::", "*")  # no address of its own: every interface
 CONNECT_RETRY_MS = 20  # at most one connection attempt per peer this often
-MAX_LINK_BUFFER = 256 * 1024 * 1024  # drop a link whose peer stopped reading
 SAVE_WARNING_PERIOD_MS = 10000  # nodes.conf cannot be written: log this often
 STARTUP_GREETING_MS = 1000  # at most this long to greet the peers at start
 SAVE_MIN_PERIOD_S = 0.01  # nodes.conf is saved at most this often
@@ -55,7 +56,7 @@ class Link:
 
     __slots__ = ("transport", "node_id", "peer_ip", "sock", "fd", "out",
                  "out_bytes", "outbuf", "inbuf", "closed", "connected",
-                 "events", "queued", "connect_scope")
+                 "events", "queued", "connect_scope", "auth")
 
     def __init__(self, transport, node_id=None, peer_ip=""):
         self.transport = transport
@@ -72,6 +73,7 @@ class Link:
         self.events = 0
         self.queued = False  # in the transport's list of links to write
         self.connect_scope = None  # while an outbound link connects
+        self.auth = None  # LinkAuth when cluster-secret is set
 
     def send(self, frame):
         """Queue ``frame``; it leaves at the end of the loop's turn (or
@@ -80,8 +82,10 @@ class Link:
             return
         self.out.append(frame)
         self.out_bytes += len(frame)
-        if self.out_bytes > MAX_LINK_BUFFER:
-            self.close()  # the peer stopped reading
+        # The peer stopped reading (a frame alone may pass the bound).
+        if self.out_bytes > self.transport.send_queue_limit and self.out_bytes > len(frame):
+            self.transport.refuse(self, bus_guard.SLOW_PEER,
+                                  f"over cluster-bus-send-queue-limit: {self.out_bytes} bytes unsent")
             return
         if not self.queued:
             self.queued = True
@@ -114,6 +118,9 @@ class TcpTransport:
         self.listeners = []
         self.source_ip = None  # outgoing links leave from here (see bind)
         self.tls = None  # tls.BusTls with tls-cluster yes: links speak TLS
+        self.secret = None  # cluster-secret's HMAC key: links authenticate
+        self.max_frame = bus.MAX_FRAME  # cluster-bus-max-frame
+        self.send_queue_limit = 256 * 1024 * 1024  # cluster-bus-send-queue-limit
 
     # --------------------------------------------- interface for Cluster
 
@@ -164,6 +171,27 @@ class TcpTransport:
     def flush_soon(self):
         self.flush_needed = True
         self.wake()
+
+    def configure(self, config):
+        """Take the bus directives now, and again at each CONFIG SET."""
+        self.max_frame = config.cluster_bus_max_frame
+        self.send_queue_limit = config.cluster_bus_send_queue_limit
+        self.secret = bus_guard.secret_key(config.cluster_secret)
+        config.on_change["cluster-bus-max-frame"] = lambda v: setattr(self, "max_frame", v)
+        config.on_change["cluster-bus-send-queue-limit"] = (
+            lambda v: setattr(self, "send_queue_limit", v))
+        config.on_change["cluster-secret"] = self._set_secret
+
+    def _set_secret(self, secret):
+        """A new cluster-secret: every link starts again under it (a link
+        keeps the secret it opened with)."""
+        key = bus_guard.secret_key(secret)
+        if key == self.secret:
+            return
+        self.secret = key
+        log.notice("cluster-secret changed: every cluster bus link reconnects")
+        for link in list(self.links.values()) + list(self.out_links.values()):
+            self.close_link(link)
 
     # ------------------------------------------------------ event loop
 
@@ -249,13 +277,17 @@ class TcpTransport:
             buf += data
         else:
             buf = data
+        if link.auth is not None:
+            self._read_sealed(link, buf)
+            return
         cluster = self.cluster
         frame_length = bus.frame_length
+        max_frame = self.max_frame
         size = len(buf)
         pos = 0
         try:
             while not link.closed:
-                length = frame_length(buf, pos)
+                length = frame_length(buf, pos, max_frame)
                 if length is None or size - pos < length:
                     break
                 if pos == 0 and length == size and buf.__class__ is bytes:
@@ -263,20 +295,62 @@ class TcpTransport:
                 else:
                     cluster.receive(bytes(buf[pos:pos + length]), link)
                 pos += length
+        except bus.FrameTooBig as exc:
+            self.refuse(link, bus_guard.TOO_BIG, str(exc))
+            return
         except bus.BusError as exc:
             log.warning(f"Bad cluster bus frame from {link.peer_ip or link.node_id}: {exc}")
             self.close_link(link)
             return
         except Exception:
-            # A frame that passed the codec but tripped a rule: a bug,
-            # logged loudly; the link goes, the node stays up.
-            log.warning(f"Error handling a cluster bus frame from "
-                        f"{link.peer_ip or link.node_id}, link dropped:\n"
-                        + traceback.format_exc())
+            self._rule_failed(link)
+            return
+        self._keep_unread(link, buf, pos)
+
+    def _rule_failed(self, link):
+        # A frame that passed the codec but tripped a rule: a bug,
+        # logged loudly; the link goes, the node stays up.
+        log.warning(f"Error handling a cluster bus frame from "
+                    f"{link.peer_ip or link.node_id}, link dropped:\n"
+                    + traceback.format_exc())
+        self.close_link(link)
+
+    def _read_sealed(self, link, buf):
+        """_read's frames with cluster-secret: hello, then envelopes."""
+        try:
+            pos = link.auth.read(link, buf, self.max_frame, self.cluster.receive)
+        except bus.AuthError as exc:
+            self.refuse(link, bus_guard.AUTH, str(exc))
+            return
+        except bus.FrameTooBig as exc:
+            self.refuse(link, bus_guard.TOO_BIG, str(exc))
+            return
+        except bus.BusError as exc:
+            log.warning(f"Bad cluster bus frame from {link.peer_ip or link.node_id}: {exc}")
             self.close_link(link)
             return
+        except Exception:
+            self._rule_failed(link)
+            return
+        if link.out and not link.queued and not link.closed:
+            link.queued = True  # frames that waited for the peer's hello
+            self.to_write.append(link)
+        self._keep_unread(link, buf, pos)
+
+    def refuse(self, link, kind, reason):
+        """Close ``link`` for ``reason``: counted in INFO, logged with the
+        peer's address (at most once a second per kind)."""
+        more = self.cluster.bus_guard.refused(kind, self.cluster.node.now_ms())
+        if more is not None:
+            log.warning(f"Cluster bus link {_describe(link)} closed: {reason}{more}")
+        self.close_link(link)
+
+    def _keep_unread(self, link, buf, pos):
+        """Keep the bytes of ``buf`` from ``pos`` (a frame not complete
+        yet) for the next read."""
         if link.closed:
             return
+        size = len(buf)
         if pos == size:
             link.inbuf = None
         elif buf is link.inbuf:
@@ -294,7 +368,13 @@ class TcpTransport:
                 out = link.out
                 if not out:
                     break
-                data = out[0] if len(out) == 1 else b"".join(out)
+                if link.auth is None:
+                    data = out[0] if len(out) == 1 else b"".join(out)
+                elif link.auth.ready():
+                    data = link.auth.seal(out)
+                    link.out_bytes += len(data) - sum(map(len, out))
+                else:
+                    break  # nothing leaves before the peer's hello
                 out.clear()
             try:
                 sent = sock.send(data)
@@ -354,7 +434,11 @@ class TcpTransport:
         link.connected = True
         link.events = _IN
         self.links[fd] = link
-        if link.out and not link.queued:
+        if self.secret is not None:
+            link.auth = LinkAuth(self.secret, os.urandom(bus.NONCE_LEN))
+            link.outbuf = link.auth.hello()  # first out, before any frame
+            link.out_bytes += len(link.outbuf)
+        if (link.out or link.auth is not None) and not link.queued:
             link.queued = True
             self.to_write.append(link)
         self.wake()
@@ -599,6 +683,7 @@ def attach_cluster(node, nursery, after_event):
     """Give ``node`` its cluster: identity from nodes.conf, TCP transport."""
     config = node.config
     transport = TcpTransport(nursery, after_event)
+    transport.configure(config)
     ip = config.bind_address()
     if ip in ("0.0.0.0", "::"):
         ip = ""
@@ -627,6 +712,19 @@ def attach_cluster(node, nursery, after_event):
         raise ConfigError(f"Could not write the cluster config file {path}: "
                           f"{exc.strerror or exc}") from None
     return service
+
+
+def _describe(link):
+    """Where a link leads, for a log line: "from 127.0.0.1:40122" or
+    "to 127.0.0.1:17712 (node 3f2a9c01)"."""
+    try:
+        host, port = link.sock.getpeername()[:2]
+        where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    except (OSError, AttributeError):
+        where = link.peer_ip or "?"
+    if link.node_id is None:
+        return f"from {where}"
+    return f"to {where} (node {link.node_id[:8]})"
 
 
 def _addr_text(addr):

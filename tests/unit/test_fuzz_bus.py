@@ -1,12 +1,18 @@
 """Fuzzing the cluster-bus frame decoder (protocol/bus.py): random bytes,
 and valid frames of every type mutated, truncated or extended, either decode
 or raise BusError (its documented error: the link is dropped); frame_length
-never reads past its header nor accepts a length over MAX_FRAME."""
+never reads past its header nor accepts a length over MAX_FRAME.  The same
+for authenticated links (cluster-secret): hellos and sealed envelopes of
+valid frames open; mutated, truncated or extended ones, and random bytes,
+give frames only if untouched, else AuthError or BusError."""
+
+import os
 
 from hypothesis import given, strategies as st
 
 from tests.fuzz_settings import FUZZ
 from trisque.protocol import bus, jobcodec, jobid
+from trisque.server.shell.bus_link_auth import LinkAuth
 
 HEX = "0123456789abcdef"
 node_ids = st.text(HEX, min_size=40, max_size=40)
@@ -92,3 +98,78 @@ def test_mutated_frames(frame, flips, cut, extra):
     if len(fixed) >= bus.HEADER.size:
         fixed[4:8] = len(fixed).to_bytes(4, "little")
         decode_or_bus_error(bytes(fixed))
+
+
+# ------------------------------------------------ authenticated links
+
+SECRET = b"fuzz secret"
+
+
+class _Link:
+    closed = False
+
+
+def _read_all(data, max_frame=bus.MAX_FRAME):
+    """A fresh link end (its nonce fixed) reading ``data`` as it arrives
+    from a peer: the frames it takes, or the error that closes the link."""
+    receiver = LinkAuth(SECRET, b"n" * bus.NONCE_LEN)
+    frames = []
+    try:
+        used = receiver.read(_Link(), data, max_frame, lambda f, link: frames.append(f))
+    except bus.BusError:
+        return None, frames
+    assert 0 <= used <= len(data)
+    for frame in frames:
+        bus.decode(frame)  # whatever passed the tag is a frame of our own
+    return used, frames
+
+
+def _sealed_stream(frames, seq=0):
+    """What a peer with the secret sends to the receiver of _read_all."""
+    mac = bus.link_mac(SECRET, b"n" * bus.NONCE_LEN)
+    data, _ = bus.seal_frames(mac, seq, frames)
+    return bus.hello(os.urandom(bus.NONCE_LEN)) + data
+
+
+@FUZZ
+@given(st.lists(frames(), min_size=1, max_size=4))
+def test_sealed_frames_open(frame_list):
+    stream = _sealed_stream(frame_list)
+    used, got = _read_all(stream)
+    assert used == len(stream) and got == frame_list
+
+
+@FUZZ
+@given(st.lists(frames(), min_size=1, max_size=3),
+       st.lists(st.tuples(st.integers(min_value=0), st.integers(0, 255)),
+                min_size=1, max_size=8),
+       st.integers(min_value=0), st.binary(max_size=8), st.integers(0, 3))
+def test_mutated_sealed_frames(frame_list, flips, cut, extra, seq):
+    stream = _sealed_stream(frame_list, seq)
+    data = bytearray(stream)
+    for where, value in flips:
+        data[where % len(data)] = value
+    # A changed hello nonce only changes how the receiver would answer; a
+    # changed envelope, or one out of its turn (seq > 0), never opens.
+    refused = bytes(data[bus.HELLO.size:]) != stream[bus.HELLO.size:] or seq > 0
+    for candidate in (bytes(data), bytes(data[:cut % (len(data) + 1)]),
+                      bytes(data) + extra):
+        used, got = _read_all(candidate)
+        if refused:
+            assert got == []
+        else:
+            assert got == frame_list[:len(got)]
+    # frames over a smaller bound are refused, never misread
+    assert _read_all(stream, max_frame=bus.HEADER.size) == (None, [])
+
+
+@FUZZ
+@given(st.binary(max_size=300))
+def test_random_bytes_on_an_authenticated_link(data):
+    _read_all(data)
+    used, got = _read_all(bus.hello(b"x" * bus.NONCE_LEN) + data)
+    assert got == []
+    try:
+        bus.sealed_length(data)
+    except bus.BusError:
+        pass
