@@ -1,5 +1,6 @@
 import pytest
 
+from tests.browser import open_browser
 from tests.harness import Server
 
 
@@ -47,3 +48,10 @@ def r3(server):
     client = server.client(protocol=3)
     yield client
     client.close()
+
+
+@pytest.fixture
+def browser():
+    """Headless Chromium (tests/browser.py); tests that use it are marked
+    ``needs_browser``."""
+    yield from open_browser()

@@ -20,15 +20,12 @@ import pytest
 import redis
 
 from tests.harness import Server, free_port, wait_for
-from tests.server.test_dashboard import CHROMEDRIVER, CHROMIUM, browser, queue_cells
+from tests.browser import needs_browser, queue_cells
 
 from .conftest import Cluster
 
-__all__ = ["browser"]  # the fixture, imported for pytest
 
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None or CHROMEDRIVER is None,
-    reason="needs Debian's chromium and chromium-driver (.ci/run installs them)")
+pytestmark = needs_browser
 
 NODE_TIMEOUT_MS = 1000  # short: the failing node must show quickly
 BUSY = ("dash-orders", "dash-emails")  # produced and consumed all along

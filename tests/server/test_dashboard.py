@@ -3,21 +3,15 @@ chromium-driver, driven by selenium): a real node with http-port, jobs
 added with redis-py, and the page must show the queue and its length
 changing live.  A screenshot is saved under the test's tmp_path."""
 
-import shutil
 import socket
-import tempfile
 from typing import Iterator
 
 import pytest
 
+from tests.browser import needs_browser, queue_cells
 from tests.harness import Server, free_port, wait_for
 
-CHROMIUM = shutil.which("chromium")
-CHROMEDRIVER = shutil.which("chromedriver")
-
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None or CHROMEDRIVER is None,
-    reason="needs Debian's chromium and chromium-driver (.ci/run installs them)")
+pytestmark = needs_browser
 
 
 @pytest.fixture
@@ -36,40 +30,6 @@ def node() -> Iterator[Server]:
     wait_for(http_up, 10, message="the HTTP port")
     yield srv
     srv.cleanup()
-
-
-@pytest.fixture
-def browser() -> Iterator[object]:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-    profile = tempfile.mkdtemp(prefix="trisque-chromium-")
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM  # type: ignore[assignment]
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                 "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync",
-                 "--disable-dev-shm-usage", f"--user-data-dir={profile}",
-                 "--window-size=1280,1000"):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    driver.set_page_load_timeout(20)
-    try:
-        yield driver
-    finally:
-        driver.quit()
-        shutil.rmtree(profile, ignore_errors=True)
-
-
-def queue_cells(driver: object, queue: str) -> list[str]:
-    """The row of ``queue`` in the rendered queue table, as cell texts (read
-    in one script: the page replaces the table's body every second)."""
-    rows = driver.execute_script(  # type: ignore[attr-defined]
-        "return Array.from(document.querySelectorAll('#queues tbody tr'))"
-        ".map(tr => Array.from(tr.cells).map(td => td.textContent))")
-    for cells in rows:
-        if cells and cells[0] == queue:
-            return cells
-    return []
 
 
 def test_dashboard_shows_queue_length_live(node: Server, browser: object, tmp_path: object) -> None:
