@@ -1,0 +1,124 @@
+"""The base image of the test's build, made without an image registry.
+
+``trisque-test-debian:bookworm``: Debian's python3 and python3-venv
+installed by debootstrap from the Debian mirror this machine's apt uses,
+then imported with ``docker import``. The root file system's tarball is
+kept in the cache directory, so debootstrap runs once per cache.
+
+``trisque-test-base``: that image plus ``/wheels``, the wheels of
+trisque's runtime dependencies (and of setuptools, its build backend)
+fetched on the host by pip for CPython 3.11 on manylinux, the Python of
+Debian bookworm. deploy/Dockerfile then installs with
+``--no-index --find-links /wheels`` and needs no network.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import tomllib
+from pathlib import Path
+
+from tests.deploy.engine import Engine
+
+ROOT = Path(__file__).resolve().parents[2]
+DEBIAN_SUITE = "bookworm"
+DEBIAN_PACKAGES = "python3,python3-venv"
+DEBIAN_IMAGE = f"trisque-test-debian:{DEBIAN_SUITE}"
+BASE_IMAGE = "trisque-test-base"
+# Debian bookworm's python3 is CPython 3.11 on glibc 2.36.
+WHEEL_TARGET = ["--python-version", "3.11", "--implementation", "cp", "--abi", "cp311",
+                "--platform", "manylinux_2_28_x86_64", "--platform", "manylinux_2_17_x86_64",
+                "--platform", "manylinux2014_x86_64", "--only-binary", ":all:"]
+BUILD_REQUIREMENTS = ["setuptools>=64", "wheel"]  # pyproject.toml's build backend
+DEBOOTSTRAP_TIMEOUT_S = 1200.0
+PIP_TIMEOUT_S = 600.0
+
+
+def debian_mirror(apt_dir: Path = Path("/etc/apt")) -> str:
+    """The URI apt uses for Debian's main archive (sources.list or deb822)."""
+    texts = []
+    for path in [apt_dir / "sources.list", *sorted((apt_dir / "sources.list.d").glob("*"))]:
+        try:
+            texts.append(path.read_text(errors="replace"))
+        except OSError:
+            continue
+    for text in texts:
+        for uri in re.findall(r"^\s*URIs:\s*(\S+)", text, re.M):
+            if uri.rstrip("/").endswith("/debian"):
+                return str(uri)
+        for uri in re.findall(r"^\s*deb\s+(?:\[[^]]*\]\s+)?(\S+)\s+" + DEBIAN_SUITE + r"\s",
+                              text, re.M):
+            if uri.rstrip("/").endswith("/debian"):
+                return str(uri)
+    return "http://deb.debian.org/debian"
+
+
+def debian_rootfs(cache_dir: Path) -> Path:
+    """A tarball of a minimal Debian with python3 (debootstrap, once)."""
+    tarball = cache_dir / f"debian-{DEBIAN_SUITE}-rootfs.tar.gz"
+    if tarball.exists():
+        return tarball
+    with tempfile.TemporaryDirectory(dir=cache_dir, prefix="debootstrap-") as work:
+        rootfs = Path(work) / "rootfs"
+        subprocess.run(["debootstrap", "--variant=minbase", f"--include={DEBIAN_PACKAGES}",
+                        DEBIAN_SUITE, str(rootfs), debian_mirror()],
+                       check=True, capture_output=True, timeout=DEBOOTSTRAP_TIMEOUT_S)
+        # apt's downloads and lists are of no use in the image
+        for leftover in ("var/cache/apt/archives", "var/lib/apt/lists"):
+            for path in (rootfs / leftover).glob("*"):
+                if path.is_file():
+                    path.unlink()
+        partial = tarball.with_suffix(".partial")
+        subprocess.run(["tar", "-C", str(rootfs), "--numeric-owner", "-czf", str(partial), "."],
+                       check=True, capture_output=True)
+        partial.rename(tarball)
+    return tarball
+
+
+def runtime_requirements(pyproject: Path = ROOT / "pyproject.toml") -> list[str]:
+    with open(pyproject, "rb") as f:
+        dependencies: list[str] = tomllib.load(f)["project"]["dependencies"]
+    return BUILD_REQUIREMENTS + dependencies
+
+
+def wheelhouse(cache_dir: Path) -> Path:
+    """The dependencies' wheels for the image, by what pyproject.toml asks
+    for (a changed dependency list fetches a new set)."""
+    requirements = runtime_requirements()
+    key = hashlib.sha256("\n".join(requirements).encode()).hexdigest()[:12]
+    context = cache_dir / f"wheelhouse-{key}"
+    if (context / "Dockerfile").exists():
+        return context
+    shutil.rmtree(context, ignore_errors=True)
+    subprocess.run([sys.executable, "-m", "pip", "download", "--quiet",
+                    "--disable-pip-version-check", "--dest", str(context / "wheels"),
+                    *WHEEL_TARGET, *requirements],
+                   check=True, capture_output=True, timeout=PIP_TIMEOUT_S)
+    (context / "Dockerfile").write_text(f"FROM {DEBIAN_IMAGE}\nCOPY wheels /wheels\n")
+    return context
+
+
+def ensure_base_image(engine: Engine) -> None:
+    """Import the Debian image if the engine lacks it, then (re)build the
+    base image with the wheels: a layer cache hit when nothing changed."""
+    if engine.run(["docker", "image", "inspect", DEBIAN_IMAGE], check=False).returncode != 0:
+        engine.docker("import", str(debian_rootfs(engine.cache_dir)), DEBIAN_IMAGE)
+    engine.docker("build", "--quiet", "--network", "none", "-t", BASE_IMAGE,
+                  str(wheelhouse(engine.cache_dir)))
+
+
+if __name__ == "__main__":
+    # By hand: python -m tests.deploy.base_image  (starts and stops the engine)
+    started = Engine().start()
+    try:
+        ensure_base_image(started)
+        print(started.docker("image", "ls"), end="")
+    finally:
+        started.stop()
+    sys.exit(os.EX_OK)
