@@ -94,8 +94,12 @@ async def run(config):
     config.on_change["loglevel"] = log.set_level
     node.on_internal_error = _internal_error
     server = ClientServer(node)
+    if not config.port and not config.tls_port:
+        log.warning("port 0 and tls-port 0: no port to serve clients on")
+        return 1
     try:
-        server.bind(config.bind, config.port, config.tcp_backlog)
+        if config.port:  # (port 0 with tls-port: TLS clients only, as Redis)
+            server.bind(config.bind, config.port, config.tcp_backlog)
     except OSError as exc:
         log.warning(f"Could not create server TCP listening socket "
                     f"{config.bind}:{config.port}: {exc.strerror}")

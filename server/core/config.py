@@ -280,7 +280,8 @@ class Config:
         return self.bind[0] if self.bind else "127.0.0.1"
 
     def bus_port(self):
-        return self.cluster_bus_port or self.port + 10000
+        # (port 0 serves TLS clients only: the bus follows tls-port)
+        return self.cluster_bus_port or (self.port or self.tls_port) + 10000
 
     # ------------------------------------------------------- loading
 

@@ -687,7 +687,9 @@ def attach_cluster(node, nursery, after_event):
     ip = config.bind_address()
     if ip in ("0.0.0.0", "::"):
         ip = ""
-    cluster = Cluster(node, transport, ip, config.port, config.bus_port())
+    # (port 0: TLS clients only, so peers and HELLO give tls-port)
+    cluster = Cluster(node, transport, ip, config.port or config.tls_port,
+                      config.bus_port())
     transport.cluster = cluster
     path = os.path.abspath(config.cluster_config_file)
     service = ClusterService(node, transport, cluster, path)

@@ -260,3 +260,32 @@ def test_bad_tls_files_stop_the_node_naming_them(certs, tmp_path):
     assert f"tls-ca-cert-file {missing}: No such file or directory" in log
     log = _start_fails(f"tls-port {port}\n{certs.node_config()}tls-protocols TLSv1.1\n")
     assert "tls-protocols" in log
+
+
+def test_port_0_serves_tls_clients_only(certs):
+    tls_port = free_port()
+    srv = Server(config=f"port 0\ntls-port {tls_port}\n{certs.node_config()}")
+    srv.tls_port = tls_port
+    try:
+        srv.start(wait=False)
+        r = tls_client(srv, certs, socket_connect_timeout=2)
+
+        def up():
+            assert srv.proc.poll() is None, srv.log()
+            try:
+                return r.ping()
+            except redis.ConnectionError:
+                return False
+        wait_for(up, 15, message="the TLS-only node")
+        job_round(r, "tls-only")
+        assert r.info("server")["tcp_port"] == 0
+        # the cluster knows the node by its TLS port; the bus follows it
+        myself = r.execute_command("CLUSTER", "NODES").decode().split("\n")[0]
+        assert f"127.0.0.1:{tls_port} myself" in myself
+        with socket.create_connection(("127.0.0.1", tls_port + 10000), timeout=5):
+            pass
+        r.close()
+    finally:
+        srv.cleanup()
+    log = _start_fails("port 0\n")
+    assert "port 0 and tls-port 0: no port to serve clients on" in log
