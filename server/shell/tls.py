@@ -27,14 +27,16 @@ from __future__ import annotations
 import socket
 import ssl
 import time
-from typing import Callable, Protocol
+from dataclasses import dataclass
+from typing import Any, Callable, Protocol
 
 import trio
 
-from ..core.config import Config, ConfigError
+from ..core.config_values import ConfigError
 from . import log
 
 RECORD_MAX = 16 * 1024  # the largest TLS record's plaintext: one read's worth
+ENCRYPT_CHUNK = 64 * 1024  # plaintext encrypted per step of a send
 DEADLINE_CHECK_S = 0.1  # how often stalled handshakes are looked for
 BUS_FAILURE_LOG_PERIOD_MS = 10_000  # a failing peer's handshakes: logged this often
 
@@ -223,15 +225,18 @@ class TlsSocket:
         if self._pending:
             if not self._push():
                 return 0
-            sent, self._owed = self._owed, 0
-            if sent >= len(data):
-                return len(data)
-            data = data[sent:]
-        self._pending = self._stream.encrypt(data)
-        if self._push():
-            return sent + len(data)
-        self._owed = len(data)
-        return sent
+            sent, self._owed = min(self._owed, len(data)), 0
+        total = len(data)
+        while sent < total:
+            # a chunk at a time: at most one chunk's ciphertext waits here
+            # beside the caller's own unsent plaintext
+            chunk = data[sent:sent + ENCRYPT_CHUNK]
+            self._pending = self._stream.encrypt(chunk)
+            if not self._push():
+                self._owed = len(chunk)
+                return sent
+            sent += len(chunk)
+        return total
 
     def close(self) -> None:
         """Close, with a close_notify first if the kernel takes it now."""
@@ -311,6 +316,34 @@ async def enforce_deadlines(deadlines: HandshakeDeadlines) -> None:
 
 # -------------------------------------------------------------- contexts
 
+@dataclass(frozen=True)
+class TlsSettings:
+    """The tls-* directives (Config's attributes come from the directive
+    table, unknown to a type checker: read here once, typed)."""
+
+    port: int
+    cert_file: str
+    key_file: str
+    key_file_pass: str
+    ca_cert_file: str
+    auth_clients: str  # yes | no | optional
+    cluster: bool
+    protocols: str
+    ciphers: str
+    handshake_timeout_ms: int
+
+    @classmethod
+    def from_config(cls, config: object) -> TlsSettings:
+        def get(name: str) -> Any:
+            return getattr(config, "tls_" + name)
+        return cls(port=int(get("port")), cert_file=str(get("cert_file")),
+                   key_file=str(get("key_file")), key_file_pass=str(get("key_file_pass")),
+                   ca_cert_file=str(get("ca_cert_file")),
+                   auth_clients=str(get("auth_clients")), cluster=bool(get("cluster")),
+                   protocols=str(get("protocols")), ciphers=str(get("ciphers")),
+                   handshake_timeout_ms=int(get("handshake_timeout_ms")))
+
+
 def _readable(directive: str, path: str) -> None:
     """ConfigError naming the directive and the file unless it can be read."""
     try:
@@ -320,9 +353,9 @@ def _readable(directive: str, path: str) -> None:
         raise ConfigError(f"{directive} {path}: {exc.strerror or exc}") from None
 
 
-def _load_identity(context: ssl.SSLContext, config: Config) -> None:
+def _load_identity(context: ssl.SSLContext, config: TlsSettings) -> None:
     """This node's certificate and key (tls-cert-file, tls-key-file)."""
-    cert, key = config.tls_cert_file, config.tls_key_file
+    cert, key = config.cert_file, config.key_file
     if not cert:
         raise ConfigError("TLS needs tls-cert-file (this node's certificate)")
     if not key:
@@ -332,7 +365,7 @@ def _load_identity(context: ssl.SSLContext, config: Config) -> None:
     try:
         # (a password, even empty, so that an encrypted key never prompts
         # on a terminal)
-        context.load_cert_chain(cert, key, password=config.tls_key_file_pass)
+        context.load_cert_chain(cert, key, password=config.key_file_pass)
     except ssl.SSLError as exc:
         probe = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
         try:
@@ -345,9 +378,9 @@ def _load_identity(context: ssl.SSLContext, config: Config) -> None:
                           f"tls-cert-file {cert} ({describe(exc)})") from None
 
 
-def _load_ca(context: ssl.SSLContext, config: Config, why: str) -> None:
+def _load_ca(context: ssl.SSLContext, config: TlsSettings, why: str) -> None:
     """The CA that signs the certificates peers must show."""
-    ca = config.tls_ca_cert_file
+    ca = config.ca_cert_file
     if not ca:
         raise ConfigError(f"{why} needs tls-ca-cert-file (the CA that signs the "
                           f"certificates peers show)")
@@ -359,38 +392,38 @@ def _load_ca(context: ssl.SSLContext, config: Config, why: str) -> None:
                           f"from it ({describe(exc)})") from None
 
 
-def _settings(context: ssl.SSLContext, config: Config) -> None:
+def _settings(context: ssl.SSLContext, config: TlsSettings) -> None:
     """tls-protocols and tls-ciphers, shared by every context."""
-    words = config.tls_protocols.lower().split()
+    words = config.protocols.lower().split()
     unknown = [w for w in words if w not in _PROTOCOLS]
     if unknown or not words:
-        raise ConfigError(f"tls-protocols: '{config.tls_protocols}' must list "
+        raise ConfigError(f"tls-protocols: '{config.protocols}' must list "
                           f"TLSv1.2 and/or TLSv1.3")
     versions = sorted(_PROTOCOLS[w] for w in words)
     context.minimum_version = versions[0]
     context.maximum_version = versions[-1]
-    if config.tls_ciphers:
+    if config.ciphers:
         try:
-            context.set_ciphers(config.tls_ciphers)
+            context.set_ciphers(config.ciphers)
         except ssl.SSLError:
             raise ConfigError(f"tls-ciphers: no cipher matches "
-                              f"'{config.tls_ciphers}'") from None
+                              f"'{config.ciphers}'") from None
     context.options |= ssl.OP_NO_RENEGOTIATION | ssl.OP_NO_COMPRESSION
 
 
-def server_context(config: Config, verify_mode: ssl.VerifyMode, why: str) -> ssl.SSLContext:
+def server_context(config: TlsSettings, verify_mode: ssl.VerifyMode, why: str) -> ssl.SSLContext:
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     _settings(context, config)
     _load_identity(context, config)
     context.verify_mode = verify_mode
     if verify_mode != ssl.CERT_NONE:
         _load_ca(context, config, why)
-    elif config.tls_ca_cert_file:
+    elif config.ca_cert_file:
         _load_ca(context, config, why)  # still checked: a typo shows now
     return context
 
 
-def bus_client_context(config: Config) -> ssl.SSLContext:
+def bus_client_context(config: TlsSettings) -> ssl.SSLContext:
     """For links we open: the peer's certificate must come from our CA.
     Its name is not checked (peers are reached by the IP gossip gives,
     as Redis's cluster bus does); the CA is what vouches for a node."""
@@ -417,10 +450,10 @@ class ClientTls:
     """The TLS client port (tls-port): its context, its handshakes in
     progress and their failures."""
 
-    def __init__(self, config: Config) -> None:
-        self.context = server_context(config, _AUTH_CLIENTS[config.tls_auth_clients],
-                                      f"tls-auth-clients {config.tls_auth_clients}")
-        self.deadlines = HandshakeDeadlines(config.tls_handshake_timeout_ms)
+    def __init__(self, config: TlsSettings) -> None:
+        self.context = server_context(config, _AUTH_CLIENTS[config.auth_clients],
+                                      f"tls-auth-clients {config.auth_clients}")
+        self.deadlines = HandshakeDeadlines(config.handshake_timeout_ms)
         self.handshake_failures = 0
 
     def wrap(self, sock: socket.socket, peer: str,
@@ -440,10 +473,10 @@ class BusTls:
     """tls-cluster yes: both ends of every bus link speak TLS, each node
     showing its certificate and checking the other's against the CA."""
 
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: TlsSettings) -> None:
         self.accept_context = server_context(config, ssl.CERT_REQUIRED, "tls-cluster yes")
         self.connect_context = bus_client_context(config)
-        self.deadlines = HandshakeDeadlines(config.tls_handshake_timeout_ms)
+        self.deadlines = HandshakeDeadlines(config.handshake_timeout_ms)
         self.handshake_failures = 0
         self._logged_ms: dict[str, float] = {}  # host and reason -> when last logged
         self._unlogged: dict[str, int] = {}  # host and reason -> failures since
@@ -477,12 +510,14 @@ class BusTls:
                     f"link closed{also}")
 
 
-def client_tls(config: Config) -> ClientTls | None:
-    """The client port's TLS, or None when tls-port is 0 (ConfigError:
-    refused config)."""
-    return ClientTls(config) if config.tls_port else None
+def client_tls(config: object) -> ClientTls | None:
+    """The client port's TLS from the node's Config, or None when tls-port
+    is 0 (ConfigError: refused config)."""
+    settings = TlsSettings.from_config(config)
+    return ClientTls(settings) if settings.port else None
 
 
-def bus_tls(config: Config) -> BusTls | None:
-    """The bus's TLS, or None unless tls-cluster yes."""
-    return BusTls(config) if config.tls_cluster else None
+def bus_tls(config: object) -> BusTls | None:
+    """The bus's TLS from the node's Config, or None unless tls-cluster yes."""
+    settings = TlsSettings.from_config(config)
+    return BusTls(settings) if settings.cluster else None

@@ -1,0 +1,125 @@
+"""What TLS costs on the client port: the same commands over port and
+tls-port of one node, and the same for redis-server in the same run.
+
+    python -m bench.tls [-n REQUESTS] [--rounds R]
+
+One trisque node and one redis-server, each serving a plain port and a TLS
+port (certificates from trustme, client certificates required, as both
+default to).  Each round runs redis-benchmark (-c 50; connections are
+opened once per run, so the handshakes are not what is measured) with
+``ADDJOB q <n> 0`` on trisque and ``LPUSH q <n>`` on Redis, unpipelined
+and with -P 16, plain then TLS, and reads the CPU time the server spent
+per request (user + system, /proc: the steadier figure on a shared
+machine).  Prints medians: requests/s and CPU us per request, plain and
+TLS, and the ratio TLS / plain of each, for both servers.
+"""
+
+import argparse
+import csv
+import io
+import os
+import statistics
+import subprocess
+import tempfile
+
+from .servers import Server, free_port, start_trisque
+
+CLIENTS = 50
+
+
+def make_certs(directory):
+    import trustme  # the test extra (make bench installs it)
+    ca = trustme.CA()
+    issued = ca.issue_cert("127.0.0.1", "localhost")
+    paths = {name: os.path.join(directory, name)
+             for name in ("ca.crt", "node.crt", "node.key")}
+    ca.cert_pem.write_to_path(paths["ca.crt"])
+    issued.cert_chain_pems[0].write_to_path(paths["node.crt"])
+    issued.private_key_pem.write_to_path(paths["node.key"])
+    return paths
+
+
+def tls_flags(certs):
+    return ["--tls-cert-file", certs["node.crt"], "--tls-key-file", certs["node.key"],
+            "--tls-ca-cert-file", certs["ca.crt"]]
+
+
+def start_redis_tls(certs, tls_port):
+    port = free_port()
+    directory = tempfile.mkdtemp(prefix="redis-bench-")
+    argv = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+            "--appendonly", "no", "--dir", directory, "--tls-port", str(tls_port),
+            *tls_flags(certs)]
+    return Server("redis", argv, port, directory)
+
+
+def benchmark(port, requests, pipeline, certs, tls, *command):
+    """Requests per second that redis-benchmark measured."""
+    argv = ["redis-benchmark", "-h", "127.0.0.1", "-p", str(port), "-c", str(CLIENTS),
+            "-n", str(requests), "-P", str(pipeline), "-r", "1000000", "--csv"]
+    if tls:
+        argv += ["--tls", "--cacert", certs["ca.crt"], "--cert", certs["node.crt"],
+                 "--key", certs["node.key"]]
+    out = subprocess.run(argv + list(command), check=True, capture_output=True,
+                         text=True).stdout
+    return float(list(csv.reader(io.StringIO(out)))[-1][1])
+
+
+def measure(server, port, requests, pipeline, certs, tls, command):
+    """(requests/s, server CPU us per request)."""
+    before = server.cpu_seconds()
+    rate = benchmark(port, requests, pipeline, certs, tls, *command)
+    cpu_us = (server.cpu_seconds() - before) * 1e6 / requests
+    server.client.execute_command("DEBUG" if server.kind == "trisque" else "FLUSHALL",
+                                  *(["FLUSHALL"] if server.kind == "trisque" else []))
+    return rate, cpu_us
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m bench.tls")
+    parser.add_argument("-n", "--requests", type=int, default=100000)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args(argv)
+    certs_dir = tempfile.mkdtemp(prefix="tls-bench-")
+    certs = make_certs(certs_dir)
+    trisque_tls, redis_tls = free_port(), free_port()
+    trisque = start_trisque(["--tls-port", str(trisque_tls), *tls_flags(certs)])
+    redis = start_redis_tls(certs, redis_tls)
+    cases = [(trisque, trisque_tls, ("ADDJOB", "q", "__rand_int__", "0")),
+             (redis, redis_tls, ("LPUSH", "q", "__rand_int__"))]
+    results = {}  # (kind, pipeline, tls) -> [(rate, cpu)]
+    try:
+        for _ in range(args.rounds):
+            for pipeline in (1, 16):
+                for server, tls_port, command in cases:
+                    for tls in (False, True):
+                        port = tls_port if tls else server.port
+                        figure = measure(server, port, args.requests, pipeline, certs,
+                                         tls, command)
+                        results.setdefault((server.kind, pipeline, tls), []).append(figure)
+    finally:
+        trisque.stop()
+        redis.stop()
+    print(f"redis-benchmark -c {CLIENTS} -n {args.requests}, median of {args.rounds} "
+          f"rounds; CPU: the server's user+system per request")
+    print(f"{'':28}{'plain/s':>10}{'TLS/s':>10}{'TLS/plain':>11}"
+          f"{'plain us':>10}{'TLS us':>9}{'TLS/plain':>11}")
+    for kind, name in (("trisque", "ADDJOB"), ("redis", "LPUSH")):
+        for pipeline in (1, 16):
+            plain = results[(kind, pipeline, False)]
+            tls = results[(kind, pipeline, True)]
+            rate_p = statistics.median(r for r, _ in plain)
+            rate_t = statistics.median(r for r, _ in tls)
+            cpu_p = statistics.median(c for _, c in plain)
+            cpu_t = statistics.median(c for _, c in tls)
+            label = f"{kind} {name} -P {pipeline}"
+            print(f"{label:28}{rate_p:>10.0f}{rate_t:>10.0f}{rate_t / rate_p:>11.2f}"
+                  f"{cpu_p:>10.1f}{cpu_t:>9.1f}{cpu_t / cpu_p:>11.2f}")
+    for pipeline in (1, 16):
+        ours = statistics.median(r for r, _ in results[("trisque", pipeline, True)])
+        theirs = statistics.median(r for r, _ in results[("redis", pipeline, True)])
+        print(f"over TLS, -P {pipeline}: trisque ADDJOB / Redis LPUSH = {ours / theirs:.2f}")
+
+
+if __name__ == "__main__":
+    main()
