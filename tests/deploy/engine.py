@@ -125,6 +125,16 @@ class Engine:
                                   f"{self.log_tail()}")
             time.sleep(0.2)
 
+    def remove_leftovers(self) -> None:
+        """Containers, volumes and networks of an earlier run that was
+        killed before its ``down -v`` (restart: unless-stopped would bring
+        its nodes back): this daemon is the tests' own, so all of them."""
+        containers = self.docker("ps", "-aq").split()
+        if containers:
+            self.docker("rm", "--force", "--volumes", *containers)
+        self.docker("volume", "prune", "--force")
+        self.docker("network", "prune", "--force")
+
     def stop(self) -> None:
         """Stop our dockerd (its containerd goes with it) and give back the
         bridge it made; the data-root stays for the next run."""

@@ -133,6 +133,7 @@ class ComposeCluster:
 def engine() -> Iterator[Engine]:
     started = Engine().start()
     try:
+        started.remove_leftovers()
         yield started
     finally:
         started.stop()
@@ -164,7 +165,7 @@ def test_compose_cluster_forms_keeps_its_jobs_and_flags_a_stopped_node(engine: E
     cluster = ComposeCluster(engine)
     try:
         cluster.compose("build")
-        timings.mark("docker-compose build (no network)")
+        timings.mark("compose build (no network)")
         cluster.compose("up", "-d")
         wait_for(cluster.meshed, MESH_TIMEOUT_S, interval=0.2, message="a mesh of 3 nodes")
         timings.mark("up -d until meshed")
