@@ -399,10 +399,11 @@ def sealed_length(buf: bytes | bytearray, offset: int = 0,
 
 
 def unseal(mac: "hmac.HMAC", envelope: bytes, seq: int,
-           max_frame: int = MAX_FRAME) -> list[bytes]:
-    """The frames of one whole envelope, which must carry a good tag and
-    the sequence number ``seq``.  Raises AuthError otherwise, BusError if
-    its frames do not add up to its body."""
+           max_frame: int = MAX_FRAME, alt_mac: "hmac.HMAC | None" = None) -> list[bytes]:
+    """The frames of one whole envelope, which must carry a good tag (by
+    ``mac``, or else by ``alt_mac``: a second secret while the cluster's
+    is rotated) and the sequence number ``seq``.  Raises AuthError
+    otherwise, BusError if its frames do not add up to its body."""
     size = len(envelope)
     if size < SEAL_OVERHEAD + HEADER.size or size != _U32.unpack_from(envelope, 4)[0]:
         raise AuthError("bad envelope length")
@@ -410,8 +411,12 @@ def unseal(mac: "hmac.HMAC", envelope: bytes, seq: int,
     h = mac.copy()
     h.update(view[:size - TAG_LEN])
     if not hmac.compare_digest(h.digest(), view[size - TAG_LEN:]):
-        raise AuthError("bad tag (forged, replayed from another link, "
-                        "or another cluster-secret)")
+        if alt_mac is not None:
+            h = alt_mac.copy()
+            h.update(view[:size - TAG_LEN])
+        if alt_mac is None or not hmac.compare_digest(h.digest(), view[size - TAG_LEN:]):
+            raise AuthError("bad tag (forged, replayed from another link, "
+                            "or another cluster-secret)")
     (got,) = struct.unpack_from("<Q", envelope, 8)
     if got != seq:
         raise AuthError(f"envelope number {got} where {seq} was due (replayed or reordered)")

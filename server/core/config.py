@@ -255,6 +255,8 @@ DIRECTIVES = [
               doc="host:port of a peer to meet at start, retried until its name resolves (repeatable)."),
     Directive("cluster-secret", "str", "",
               doc="Shared secret of the cluster bus: frames carry an HMAC-SHA256 tag, nodes without it cannot join; empty: off."),
+    Directive("cluster-secret-accept", "str", "",
+              doc="While rotating cluster-secret: frames tagged with this secret are accepted too (frames are sent with cluster-secret)."),
     Directive("cluster-bus-max-frame", "memory", 64 * 1024**2, low=1024**2, high=1024**3,
               doc="Largest cluster bus frame accepted (a larger one closes its link); must exceed max-job-size plus 1mb."),
     Directive("cluster-bus-send-queue-limit", "memory", 256 * 1024**2, low=1024**2,

@@ -17,12 +17,14 @@ from ...protocol import bus
 
 
 class LinkAuth:
-    __slots__ = ("secret", "nonce", "verify_mac", "sign_mac", "seq_out", "seq_in")
+    __slots__ = ("secret", "nonce", "verify_mac", "alt_mac", "sign_mac", "seq_out", "seq_in")
 
-    def __init__(self, secret: bytes, nonce: bytes) -> None:
+    def __init__(self, secret: bytes, nonce: bytes, also_accepted: bytes | None = None) -> None:
         self.secret = secret
         self.nonce = nonce  # ours: the peer tags what it sends us with it
         self.verify_mac = bus.link_mac(secret, nonce)
+        # cluster-secret-accept: tags by this secret pass too (rotation)
+        self.alt_mac = bus.link_mac(also_accepted, nonce) if also_accepted else None
         self.sign_mac: Any = None  # once the peer's hello has come
         self.seq_out = 0  # the number of our next envelope
         self.seq_in = 0  # the number the peer's next envelope must carry
@@ -62,7 +64,8 @@ class LinkAuth:
                 envelope = buf
             else:
                 envelope = bytes(buf[pos:pos + length])
-            frames = bus.unseal(self.verify_mac, envelope, self.seq_in, max_frame)
+            frames = bus.unseal(self.verify_mac, envelope, self.seq_in, max_frame,
+                                self.alt_mac)
             self.seq_in += 1
             pos += length
             for frame in frames:

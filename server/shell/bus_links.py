@@ -119,6 +119,7 @@ class TcpTransport:
         self.source_ip = None  # outgoing links leave from here (see bind)
         self.tls = None  # tls.BusTls with tls-cluster yes: links speak TLS
         self.secret = None  # cluster-secret's HMAC key: links authenticate
+        self.also_accepted = None  # cluster-secret-accept's key (rotation)
         self.max_frame = bus.MAX_FRAME  # cluster-bus-max-frame
         self.send_queue_limit = 256 * 1024 * 1024  # cluster-bus-send-queue-limit
 
@@ -177,18 +178,23 @@ class TcpTransport:
         self.max_frame = config.cluster_bus_max_frame
         self.send_queue_limit = config.cluster_bus_send_queue_limit
         self.secret = bus_guard.secret_key(config.cluster_secret)
+        self.also_accepted = bus_guard.secret_key(config.cluster_secret_accept)
         config.on_change["cluster-bus-max-frame"] = lambda v: setattr(self, "max_frame", v)
         config.on_change["cluster-bus-send-queue-limit"] = (
             lambda v: setattr(self, "send_queue_limit", v))
-        config.on_change["cluster-secret"] = self._set_secret
+        config.on_change["cluster-secret"] = lambda v: self._set_secrets(v, None)
+        config.on_change["cluster-secret-accept"] = lambda v: self._set_secrets(None, v)
 
-    def _set_secret(self, secret):
-        """A new cluster-secret: every link starts again under it (a link
-        keeps the secret it opened with)."""
-        key = bus_guard.secret_key(secret)
-        if key == self.secret:
+    def _set_secrets(self, secret, also_accepted):
+        """cluster-secret or cluster-secret-accept changed (the other is
+        None): every link starts again under them (a link keeps the
+        secrets it opened with)."""
+        key = self.secret if secret is None else bus_guard.secret_key(secret)
+        also = (self.also_accepted if also_accepted is None
+                else bus_guard.secret_key(also_accepted))
+        if (key, also) == (self.secret, self.also_accepted):
             return
-        self.secret = key
+        self.secret, self.also_accepted = key, also
         log.notice("cluster-secret changed: every cluster bus link reconnects")
         for link in list(self.links.values()) + list(self.out_links.values()):
             self.close_link(link)
@@ -435,7 +441,7 @@ class TcpTransport:
         link.events = _IN
         self.links[fd] = link
         if self.secret is not None:
-            link.auth = LinkAuth(self.secret, os.urandom(bus.NONCE_LEN))
+            link.auth = LinkAuth(self.secret, os.urandom(bus.NONCE_LEN), self.also_accepted)
             link.outbuf = link.auth.hello()  # first out, before any frame
             link.out_bytes += len(link.outbuf)
         if (link.out or link.auth is not None) and not link.queued:

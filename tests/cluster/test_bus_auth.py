@@ -223,6 +223,37 @@ def test_replayed_forged_and_plain_frames_are_refused(secret_cluster):
     _assert_serves(c[0])
 
 
+def test_rotating_the_secret_refuses_no_link(secret_cluster):
+    """The rotation SECURITY.md describes: accept the new secret everywhere,
+    then send with it everywhere (one CONFIG SET per node, the old one
+    accepted), then stop accepting the old one.  No link is refused on the
+    way and the cluster replicates after every step; at the end a peer
+    with the old secret is refused and one with the new answered."""
+    c = secret_cluster
+    new = "the new secret"
+
+    def replicates():
+        job_id = addjob(c[0], "rot", "body", "REPLICATE", 3)
+        assert c.job_holders(job_id) == [0, 1, 2]
+    steps = [[("cluster-secret-accept", new)]] * 3 + \
+        [[("cluster-secret", new), ("cluster-secret-accept", SECRET)]] * 3 + \
+        [[("cluster-secret-accept", "")]] * 3
+    for step, pairs in enumerate(steps):
+        i = step % 3
+        c[i].execute_command("CONFIG", "SET", *[x for pair in pairs for x in pair])
+        replicates()
+    assert [_counter(c[i], "cluster_stats_bus_auth_failures") for i in range(3)] == [0, 0, 0]
+    old_peer = SealedPeer(c.servers[1], SECRET)
+    old_peer.sock.sendall(old_peer.envelope(_ping()))
+    assert _closed_by_peer(old_peer.sock)
+    old_peer.sock.close()
+    new_peer = SealedPeer(c.servers[1], new)
+    new_peer.sock.sendall(new_peer.envelope(_ping()))
+    assert [m.type for m in new_peer.receive()] == [bus.PONG]
+    new_peer.sock.close()
+    replicates()
+
+
 def _queue_frame(total):
     """A NEEDJOBS frame of exactly ``total`` bytes from a stranger (which
     the node ignores): a frame at a size of our choosing."""

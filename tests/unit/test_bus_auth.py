@@ -173,3 +173,19 @@ def test_guard_counts_everything_and_paces_its_lines():
 def test_secret_key():
     assert bus_guard.secret_key("") is None
     assert bus_guard.secret_key("pässword") == "pässword".encode()
+
+
+def test_a_second_accepted_secret_opens_too():
+    """cluster-secret-accept while rotating: tags by either secret pass."""
+    nonce = os.urandom(bus.NONCE_LEN)
+    by_old = bus.seal(_mac(nonce), 0, b"".join(_frames()))
+    by_new = bus.seal(_mac(nonce, b"new"), 0, b"".join(_frames()))
+    assert bus.unseal(_mac(nonce), by_new, 0, alt_mac=_mac(nonce, b"new")) == _frames()
+    assert bus.unseal(_mac(nonce), by_old, 0, alt_mac=_mac(nonce, b"new")) == _frames()
+    with pytest.raises(bus.AuthError, match="bad tag"):
+        bus.unseal(_mac(nonce), bus.seal(_mac(nonce, b"third"), 0, b"".join(_frames())), 0,
+                   alt_mac=_mac(nonce, b"new"))
+    receiver = LinkAuth(SECRET, nonce, b"new")
+    receiver.read(_Link(), bus.hello(os.urandom(bus.NONCE_LEN)) + by_new, bus.MAX_FRAME,
+                  lambda f, link: None)
+    assert receiver.seq_in == 1
