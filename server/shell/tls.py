@@ -326,6 +326,7 @@ class TlsSettings:
     key_file: str
     key_file_pass: str
     ca_cert_file: str
+    cluster_ca_cert_file: str
     auth_clients: str  # yes | no | optional
     cluster: bool
     protocols: str
@@ -339,6 +340,7 @@ class TlsSettings:
         return cls(port=int(get("port")), cert_file=str(get("cert_file")),
                    key_file=str(get("key_file")), key_file_pass=str(get("key_file_pass")),
                    ca_cert_file=str(get("ca_cert_file")),
+                   cluster_ca_cert_file=str(get("cluster_ca_cert_file")),
                    auth_clients=str(get("auth_clients")), cluster=bool(get("cluster")),
                    protocols=str(get("protocols")), ciphers=str(get("ciphers")),
                    handshake_timeout_ms=int(get("handshake_timeout_ms")))
@@ -378,17 +380,22 @@ def _load_identity(context: ssl.SSLContext, config: TlsSettings) -> None:
                           f"tls-cert-file {cert} ({describe(exc)})") from None
 
 
-def _load_ca(context: ssl.SSLContext, config: TlsSettings, why: str) -> None:
-    """The CA that signs the certificates peers must show."""
-    ca = config.ca_cert_file
+def _load_ca(context: ssl.SSLContext, config: TlsSettings, why: str,
+             bus: bool = False) -> None:
+    """The CA that signs the certificates peers must show: for the bus,
+    tls-cluster-ca-cert-file if set (nodes' CA apart from clients', so a
+    client's certificate opens no bus link), else tls-ca-cert-file."""
+    directive, ca = "tls-ca-cert-file", config.ca_cert_file
+    if bus and config.cluster_ca_cert_file:
+        directive, ca = "tls-cluster-ca-cert-file", config.cluster_ca_cert_file
     if not ca:
         raise ConfigError(f"{why} needs tls-ca-cert-file (the CA that signs the "
                           f"certificates peers show)")
-    _readable("tls-ca-cert-file", ca)
+    _readable(directive, ca)
     try:
         context.load_verify_locations(cafile=ca)
     except ssl.SSLError as exc:
-        raise ConfigError(f"tls-ca-cert-file {ca}: no PEM certificate could be read "
+        raise ConfigError(f"{directive} {ca}: no PEM certificate could be read "
                           f"from it ({describe(exc)})") from None
 
 
@@ -411,15 +418,16 @@ def _settings(context: ssl.SSLContext, config: TlsSettings) -> None:
     context.options |= ssl.OP_NO_RENEGOTIATION | ssl.OP_NO_COMPRESSION
 
 
-def server_context(config: TlsSettings, verify_mode: ssl.VerifyMode, why: str) -> ssl.SSLContext:
+def server_context(config: TlsSettings, verify_mode: ssl.VerifyMode, why: str,
+                   bus: bool = False) -> ssl.SSLContext:
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     _settings(context, config)
     _load_identity(context, config)
     context.verify_mode = verify_mode
     if verify_mode != ssl.CERT_NONE:
-        _load_ca(context, config, why)
+        _load_ca(context, config, why, bus)
     elif config.ca_cert_file:
-        _load_ca(context, config, why)  # still checked: a typo shows now
+        _load_ca(context, config, why, bus)  # still checked: a typo shows now
     return context
 
 
@@ -432,7 +440,7 @@ def bus_client_context(config: TlsSettings) -> ssl.SSLContext:
     context.check_hostname = False
     context.verify_mode = ssl.CERT_REQUIRED
     _load_identity(context, config)
-    _load_ca(context, config, "tls-cluster yes")
+    _load_ca(context, config, "tls-cluster yes", bus=True)
     return context
 
 
@@ -474,7 +482,8 @@ class BusTls:
     showing its certificate and checking the other's against the CA."""
 
     def __init__(self, config: TlsSettings) -> None:
-        self.accept_context = server_context(config, ssl.CERT_REQUIRED, "tls-cluster yes")
+        self.accept_context = server_context(config, ssl.CERT_REQUIRED, "tls-cluster yes",
+                                             bus=True)
         self.connect_context = bus_client_context(config)
         self.deadlines = HandshakeDeadlines(config.handshake_timeout_ms)
         self.handshake_failures = 0

@@ -115,3 +115,26 @@ def test_nodes_without_tls_or_from_another_ca_cannot_join(make_cluster, certs, t
     finally:
         for intruder in intruders:
             intruder.cleanup()
+
+
+def test_a_cluster_ca_apart_from_the_clients_ca(make_cluster, certs):
+    """tls-cluster-ca-cert-file: nodes' certificates come from their own CA,
+    and a client's certificate (from tls-ca-cert-file's CA) opens no bus link."""
+    node = certs.stranger  # here: a node certificate from the nodes' CA
+    config = (f"tls-cluster yes\ntls-cert-file {node.cert}\ntls-key-file {node.key}\n"
+              f"tls-ca-cert-file {certs.ca}\ntls-cluster-ca-cert-file {certs.other_ca}\n")
+    cluster = make_cluster(2, config=config)
+    job_id = addjob(cluster[0], "apart", "x", "REPLICATE", 2)
+    assert cluster.job_holders(job_id) == [0, 1]
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname = False
+    context.load_verify_locations(certs.other_ca)  # we trust the node ...
+    context.load_cert_chain(certs.client.cert, certs.client.key)  # ... it not us
+    with socket.create_connection(("127.0.0.1", bus_port(cluster.servers[0])),
+                                  timeout=10) as raw:
+        with pytest.raises((ssl.SSLError, ConnectionError)):
+            with context.wrap_socket(raw) as tls:
+                tls.sendall(b"x")
+                tls.recv(10)
+    wait_for(lambda: "certificate verify failed" in cluster.servers[0].log(),
+             message="the client's certificate refused on the bus")
