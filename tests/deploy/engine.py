@@ -7,6 +7,12 @@ layers make a second run fast); the containers, networks and volumes a test
 makes are its own to remove. Every address dockerd may use lies in
 198.18.0.0/15 (the default bridge and the pool of networks it hands out).
 One test run uses the engine at a time (a lock file in the cache directory).
+
+dockerd runs with ``--iptables=false``: with its iptables rules it would
+set the host's FORWARD policy to DROP, which (br_netfilter loaded) drops
+the bridged traffic of tests/cluster/test_hosts.py's namespaces for good.
+Nothing here needs them: the nodes share one bridge, the published ports
+go through docker-proxy on 127.0.0.1, and the containers need no way out.
 """
 
 from __future__ import annotations
@@ -107,7 +113,7 @@ class Engine:
             ["dockerd", "--data-root", str(self.data_root),
              "--exec-root", str(self.exec_root), "--pidfile", str(self.pidfile),
              "-H", f"unix://{self.socket}", "--bip", BRIDGE_CIDR,
-             "--default-address-pool", ADDRESS_POOL],
+             "--default-address-pool", ADDRESS_POOL, "--iptables=false"],
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             start_new_session=True)
         log.close()
