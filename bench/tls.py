@@ -1,7 +1,8 @@
 """What TLS costs on the client port: the same commands over port and
 tls-port of one node, and the same for redis-server in the same run.
 
-    python -m bench.tls [-n REQUESTS] [--rounds R]
+    python -m bench.tls [-n REQUESTS] [--rounds R]          # the client port
+    python -m bench.tls --bus [-n REQUESTS] [--rounds R]    # the cluster bus
 
 One trisque node and one redis-server, each serving a plain port and a TLS
 port (certificates from trustme, client certificates required, as both
@@ -12,6 +13,13 @@ and with -P 16, plain then TLS, and reads the CPU time the server spent
 per request (user + system, /proc: the steadier figure on a shared
 machine).  Prints medians: requests/s and CPU us per request, plain and
 TLS, and the ratio TLS / plain of each, for both servers.
+
+With ``--bus``: two local 3-node clusters, one with ``tls-cluster yes``,
+both up for the whole run; redis-benchmark sends ``ADDJOB q <n> 0
+REPLICATE 3`` to one node of each over the plain client port (the two in
+turn, which goes first alternating by round), so only the bus differs.
+Prints jobs/s and the CPU per job of the origin and of a replica (mean of
+the two), and the ratios TLS / plain.
 """
 
 import argparse
@@ -75,11 +83,61 @@ def measure(server, port, requests, pipeline, certs, tls, command):
     return rate, cpu_us
 
 
+def bus_round(nodes, requests, pipeline):
+    """(jobs/s, origin CPU us/job, mean replica CPU us/job)."""
+    before = [n.cpu_seconds() for n in nodes]
+    rate = benchmark(nodes[0].port, requests, pipeline, None, False,
+                     "ADDJOB", "q", "__rand_int__", "0", "REPLICATE", "3")
+    used = [(n.cpu_seconds() - b) * 1e6 / requests for n, b in zip(nodes, before)]
+    for n in nodes:
+        n.client.execute_command("DEBUG", "FLUSHALL")
+    return rate, used[0], statistics.mean(used[1:])
+
+
+def run_bus(requests, rounds, certs):
+    from .cluster import form_cluster
+    plain = [start_trisque() for _ in range(3)]
+    secure = [start_trisque(["--tls-cluster", "yes", *tls_flags(certs)]) for _ in range(3)]
+    rows = {}  # (pipeline, name) -> [(rate, origin, replica)]
+    try:
+        form_cluster(plain)
+        form_cluster(secure)
+        for r in range(rounds):
+            for pipeline in (1, 16):
+                order = [("plain bus", plain), ("tls-cluster", secure)]
+                if r % 2:
+                    order.reverse()
+                for name, nodes in order:
+                    rows.setdefault((pipeline, name), []).append(
+                        bus_round(nodes, requests, pipeline))
+    finally:
+        for n in plain + secure:
+            n.stop()
+    print(f"3-node clusters on loopback, ADDJOB REPLICATE 3, redis-benchmark -c {CLIENTS} "
+          f"-n {requests}, median of {rounds} rounds")
+    print(f"{'':<26}{'jobs/s':>9}{'origin us/job':>15}{'replica us/job':>16}")
+    for pipeline in (1, 16):
+        medians = {}
+        for name in ("plain bus", "tls-cluster"):
+            medians[name] = [statistics.median(c) for c in zip(*rows[(pipeline, name)])]
+            rate, origin, replica = medians[name]
+            print(f"{name + ' -P ' + str(pipeline):<26}{rate:>9.0f}{origin:>15.1f}"
+                  f"{replica:>16.1f}")
+        ratio = [t / p for t, p in zip(medians["tls-cluster"], medians["plain bus"])]
+        print(f"{'TLS/plain -P ' + str(pipeline):<26}{ratio[0]:>9.2f}{ratio[1]:>15.2f}"
+              f"{ratio[2]:>16.2f}")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m bench.tls")
     parser.add_argument("-n", "--requests", type=int, default=100000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--bus", action="store_true",
+                        help="the cluster bus (tls-cluster) instead of the client port")
     args = parser.parse_args(argv)
+    if args.bus:
+        run_bus(args.requests, args.rounds, make_certs(tempfile.mkdtemp(prefix="tls-bench-")))
+        return
     certs_dir = tempfile.mkdtemp(prefix="tls-bench-")
     certs = make_certs(certs_dir)
     trisque_tls, redis_tls = free_port(), free_port()
