@@ -179,6 +179,14 @@ def test_compose_cluster_forms_keeps_its_jobs_and_flags_a_stopped_node(engine: E
             "CONFIG", "GET", "cluster-node-timeout") == [b"cluster-node-timeout",
                                                          str(NODE_TIMEOUT_MS).encode()]
         assert cluster.client("node1").execute_command("CONFIG", "GET", "dir")[1] == b"/data"
+        # node3 reads the config file mounted over the image's
+        assert cluster.client("node3").execute_command(
+            "CONFIG", "GET", "maxmemory")[1] == str(500 * 1024**2).encode()
+        assert cluster.client("node1").execute_command(
+            "CONFIG", "GET", "maxmemory")[1] == str(1024**3).encode()
+        # published on loopback only
+        assert cluster.compose("port", "node1", "7711").strip() == \
+            f"127.0.0.1:{cluster.ports['node1']}"
 
         # added through node 1's published port, consumed on node 3
         job = cluster.client("node1").execute_command(
