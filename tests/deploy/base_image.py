@@ -24,7 +24,7 @@ import tempfile
 import tomllib
 from pathlib import Path
 
-from tests.deploy.engine import Engine
+from tests.deploy.engine import Engine, EngineError
 
 ROOT = Path(__file__).resolve().parents[2]
 DEBIAN_SUITE = "bookworm"
@@ -59,6 +59,14 @@ def debian_mirror(apt_dir: Path = Path("/etc/apt")) -> str:
     return "http://deb.debian.org/debian"
 
 
+def run_checked(argv: list[str], timeout_s: float) -> None:
+    """Run a host command; a failure says what it printed."""
+    result = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s)
+    if result.returncode != 0:
+        raise EngineError(f"{' '.join(argv)} exited {result.returncode}:\n"
+                          f"{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
+
+
 def debian_rootfs(cache_dir: Path) -> Path:
     """A tarball of a minimal Debian with python3 (debootstrap, once)."""
     tarball = cache_dir / f"debian-{DEBIAN_SUITE}-rootfs.tar.gz"
@@ -66,17 +74,16 @@ def debian_rootfs(cache_dir: Path) -> Path:
         return tarball
     with tempfile.TemporaryDirectory(dir=cache_dir, prefix="debootstrap-") as work:
         rootfs = Path(work) / "rootfs"
-        subprocess.run(["debootstrap", "--variant=minbase", f"--include={DEBIAN_PACKAGES}",
-                        DEBIAN_SUITE, str(rootfs), debian_mirror()],
-                       check=True, capture_output=True, timeout=DEBOOTSTRAP_TIMEOUT_S)
+        run_checked(["debootstrap", "--variant=minbase", f"--include={DEBIAN_PACKAGES}",
+                     DEBIAN_SUITE, str(rootfs), debian_mirror()], DEBOOTSTRAP_TIMEOUT_S)
         # apt's downloads and lists are of no use in the image
         for leftover in ("var/cache/apt/archives", "var/lib/apt/lists"):
             for path in (rootfs / leftover).glob("*"):
                 if path.is_file():
                     path.unlink()
         partial = tarball.with_suffix(".partial")
-        subprocess.run(["tar", "-C", str(rootfs), "--numeric-owner", "-czf", str(partial), "."],
-                       check=True, capture_output=True)
+        run_checked(["tar", "-C", str(rootfs), "--numeric-owner", "-czf", str(partial), "."],
+                    DEBOOTSTRAP_TIMEOUT_S)
         partial.rename(tarball)
     return tarball
 
@@ -96,10 +103,9 @@ def wheelhouse(cache_dir: Path) -> Path:
     if (context / "Dockerfile").exists():
         return context
     shutil.rmtree(context, ignore_errors=True)
-    subprocess.run([sys.executable, "-m", "pip", "download", "--quiet",
-                    "--disable-pip-version-check", "--dest", str(context / "wheels"),
-                    *WHEEL_TARGET, *requirements],
-                   check=True, capture_output=True, timeout=PIP_TIMEOUT_S)
+    run_checked([sys.executable, "-m", "pip", "download", "--quiet",
+                 "--disable-pip-version-check", "--dest", str(context / "wheels"),
+                 *WHEEL_TARGET, *requirements], PIP_TIMEOUT_S)
     (context / "Dockerfile").write_text(f"FROM {DEBIAN_IMAGE}\nCOPY wheels /wheels\n")
     return context
 
