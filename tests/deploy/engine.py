@@ -153,12 +153,22 @@ class Engine:
                     os.killpg(self.proc.pid, signal.SIGKILL)
                     self.proc.wait()
             self.proc = None
+            self._unmount_exec_root()
             if self._made_bridge and Path(f"/sys/class/net/{BRIDGE_NAME}").exists():
                 subprocess.run(["ip", "link", "delete", BRIDGE_NAME], capture_output=True)
         finally:
             if self._lock is not None:
                 self._lock.close()  # (releases the flock)
                 self._lock = None
+
+    def _unmount_exec_root(self) -> None:
+        """dockerd leaves its network namespace bind-mounted in the
+        exec-root (netns/default) when it exits."""
+        with open("/proc/mounts") as mounts:
+            points = [line.split()[1] for line in mounts]
+        for point in reversed(points):
+            if point.startswith(f"{self.exec_root}/"):
+                subprocess.run(["umount", point], capture_output=True)
 
     def log_tail(self, size: int = 4000) -> str:
         try:
