@@ -59,7 +59,7 @@ class TlsStream:
     the order they returned it.
     """
 
-    __slots__ = ("_obj", "_in", "_out", "established", "_held", "_peer_closed")
+    __slots__ = ("_obj", "_in", "_out", "established", "_held", "peer_closed")
 
     def __init__(self, context: ssl.SSLContext, server_side: bool) -> None:
         self._in = ssl.MemoryBIO()
@@ -67,7 +67,7 @@ class TlsStream:
         self._obj = context.wrap_bio(self._in, self._out, server_side=server_side)
         self.established = False
         self._held: list[bytes] = []  # plaintext to send once established
-        self._peer_closed = False  # close_notify received: read nothing more
+        self.peer_closed = False  # close_notify received: read nothing more
         if not server_side:
             self._handshake()  # the ClientHello, ready for take()
 
@@ -75,7 +75,7 @@ class TlsStream:
         """Decrypt what arrived: b"" while the handshake runs or a record
         is incomplete.  Raises TlsError on a failed handshake or a bad
         record."""
-        if self._peer_closed:
+        if self.peer_closed:
             return b""  # the TCP close follows; nothing counts after it
         self._in.write(data)
         if not self.established and not self._handshake():
@@ -84,13 +84,17 @@ class TlsStream:
         chunks = []
         try:
             while True:
-                chunks.append(obj.read(RECORD_MAX))
+                chunk = obj.read(RECORD_MAX)
+                if not chunk:  # (how SSLObject says close_notify came)
+                    self.peer_closed = True
+                    break
+                chunks.append(chunk)
                 if not self._in.pending and not obj.pending():
                     break
         except ssl.SSLWantReadError:
             pass  # the rest of a record is still on its way
         except ssl.SSLZeroReturnError:
-            self._peer_closed = True
+            self.peer_closed = True
         except ssl.SSLError as exc:
             raise TlsError(describe(exc)) from None
         return chunks[0] if len(chunks) == 1 else b"".join(chunks)
@@ -191,8 +195,10 @@ class TlsSocket:
         return self._stream.established
 
     def recv(self, size: int) -> bytes:
-        raw = self._raw.recv(size)
         stream = self._stream
+        if stream.peer_closed:
+            return b""  # (its TCP close may never come: the end is now)
+        raw = self._raw.recv(size)
         if not raw:
             if not stream.established:
                 self._failed("the connection was closed during the handshake "
@@ -217,6 +223,8 @@ class TlsSocket:
             self._pending += stream.take()
             self._push()
         if not data:
+            if stream.peer_closed:
+                return b""  # close_notify: the end, as a TCP close
             raise BlockingIOError
         return data
 

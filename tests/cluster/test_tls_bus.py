@@ -138,3 +138,15 @@ def test_a_cluster_ca_apart_from_the_clients_ca(make_cluster, certs):
                 tls.recv(10)
     wait_for(lambda: "certificate verify failed" in cluster.servers[0].log(),
              message="the client's certificate refused on the bus")
+
+
+def test_tls_and_cluster_secret_together(make_cluster, certs):
+    """The HMAC of cluster-secret rides inside the TLS links: its hello,
+    sent as a link opens, waits for the handshake and follows it."""
+    cluster = make_cluster(2, config=tls_config(certs) + "cluster-secret both\n")
+    job_id = addjob(cluster[0], "both", "x", "REPLICATE", 2)
+    assert cluster.job_holders(job_id) == [0, 1]
+    got = cluster[1].execute_command("GETJOB", "TIMEOUT", 2000, "FROM", "both")
+    assert got[0][1] == job_id.encode()
+    for server in cluster.servers:
+        assert "TLS handshake" not in server.log()

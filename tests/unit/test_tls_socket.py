@@ -115,3 +115,26 @@ def test_deadlines_expire_in_order():
     assert deadlines.expired(150) == ["a"]
     assert deadlines.expired(1000) == ["c"]
     assert len(deadlines) == 0
+
+
+def test_close_notify_ends_the_stream_after_the_data_before_it(contexts):
+    server, client, _, _ = pair(contexts)
+    for _ in range(20):
+        read_some(server)
+        read_some(client)
+    assert server.established and client.established
+    client.send(b"last words")
+    # close_notify alone, the TCP connection left open (as TlsSocket.close
+    # sends it before closing the socket)
+    client._raw.send(client._stream.goodbye())
+    data = b""
+    for _ in range(100):
+        select.select([server.fileno()], [], [], 0.1)
+        chunk = read_some(server)
+        if chunk == b"":
+            break  # the end, though no FIN came
+        data += chunk or b""
+    assert data == b"last words"
+    assert server.recv(4096) == b""
+    server.close()
+    client.close()
