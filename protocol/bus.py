@@ -310,6 +310,7 @@ NONCE_LEN = 16
 TAG_LEN = 32
 HELLO = struct.Struct("<3sB16s")
 SEAL_PREFIX = struct.Struct("<3sBIQ")
+_LENGTH_SEQ = struct.Struct("<IQ")  # an envelope's length and number, at offset 4
 SEAL_OVERHEAD = SEAL_PREFIX.size + TAG_LEN
 SEAL_BODY_MAX = 256 * 1024  # frames share an envelope up to this; a bigger frame goes alone
 
@@ -405,22 +406,25 @@ def unseal(mac: "hmac.HMAC", envelope: bytes, seq: int,
     is rotated) and the sequence number ``seq``.  Raises AuthError
     otherwise, BusError if its frames do not add up to its body."""
     size = len(envelope)
-    if size < SEAL_OVERHEAD + HEADER.size or size != _U32.unpack_from(envelope, 4)[0]:
+    if size < SEAL_OVERHEAD + HEADER.size:
         raise AuthError("bad envelope length")
-    view = memoryview(envelope)
+    length, got = _LENGTH_SEQ.unpack_from(envelope, 4)
+    if size != length:
+        raise AuthError("bad envelope length")
+    end = size - TAG_LEN
+    signed = memoryview(envelope)[:end]
     h = mac.copy()
-    h.update(view[:size - TAG_LEN])
-    if not hmac.compare_digest(h.digest(), view[size - TAG_LEN:]):
+    h.update(signed)
+    tag = envelope[end:]
+    if not hmac.compare_digest(h.digest(), tag):
         if alt_mac is not None:
             h = alt_mac.copy()
-            h.update(view[:size - TAG_LEN])
-        if alt_mac is None or not hmac.compare_digest(h.digest(), view[size - TAG_LEN:]):
+            h.update(signed)
+        if alt_mac is None or not hmac.compare_digest(h.digest(), tag):
             raise AuthError("bad tag (forged, replayed from another link, "
                             "or another cluster-secret)")
-    (got,) = struct.unpack_from("<Q", envelope, 8)
     if got != seq:
         raise AuthError(f"envelope number {got} where {seq} was due (replayed or reordered)")
-    end = size - TAG_LEN
     pos = SEAL_PREFIX.size
     frames = []
     while pos < end:
