@@ -110,6 +110,9 @@ async def run(config):
     except ConfigError as exc:
         log.warning(f"Bad TLS configuration: {exc}")
         return 1
+    for tls in (clients_tls, cluster_tls):
+        if tls is not None:
+            tls.count_failure = lambda: _count_tls_failure(node)
     if clients_tls is not None:
         try:
             server.bind_tls(config.bind, config.tls_port, config.tcp_backlog, clients_tls)
@@ -193,6 +196,10 @@ async def run(config):
                 pass
     log.warning("trisque is now ready to exit, bye bye...")
     return status
+
+
+def _count_tls_failure(node):
+    node.stats.tls_handshake_failures += 1  # INFO stats
 
 
 def _config_error(exc):

@@ -91,6 +91,7 @@ def section_fields(node, name):
             ("rejected_connections", stats.rejected),
             ("auth_failures", stats.auth_failures),
             ("protected_mode_denied", stats.denied),
+            ("tls_handshake_failures", stats.tls_handshake_failures),
             ("client_query_buffer_limit_disconnections", stats.query_limit_kills),
             ("client_output_buffer_limit_disconnections", stats.output_limit_kills),
             ("expired_jobs", stats.expired_jobs),

@@ -47,7 +47,7 @@ class Stats:
     __slots__ = ("commands", "connections", "rejected", "net_in", "net_out",
                  "expired_jobs", "keyspace_hits", "commandstats",
                  "start_ms", "auth_failures", "denied", "query_limit_kills",
-                 "output_limit_kills")
+                 "output_limit_kills", "tls_handshake_failures")
 
     def __init__(self, now_ms):
         self.start_ms = now_ms
@@ -66,6 +66,7 @@ class Stats:
         self.denied = 0  # connections refused by protected mode
         self.query_limit_kills = 0  # closed past client-query-buffer-limit
         self.output_limit_kills = 0  # closed past client-output-buffer-limit
+        self.tls_handshake_failures = 0  # TLS clients and bus peers (shell/tls.py)
 
 
 class Node:

@@ -278,6 +278,10 @@ class TlsSocket:
         self._owner.failed(self.peer, reason)
 
 
+def _nothing() -> None:
+    pass
+
+
 def _now_ms() -> float:
     return time.monotonic() * 1000
 
@@ -470,7 +474,7 @@ class ClientTls:
         self.context = server_context(config, _AUTH_CLIENTS[config.auth_clients],
                                       f"tls-auth-clients {config.auth_clients}")
         self.deadlines = HandshakeDeadlines(config.handshake_timeout_ms)
-        self.handshake_failures = 0
+        self.count_failure: Callable[[], None] = _nothing  # INFO's tls_handshake_failures
 
     def wrap(self, sock: socket.socket, peer: str,
              on_timeout: Callable[[], None]) -> TlsSocket:
@@ -481,7 +485,7 @@ class ClientTls:
     def failed(self, peer: str, reason: str) -> None:
         """A client's handshake failed: logged at verbose level, as Redis
         does (anyone may connect and send anything)."""
-        self.handshake_failures += 1
+        self.count_failure()
         log.verbose(f"TLS handshake with client {peer} failed: {reason}")
 
 
@@ -494,7 +498,7 @@ class BusTls:
                                              bus=True)
         self.connect_context = bus_client_context(config)
         self.deadlines = HandshakeDeadlines(config.handshake_timeout_ms)
-        self.handshake_failures = 0
+        self.count_failure: Callable[[], None] = _nothing  # INFO's tls_handshake_failures
         self._logged_ms: dict[str, float] = {}  # host and reason -> when last logged
         self._unlogged: dict[str, int] = {}  # host and reason -> failures since
 
@@ -509,7 +513,7 @@ class BusTls:
         from another CA, or a stranger.  Logged as a warning, once every
         BUS_FAILURE_LOG_PERIOD_MS per host and reason (a misconfigured node
         retries all the time), with the count of the failures not logged."""
-        self.handshake_failures += 1
+        self.count_failure()
         host = peer.rsplit(":", 1)[0]  # (an inbound peer's port changes each time)
         key = f"{host} {reason}"
         now_ms = _now_ms()

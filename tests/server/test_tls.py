@@ -160,6 +160,7 @@ def test_garbage_on_the_tls_port_closes_only_that_connection(node, certs):
     plain = node.client()
     secure = tls_client(node, certs)
     assert secure.ping()
+    failures = plain.info("stats")["tls_handshake_failures"]
     garbage = [b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", b"PING\r\n", os.urandom(4096),
                b"\x16\x03\x01\x00\x05hello", b"\x16\x03\x03" + os.urandom(300)]
     for data in garbage:
@@ -180,6 +181,7 @@ def test_garbage_on_the_tls_port_closes_only_that_connection(node, certs):
     job_round(plain, "after-garbage")
     job_round(secure, "after-garbage-tls")
     wait_for(lambda: "failed: http request" in node.log(), message="the failure logged")
+    assert plain.info("stats")["tls_handshake_failures"] == failures + len(garbage)
     plain.close()
     secure.close()
 
