@@ -550,9 +550,10 @@ class TcpTransport:
 
         def too_slow():
             link = self.links.get(fd)
-            if link is not None:
+            if link is not None and link.sock is secured:
                 self.close_link(link)
-        return self.tls.wrap(sock, peer, server_side, too_slow)
+        secured = self.tls.wrap(sock, peer, server_side, too_slow)
+        return secured
 
     def serve(self, nursery):
         """Accept peers on the bound sockets and run the links."""

@@ -272,7 +272,7 @@ class ClientServer:
             # send (tls.TlsSocket); one that takes too long closes the client.
             def too_slow() -> None:
                 conn = self.conns.get(sock.fileno())
-                if conn is not None:
+                if conn is not None and conn.sock is sock:
                     self._close(conn)
             sock = self.tls.wrap(sock, _addr(addr), too_slow)
         try:

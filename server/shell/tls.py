@@ -182,10 +182,10 @@ class TlsSocket:
         self._pending = b""  # ciphertext the kernel has not taken yet
         self._owed = 0  # plaintext bytes in _pending not yet reported sent
         self.on_timeout = on_timeout  # closes the connection in its loop
-        owner.deadlines.start(self, _now_ms())
         if stream.has_output:  # a client's ClientHello: the socket is new
             self._pending = stream.take()
-            self._push()
+            self._push()  # (an OSError here: nothing registered yet)
+        owner.deadlines.start(self, _now_ms())
 
     def __getattr__(self, name: str) -> object:
         return getattr(self._raw, name)
