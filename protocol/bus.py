@@ -161,7 +161,8 @@ def queue_op(header, type_, name, aux=0):
     return _frame(header, type_, _QUEUE.pack(aux, len(name)) + name)
 
 
-def frame_length(buf, offset=0, max_frame=MAX_FRAME):
+def frame_length(buf: bytes | bytearray | memoryview, offset: int = 0,
+                 max_frame: int = MAX_FRAME) -> int | None:
     """Length of the frame starting at ``offset`` once its header is in, or
     None if more bytes are needed.  Raises BusError on a bad header,
     FrameTooBig over ``max_frame``."""
@@ -174,7 +175,7 @@ def frame_length(buf, offset=0, max_frame=MAX_FRAME):
         raise BusError("bad magic")
     if buf[offset + 3] != VERSION:
         raise BusError(f"unsupported bus version {buf[offset + 3]}")
-    (length,) = _U32.unpack_from(buf, offset + 4)
+    length: int = _U32.unpack_from(buf, offset + 4)[0]
     if length < HEADER.size:
         raise BusError(f"bad frame length {length}")
     if length > max_frame:
@@ -391,7 +392,7 @@ def sealed_length(buf: bytes | bytearray, offset: int = 0,
         raise AuthError("bad magic")
     if buf[offset + 3] != VERSION:
         raise AuthError(f"unsupported envelope version {buf[offset + 3]}")
-    (length,) = _U32.unpack_from(buf, offset + 4)
+    length: int = _U32.unpack_from(buf, offset + 4)[0]
     if length < SEAL_OVERHEAD + HEADER.size:
         raise AuthError(f"bad envelope length {length}")
     if length - SEAL_OVERHEAD > max_frame:

@@ -24,6 +24,7 @@ import os
 import select
 import socket
 import traceback
+from typing import Any
 
 import trio
 
@@ -173,7 +174,7 @@ class TcpTransport:
         self.flush_needed = True
         self.wake()
 
-    def configure(self, config):
+    def configure(self, config: Any) -> None:
         """Take the bus directives now, and again at each CONFIG SET."""
         self.max_frame = config.cluster_bus_max_frame
         self.send_queue_limit = config.cluster_bus_send_queue_limit
@@ -185,7 +186,7 @@ class TcpTransport:
         config.on_change["cluster-secret"] = lambda v: self._set_secrets(v, None)
         config.on_change["cluster-secret-accept"] = lambda v: self._set_secrets(None, v)
 
-    def _set_secrets(self, secret, also_accepted):
+    def _set_secrets(self, secret: str | None, also_accepted: str | None) -> None:
         """cluster-secret or cluster-secret-accept changed (the other is
         None): every link starts again under them (a link keeps the
         secrets it opened with)."""
@@ -313,7 +314,7 @@ class TcpTransport:
             return
         self._keep_unread(link, buf, pos)
 
-    def _rule_failed(self, link):
+    def _rule_failed(self, link: Link) -> None:
         # A frame that passed the codec but tripped a rule: a bug,
         # logged loudly; the link goes, the node stays up.
         log.warning(f"Error handling a cluster bus frame from "
@@ -321,7 +322,7 @@ class TcpTransport:
                     + traceback.format_exc())
         self.close_link(link)
 
-    def _read_sealed(self, link, buf):
+    def _read_sealed(self, link: Link, buf: bytes | bytearray) -> None:
         """_read's frames with cluster-secret: hello, then envelopes."""
         try:
             pos = link.auth.read(link, buf, self.max_frame, self.cluster.receive)
@@ -343,15 +344,15 @@ class TcpTransport:
             self.to_write.append(link)
         self._keep_unread(link, buf, pos)
 
-    def refuse(self, link, kind, reason):
+    def refuse(self, link: Link, kind: str, reason: str) -> None:
         """Close ``link`` for ``reason``: counted in INFO, logged with the
-        peer's address (at most once a second per kind)."""
+        peer's address (at most LOG_LINES a second per kind)."""
         more = self.cluster.bus_guard.refused(kind, self.cluster.node.now_ms())
         if more is not None:
             log.warning(f"Cluster bus link {_describe(link)} closed: {reason}{more}")
         self.close_link(link)
 
-    def _keep_unread(self, link, buf, pos):
+    def _keep_unread(self, link: Link, buf: bytes | bytearray, pos: int) -> None:
         """Keep the bytes of ``buf`` from ``pos`` (a frame not complete
         yet) for the next read."""
         if link.closed:
@@ -723,7 +724,7 @@ def attach_cluster(node, nursery, after_event):
     return service
 
 
-def _describe(link):
+def _describe(link: Link) -> str:
     """Where a link leads, for a log line: "from 127.0.0.1:40122" or
     "to 127.0.0.1:17712 (node 3f2a9c01)"."""
     try:
