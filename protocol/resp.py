@@ -145,6 +145,11 @@ class RequestParser:
         self._reader = hiredis.Reader()
         self._inline = b""  # unparsed inline text (never shared with hiredis)
         self._partial = bytearray()  # bytes of the multibulk hiredis holds
+        # Where _scan stopped in the incomplete request at the start of
+        # _partial: (offset of its next element's header, elements left).
+        # Without it each read rescanned the request from its start: a
+        # 7 MB DEL of 1,048,575 keys, arriving in 16 KB reads, took 190 s.
+        self._resume = None
         self._in_multibulk = False
         # The last chunk, if it ended after a complete request *or* between
         # two elements of the next one: hiredis consumed every byte either
@@ -172,6 +177,7 @@ class RequestParser:
                         # a nested array inside the pending one.
                         self._maybe_chunk = None
                         self._partial.clear()
+                        self._resume = None
                     self._in_multibulk = True
                 elif self._maybe_chunk is not None:
                     self._resolve()
@@ -189,6 +195,7 @@ class RequestParser:
         encoded = b"*%d\r\n%s" % (len(last), b"".join(
             [b"$%d\r\n%s\r\n" % (len(arg), arg) for arg in last]))
         seen = bytes(self._partial) + data if self._partial else data
+        self._resume = None
         if seen.endswith(encoded):
             self._partial.clear()
         else:
@@ -265,6 +272,7 @@ class RequestParser:
         start = self._scan(stream, out)
         self._reader = hiredis.Reader()
         self._partial.clear()
+        self._resume = None
         rest = stream[start:]
         if rest[:1] == b"*":  # an incomplete request at the end
             self._partial += rest
@@ -289,40 +297,58 @@ class RequestParser:
         arguments to it."""
         size = len(buf)
         start = 0
+        resume = None
+        if buf is self._partial and requests is None:
+            resume, self._resume = self._resume, None
         while start < size and buf[start] == 42:  # '*'
-            pos = start
-            end = buf.find(b"\r\n", pos)
-            if end < 0:
-                if size - pos > MAX_INLINE:
-                    raise ProtocolError("Protocol error: too big mbulk count string")
-                break
-            count = _header_int(buf, pos + 1, end, "invalid multibulk length")
-            if count > MAX_MULTIBULK:
-                raise ProtocolError("Protocol error: invalid multibulk length")
-            pos = end + 2
+            if resume is not None:  # the request begun in an earlier read
+                pos, left = resume
+                resume = None
+            else:
+                pos = start
+                end = buf.find(b"\r\n", pos)
+                if end < 0:
+                    if size - pos > MAX_INLINE:
+                        raise ProtocolError("Protocol error: too big mbulk count string")
+                    break
+                count = _header_int(buf, pos + 1, end, "invalid multibulk length")
+                if count > MAX_MULTIBULK:
+                    raise ProtocolError("Protocol error: invalid multibulk length")
+                pos = end + 2
+                left = count  # none for a count <= 0: skipped, as Redis
             args = [] if requests is not None else None
-            for _ in range(count):  # none for a count <= 0: skipped, as Redis
+            while left > 0:
                 if pos >= size:
-                    return start
+                    return self._stopped(buf, requests, start, pos, left)
                 end = buf.find(b"\r\n", pos)
                 if end < 0:  # (Redis looks at a header once its line is whole)
                     if size - pos > MAX_INLINE:
                         raise ProtocolError("Protocol error: too big bulk count string")
-                    return start
+                    return self._stopped(buf, requests, start, pos, left)
                 if buf[pos] != 36:  # '$'
                     raise ProtocolError(
                         "Protocol error: expected '$', got '%c'" % buf[pos])
                 length = _header_int(buf, pos + 1, end, "invalid bulk length")
                 if length > self.max_bulk_len or length < 0:
                     raise ProtocolError("Protocol error: invalid bulk length")
+                element = pos
                 pos = end + 2 + length + 2  # (the CRLF after it unchecked, as Redis)
                 if pos > size:
-                    return start
+                    return self._stopped(buf, requests, start, element, left)
                 if args is not None:
                     args.append(bytes(buf[end + 2:pos - 2]))
+                left -= 1
             if args:
                 requests.append(args)
             start = pos
+        return start
+
+    def _stopped(self, buf, requests, start, pos, left):
+        """_scan met the end of ``buf`` inside the request at ``start``:
+        remember where, for the next read (the caller drops the bytes
+        before ``start`` from _partial)."""
+        if buf is self._partial and requests is None:
+            self._resume = (pos - start, left)
         return start
 
     def _feed_inline(self, data, out):
