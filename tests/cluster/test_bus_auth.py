@@ -13,6 +13,7 @@ import socket
 import pytest
 
 from tests.harness import Server, wait_for
+from tests.tls_certs import make_certs
 from trisque.protocol import bus
 
 from .conftest import addjob, cluster_nodes, start_servers
@@ -252,6 +253,28 @@ def test_rotating_the_secret_refuses_no_link(secret_cluster):
     assert [m.type for m in new_peer.receive()] == [bus.PONG]
     new_peer.sock.close()
     replicates()
+
+
+def test_over_tls_a_certified_node_without_the_secret_stays_out(make_cluster, request,
+                                                                 tmp_path_factory):
+    """tls-cluster and cluster-secret together: the cluster replicates over
+    TLS with authenticated frames, and a node whose certificate the same CA
+    signed (TLS alone would let it in) but without the secret never joins."""
+    certs = make_certs(str(tmp_path_factory.mktemp("certs")))
+    tls = f"tls-cluster yes\n{certs.node_config(None)}"
+    c = make_cluster(3, config=f'{tls}cluster-secret "{SECRET}"\n')
+    job_id = addjob(c[0], "tls", "body", "REPLICATE", 3)
+    assert c.job_holders(job_id) == [0, 1, 2]
+    [outsider] = start_servers(1, tls, NODE_TIMEOUT_MS)
+    request.addfinalizer(outsider.cleanup)
+    outsider_id = outsider.client().execute_command("CLUSTER", "MYID").decode()
+    outsider.client().execute_command("CLUSTER", "MEET", "127.0.0.1", c.servers[0].port)
+    wait_for(lambda: _counter(c[0], "cluster_stats_bus_auth_failures") >= 1, 10,
+             message="node 0 refusing the outsider's link")
+    assert _logged(c.servers[0], "unauthenticated frame")
+    assert all(outsider_id not in cluster_nodes(c[i]) for i in range(3))
+    job_id = addjob(c[0], "tls", "body", "REPLICATE", 3)
+    assert c.job_holders(job_id) == [0, 1, 2]
 
 
 def _queue_frame(total):
