@@ -17,7 +17,7 @@ from .core.node import Node
 from .core.table import COMMANDS
 from .shell import log
 from .shell.connection import ClientServer
-from .shell.tls import bus_tls, client_tls
+from .shell.tls import bus_tls, client_tls, reload_on_change
 
 USAGE = """\
 Usage: trisque-server [/path/to/disque.conf] [--directive value ...]
@@ -113,6 +113,7 @@ async def run(config):
     for tls in (clients_tls, cluster_tls):
         if tls is not None:
             tls.count_failure = lambda: _count_tls_failure(node)
+    reload_on_change(config, [t for t in (clients_tls, cluster_tls) if t is not None])
     if clients_tls is not None:
         try:
             server.bind_tls(config.bind, config.tls_port, config.tcp_backlog, clients_tls)

@@ -3,7 +3,7 @@ certificate and a client certificate it signs (both for 127.0.0.1 and
 localhost), and a second CA with its own node certificate (a stranger)."""
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import trustme
 
@@ -21,6 +21,14 @@ class Certs:
     client: Identity  # signed by ca
     other_ca: str  # a CA nobody here trusts
     stranger: Identity  # signed by other_ca
+    authority: object = field(repr=False, default=None)  # the trustme.CA of ca
+
+    def issue(self, cert, key):
+        """A new certificate from ca (for 127.0.0.1, localhost), written over
+        the files ``cert`` and ``key``: a rotation in place."""
+        issued = self.authority.issue_cert("127.0.0.1", "localhost", "::1")
+        issued.cert_chain_pems[0].write_to_path(cert)
+        issued.private_key_pem.write_to_path(key)
 
     def node_config(self, identity=None):
         """Config lines giving a node its certificate, key and CA."""
@@ -50,4 +58,4 @@ def make_certs(directory):
     other.cert_pem.write_to_path(other_path)
     return Certs(ca=ca_path, node=_identity(ca, directory, "node"),
                  client=_identity(ca, directory, "client"), other_ca=other_path,
-                 stranger=_identity(other, directory, "stranger"))
+                 stranger=_identity(other, directory, "stranger"), authority=ca)

@@ -471,10 +471,20 @@ class ClientTls:
     progress and their failures."""
 
     def __init__(self, config: TlsSettings) -> None:
-        self.context = server_context(config, _AUTH_CLIENTS[config.auth_clients],
-                                      f"tls-auth-clients {config.auth_clients}")
+        self.context = self.prepare(config)()
         self.deadlines = HandshakeDeadlines(config.handshake_timeout_ms)
         self.count_failure: Callable[[], None] = _nothing  # INFO's tls_handshake_failures
+
+    def prepare(self, config: TlsSettings) -> Callable[[], ssl.SSLContext]:
+        """Read the files now (ConfigError if refused); the returned call
+        puts the new context in place for the connections accepted next."""
+        context = server_context(config, _AUTH_CLIENTS[config.auth_clients],
+                                 f"tls-auth-clients {config.auth_clients}")
+
+        def adopt() -> ssl.SSLContext:
+            self.context = context
+            return context
+        return adopt
 
     def wrap(self, sock: socket.socket, peer: str,
              on_timeout: Callable[[], None]) -> TlsSocket:
@@ -494,13 +504,20 @@ class BusTls:
     showing its certificate and checking the other's against the CA."""
 
     def __init__(self, config: TlsSettings) -> None:
-        self.accept_context = server_context(config, ssl.CERT_REQUIRED, "tls-cluster yes",
-                                             bus=True)
-        self.connect_context = bus_client_context(config)
+        self.prepare(config)()
         self.deadlines = HandshakeDeadlines(config.handshake_timeout_ms)
         self.count_failure: Callable[[], None] = _nothing  # INFO's tls_handshake_failures
         self._logged_ms: dict[str, float] = {}  # host and reason -> when last logged
         self._unlogged: dict[str, int] = {}  # host and reason -> failures since
+
+    def prepare(self, config: TlsSettings) -> Callable[[], None]:
+        """As ClientTls.prepare, for the links opened or accepted next."""
+        accept = server_context(config, ssl.CERT_REQUIRED, "tls-cluster yes", bus=True)
+        connect = bus_client_context(config)
+
+        def adopt() -> None:
+            self.accept_context, self.connect_context = accept, connect
+        return adopt
 
     def wrap(self, sock: socket.socket, peer: str, server_side: bool,
              on_timeout: Callable[[], None]) -> TlsSocket:
@@ -542,3 +559,26 @@ def bus_tls(config: object) -> BusTls | None:
     """The bus's TLS from the node's Config, or None unless tls-cluster yes."""
     settings = TlsSettings.from_config(config)
     return BusTls(settings) if settings.cluster else None
+
+
+# Directives CONFIG SET may change while the node runs: each change reads
+# every file again (a certificate rotated in place is taken by naming its
+# file again), for the connections that come next.
+RELOADABLE = ("tls-cert-file", "tls-key-file", "tls-key-file-pass", "tls-ca-cert-file",
+              "tls-cluster-ca-cert-file", "tls-auth-clients", "tls-protocols",
+              "tls-ciphers")
+
+
+def reload_on_change(config: Any, uses: list[ClientTls | BusTls]) -> None:
+    """Register the CONFIG SET hooks of RELOADABLE: all the new contexts
+    are built before any is put in place, so a refused file (ConfigError:
+    the value goes back, the client is told why) changes nothing."""
+    def reload(_value: object) -> None:
+        settings = TlsSettings.from_config(config)
+        adopt = [use.prepare(settings) for use in uses]
+        for step in adopt:
+            step()
+        log.notice(f"TLS certificates and settings reloaded ({settings.cert_file})")
+    if uses:
+        for name in RELOADABLE:
+            config.on_change[name] = reload

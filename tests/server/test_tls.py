@@ -291,3 +291,55 @@ def test_port_0_serves_tls_clients_only(certs):
         srv.cleanup()
     log = _start_fails("port 0\n")
     assert "port 0 and tls-port 0: no port to serve clients on" in log
+
+
+def _served_serial(port, certs):
+    """The serial number of the certificate the TLS port shows now."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.load_verify_locations(certs.ca)
+    context.load_cert_chain(certs.client.cert, certs.client.key)
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
+        with context.wrap_socket(raw, server_hostname="127.0.0.1") as tls:
+            tls.sendall(b"PING\r\n")
+            assert tls.recv(100) == b"+PONG\r\n"
+            return tls.getpeercert()["serialNumber"]
+
+
+def test_config_set_reloads_certificates(certs, tmp_path):
+    cert, key = str(tmp_path / "node.crt"), str(tmp_path / "node.key")
+    shutil.copy(certs.node.cert, cert)
+    shutil.copy(certs.node.key, key)
+    tls_port = free_port()
+    srv = Server(config=f"tls-port {tls_port}\ntls-cert-file {cert}\ntls-key-file {key}\n"
+                        f"tls-ca-cert-file {certs.ca}\n")
+    srv.tls_port = tls_port
+    try:
+        srv.start()
+        plain = srv.client()
+        before = _served_serial(tls_port, certs)
+        kept = tls_client(srv, certs)
+        assert kept.ping()
+        # rotation in place: new files, then CONFIG SET naming one of them
+        certs.issue(cert, key)
+        assert plain.config_set("tls-cert-file", cert)
+        after = _served_serial(tls_port, certs)
+        assert after != before
+        assert kept.ping()  # connections made before keep going
+        assert "TLS certificates and settings reloaded" in srv.log()
+        # a refused file changes nothing: the value goes back, TLS serves on
+        bad = tmp_path / "bad.key"
+        bad.write_text("not a key\n")
+        with pytest.raises(redis.ResponseError, match=f"tls-key-file {bad}"):
+            plain.config_set("tls-key-file", str(bad))
+        assert plain.config_get("tls-key-file") == {"tls-key-file": key}
+        assert _served_serial(tls_port, certs) == after
+        # tls-auth-clients at runtime: a client without a certificate served
+        anonymous = tls_client(srv, certs, identity=None)
+        with pytest.raises(redis.ConnectionError):
+            anonymous.ping()
+        assert plain.config_set("tls-auth-clients", "no")
+        job_round(anonymous, "anonymous-now")
+        for c in (plain, kept, anonymous):
+            c.close()
+    finally:
+        srv.cleanup()
