@@ -15,7 +15,7 @@ from .core.version import VERSION
 from .core.config import Config, ConfigError
 from .core.node import Node
 from .core.table import COMMANDS
-from .shell import log
+from .shell import log, open_files
 from .shell.connection import ClientServer
 from .shell.tls import bus_tls, client_tls, reload_on_change
 
@@ -92,6 +92,8 @@ async def run(config):
 
     node = Node(config, os.urandom(20).hex(), time.time, table=COMMANDS)
     config.on_change["loglevel"] = log.set_level
+    open_files.fit_maxclients(config)  # a descriptor per client, or fewer clients
+    config.on_change["maxclients"] = open_files.on_maxclients_set
     node.on_internal_error = _internal_error
     server = ClientServer(node)
     if not config.port and not config.tls_port:

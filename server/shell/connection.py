@@ -230,7 +230,8 @@ class ClientServer:
         for address in addresses:
             self.listeners.append(open_listener(address, port, backlog))
 
-    def bind_tls(self, addresses, port, backlog, tls: ClientTls) -> None:
+    def bind_tls(self, addresses: list[str], port: int, backlog: int,
+                 tls: ClientTls) -> None:
         """Open the TLS port's listening sockets (tls-port) now."""
         self.tls = tls
         for address in addresses:
@@ -247,7 +248,7 @@ class ClientServer:
         nursery.start_soon(self._event_loop)
         nursery.start_soon(self._soft_limit_cron)
 
-    def _accepted_tls(self, sock: socket.socket, addr) -> None:
+    def _accepted_tls(self, sock: socket.socket, addr: object) -> None:
         self._accepted(sock, addr, tls=True)
 
     def _accepted(self, sock, addr, tls=False):
@@ -513,6 +514,8 @@ class ClientServer:
             node.execute(client, pending.popleft())
             produced += sum(map(len, out[counted:]))
         pending.clear()
+        if produced >= cap and self._output_over_limit(conn, produced):
+            return
         client.out.append(error(f"ERR {exc}"))  # (a byte quoted in it may be CR or LF)
         log.verbose(f"Protocol error from client {client.addr}: {exc}")
         conn.closing = True

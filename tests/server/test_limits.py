@@ -1,16 +1,22 @@
 """Limits at their edges (issue 17): client-query-buffer-limit,
-client-output-buffer-limit normal, max-job-size, getjob-max-queues.  Each
-breach is a clear error or a disconnect of that client only, with a log
-line and an INFO counter; the node and its other clients go on.
-(proto-max-bulk-len and the multibulk count: test_bad_input.py;
-maxclients: test_cli.py.)"""
+client-output-buffer-limit normal, max-job-size, getjob-max-queues,
+maxclients and the descriptor limit, proto-max-bulk-len and the multibulk
+count (keys per command), busy-reply-threshold.  Each breach is a clear
+error or a disconnect of that client only, with a log line (and an INFO
+counter where Redis has one); the node and its other clients go on.
+(More bad input: test_bad_input.py; a busy script killed:
+test_scripting.py; all of them at once: test_hostile_clients.py.)"""
 
+import re
+import resource
 import socket
+import subprocess
+import threading
 import time
 
 import pytest
 
-from tests.harness import wait_for
+from tests.harness import Server, server_command, wait_for
 from tests.server.util import Raw, encode
 
 MB = 1024 * 1024
@@ -136,3 +142,152 @@ def test_getjob_max_queues(limited):
         assert raw.call("GETJOB", "NOHANG", "FROM", "a", "b", "c", "d") is None
         reply = str(raw.call("GETJOB", "NOHANG", "FROM", "a", "b", "c", "d", "e"))
         assert reply == "ERR too many queues in GETJOB: 5, getjob-max-queues is 4"
+
+
+def _unsent_in_log_lines(log):
+    return [int(n) for n in re.findall(r"closed for overcoming of output buffer limits "
+                                       r"\(hard: (\d+) bytes unsent", log)]
+
+
+def test_output_limit_counts_replies_as_a_pipeline_runs(limited):
+    """20 MB of replies asked for in one write: the client is closed once
+    its replies reach the 2 MB limit, not after all of them were built."""
+    with Raw(limited.port) as reader:
+        reader.call("SET", "big100k", "v" * 100000)
+        before = stat(reader, "client_output_buffer_limit_disconnections")
+        for tail in (b"", b"*x\r\n"):  # then the same before a protocol error
+            greedy = _never_reading(limited.port)
+            try:
+                greedy.send(encode("GET", "big100k") * 200 + tail)
+                wait_for(lambda: len(_unsent_in_log_lines(limited.log())) > 0
+                         and stat(reader, "client_output_buffer_limit_disconnections")
+                         == before + 1, timeout=10)
+            finally:
+                greedy.close()
+            before += 1
+            unsent = _unsent_in_log_lines(limited.log())[-1]
+            assert 2 * MB <= unsent < 2 * MB + 100100  # the limit and one reply
+        assert reader.call("PING") == b"PONG"
+
+
+@pytest.fixture(scope="module")
+def small_requests():
+    srv = Server(config="proto-max-bulk-len 1kb\n").start()
+    yield srv
+    srv.cleanup()
+
+
+def _refused(port, data, message):
+    with Raw(port) as raw:
+        raw.send(data)
+        out = raw.read_all_until_closed(timeout=30)
+    assert out.endswith(b"-ERR Protocol error: " + message.encode() + b"\r\n"), out[-200:]
+
+
+def test_proto_max_bulk_len_edge(small_requests):
+    port = small_requests.port
+    with Raw(port) as raw:
+        assert raw.call("SET", "k", "b" * 1024) == b"OK"
+    _refused(port, b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1025\r\n", "invalid bulk length")
+    assert "Protocol error: invalid bulk length" in small_requests.log()
+    with Raw(port) as raw:
+        assert len(raw.call("GET", "k")) == 1024
+
+
+def test_multibulk_count_edge_bounds_keys_per_command(small_requests):
+    """1048576 arguments (Redis 2.x-6.x's and Disque's bound; Redis 7 waits
+    for up to 2^31-1): DEL of 1048575 keys is served, one more refused."""
+    port = small_requests.port
+    keys = 1024 * 1024 - 1
+    with Raw(port) as raw:
+        raw.call("SET", "k", "v")
+        raw.send(b"*%d\r\n$3\r\nDEL\r\n" % (keys + 1) + b"$1\r\nk\r\n" * keys)
+        assert raw.reply() == 1
+    _refused(port, b"*%d\r\n$3\r\nDEL\r\n" % (keys + 2), "invalid multibulk length")
+    assert "Protocol error: invalid multibulk length" in small_requests.log()
+    with Raw(port) as raw:
+        assert raw.call("PING") == b"PONG"
+
+
+def test_maxclients_edge(make_server):
+    srv = make_server(config="maxclients 5\n")
+    first = Raw(srv.port)
+    conns = [first]
+    try:
+        wait_for(lambda: b"connected_clients:1\r" in first.call("INFO", "clients"))
+        conns += [Raw(srv.port) for _ in range(4)]
+        assert [c.call("PING") for c in conns] == [b"PONG"] * 5  # the 5th is served
+        with Raw(srv.port) as sixth:
+            assert sixth.read_all_until_closed() == b"-ERR max number of clients reached\r\n"
+        assert stat(first, "rejected_connections") == 1
+        assert "refused: maxclients (5) reached" in srv.log()
+        conns.pop().close()
+        wait_for(lambda: b"connected_clients:4\r" in first.call("INFO", "clients"))
+        with Raw(srv.port) as again:  # room again
+            assert again.call("PING") == b"PONG"
+    finally:
+        for c in conns:
+            c.close()
+
+
+class _LowNofileServer(Server):
+    """A server whose descriptor limit (soft and hard) is ``nofile``."""
+
+    nofile = 300
+
+    def start(self, wait=True):
+        def limit():
+            resource.setrlimit(resource.RLIMIT_NOFILE, (self.nofile, self.nofile))
+        self.proc = subprocess.Popen(
+            server_command() + [self.config_path] + self.args, cwd=self.dir,
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=limit)
+        if wait:
+            self.wait_ready()
+        return self
+
+
+def test_maxclients_fits_the_descriptor_limit():
+    """As Redis: with a hard limit of 300 descriptors and maxclients 10000,
+    maxclients becomes 300 - 128 (kept for the node's own), so the client
+    past it gets Redis's error rather than an accept() that fails."""
+    srv = _LowNofileServer().start()
+    conns = []
+    try:
+        admin = Raw(srv.port)
+        conns.append(admin)
+        assert admin.call("CONFIG", "GET", "maxclients") == [b"maxclients", b"172"]
+        assert "maxclients has been reduced to 172" in srv.log()
+        wait_for(lambda: b"connected_clients:1\r" in admin.call("INFO", "clients"))
+        conns += [Raw(srv.port) for _ in range(171)]
+        assert conns[-1].call("PING") == b"PONG"
+        with Raw(srv.port) as extra:
+            assert extra.read_all_until_closed() == b"-ERR max number of clients reached\r\n"
+        reply = str(admin.call("CONFIG", "SET", "maxclients", "1000"))
+        assert reply.startswith("ERR ") and "try with 172" in reply
+        assert admin.call("CONFIG", "SET", "maxclients", "100") == b"OK"
+        assert admin.call("PING") == b"PONG"
+    finally:
+        for c in conns:
+            c.close()
+        srv.cleanup()
+
+
+def test_script_under_busy_reply_threshold_holds_others_without_busy(make_server):
+    """busy-reply-threshold 2000: while a 300 ms script runs, another
+    client's requests wait for it and are answered, never -BUSY, and
+    nothing is logged (past the threshold: test_scripting.py)."""
+    srv = make_server(config="busy-reply-threshold 2000\n")
+    script = ("local t = redis.call('TIME') local s = t[1] * 1e6 + t[2] "
+              "repeat local n = redis.call('TIME') until n[1] * 1e6 + n[2] - s > 300000 "
+              "return 1")
+    with Raw(srv.port) as looper, Raw(srv.port) as other:
+        looper.send_command("EVAL", script, 0)
+
+        def script_seen():
+            listing = other.call("CLIENT", "LIST")
+            assert isinstance(listing, bytes), listing  # not -BUSY
+            return b"cmd=eval" in listing
+        wait_for(script_seen, timeout=10)
+        assert looper.reply() == 1
+        assert other.call("PING") == b"PONG"
+    assert "Slow script detected" not in srv.log()
