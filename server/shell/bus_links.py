@@ -28,7 +28,7 @@ from typing import Any
 
 import trio
 
-from ...cluster.cluster import Cluster
+from ...cluster.cluster import JOBS_FRAME_BYTES, Cluster
 from ...cluster import commands as _cluster_commands  # noqa: F401 (registers CLUSTER)
 from ...cluster import bus_guard
 from ...protocol import bus
@@ -185,6 +185,10 @@ class TcpTransport:
             lambda v: setattr(self, "send_queue_limit", v))
         config.on_change["cluster-secret"] = lambda v: self._set_secrets(v, None)
         config.on_change["cluster-secret-accept"] = lambda v: self._set_secrets(None, v)
+        if config.cluster_bus_max_frame < config.max_job_size + JOBS_FRAME_BYTES + 4096:
+            log.warning(f"cluster-bus-max-frame {config.cluster_bus_max_frame} is below "
+                        f"max-job-size {config.max_job_size} + 1mb: a peer's frame "
+                        f"holding a job that large would close its link")
 
     def _set_secrets(self, secret: str | None, also_accepted: str | None) -> None:
         """cluster-secret or cluster-secret-accept changed (the other is
