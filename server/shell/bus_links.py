@@ -36,7 +36,7 @@ from . import log
 from .bus_link_auth import LinkAuth
 from .listening import accept_forever, open_listener
 from .socket_set import SocketSet
-from .tls import enforce_deadlines
+from .tls import TlsSocket, enforce_deadlines
 
 RECV_SIZE = 64 * 1024
 _ANY = ("", "0.0.0.0", "::", "*")  # no address of its own: every interface
@@ -547,13 +547,13 @@ class TcpTransport:
         except OSError:
             sock.close()
 
-    def _secure(self, sock, peer, server_side):
+    def _secure(self, sock: socket.socket, peer: str, server_side: bool) -> TlsSocket:
         """tls-cluster yes: ``sock`` as TLS (server/shell/tls.py); the
         handshake runs in the loop's reads and writes, and a link that has
         not finished it in time is closed."""
         fd = sock.fileno()
 
-        def too_slow():
+        def too_slow() -> None:
             link = self.links.get(fd)
             if link is not None and link.sock is secured:
                 self.close_link(link)
@@ -741,7 +741,7 @@ def _describe(link: Link) -> str:
     return f"to {where} (node {link.node_id[:8]})"
 
 
-def _addr_text(addr):
+def _addr_text(addr: tuple[str, int]) -> str:
     return f"[{addr[0]}]:{addr[1]}" if ":" in addr[0] else f"{addr[0]}:{addr[1]}"
 
 
