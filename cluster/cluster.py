@@ -92,6 +92,8 @@ class Cluster:
         self._queued = 0  # messages in the outbox
         # The transport's "write what is queued now", if it has one.
         self._push = getattr(transport, "push", None)
+        # ...and its own housekeeping each cron tick (links' deadlines).
+        self._transport_cron = getattr(transport, "cron", None)
         self._header = None
         self.tombstones = set()  # IDs of acked jobs freed recently
         self.jobs_let_go = 0  # queued copies handed to a holder with consumers (requeue.py)
@@ -187,6 +189,8 @@ class Cluster:
         self._expire_tombstones(now_ms)
         self.membership.cron(now_ms)
         self.federation.cron(now_ms)
+        if self._transport_cron is not None:
+            self._transport_cron(now_ms)
 
     def free_acked(self, job):
         """An acked job is freed here.  For TOMBSTONE_MS its ID is

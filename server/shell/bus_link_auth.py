@@ -17,9 +17,12 @@ from ...protocol import bus
 
 
 class LinkAuth:
-    __slots__ = ("secret", "nonce", "verify_mac", "alt_mac", "sign_mac", "seq_out", "seq_in")
+    __slots__ = ("secret", "nonce", "verify_mac", "alt_mac", "sign_mac", "seq_out", "seq_in",
+                 "opened_ms")
 
-    def __init__(self, secret: bytes, nonce: bytes, also_accepted: bytes | None = None) -> None:
+    def __init__(self, secret: bytes, nonce: bytes, also_accepted: bytes | None = None,
+                 opened_ms: int = 0) -> None:
+        self.opened_ms = opened_ms  # the peer must prove the secret soon after
         self.secret = secret
         self.nonce = nonce  # ours: the peer tags what it sends us with it
         self.verify_mac = bus.link_mac(secret, nonce)
@@ -35,6 +38,10 @@ class LinkAuth:
     def ready(self) -> bool:
         """The peer's hello came: frames may leave."""
         return self.sign_mac is not None
+
+    def proven(self) -> bool:
+        """The peer sent an envelope with a good tag: it knows the secret."""
+        return self.seq_in > 0
 
     def seal(self, frames: list[bytes]) -> bytes:
         """``frames`` as the envelope(s) to send."""

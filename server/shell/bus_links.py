@@ -190,6 +190,22 @@ class TcpTransport:
                         f"max-job-size {config.max_job_size} + 1mb: a peer's frame "
                         f"holding a job that large would close its link")
 
+    def cron(self, now_ms: int) -> None:
+        """(Cluster.cron, every tick.)  With cluster-secret, a link opened
+        to us whose peer has not proven the secret (a tagged envelope)
+        within cluster-node-timeout is closed: a connection that says
+        nothing, or only hello, holds nothing for long.  (Our own links to
+        a peer that went quiet are membership's: it drops them.)"""
+        if self.secret is None:
+            return
+        deadline_ms = now_ms - self.cluster.node.config.cluster_node_timeout
+        for link in list(self.links.values()):
+            auth = link.auth
+            if (auth is not None and link.node_id is None and auth.opened_ms < deadline_ms
+                    and not auth.proven()):
+                self.refuse(link, bus_guard.AUTH,
+                            "no authenticated frame within cluster-node-timeout")
+
     def _set_secrets(self, secret: str | None, also_accepted: str | None) -> None:
         """cluster-secret or cluster-secret-accept changed (the other is
         None): every link starts again under them (a link keeps the
@@ -446,7 +462,8 @@ class TcpTransport:
         link.events = _IN
         self.links[fd] = link
         if self.secret is not None:
-            link.auth = LinkAuth(self.secret, os.urandom(bus.NONCE_LEN), self.also_accepted)
+            link.auth = LinkAuth(self.secret, os.urandom(bus.NONCE_LEN), self.also_accepted,
+                                 self.cluster.node.now_ms())
             link.outbuf = link.auth.hello()  # first out, before any frame
             link.out_bytes += len(link.outbuf)
         if (link.out or link.auth is not None) and not link.queued:

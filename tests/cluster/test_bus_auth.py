@@ -277,6 +277,28 @@ def test_over_tls_a_certified_node_without_the_secret_stays_out(make_cluster, re
     assert c.job_holders(job_id) == [0, 1, 2]
 
 
+@pytest.mark.parametrize("says", [b"", b"hello"])
+def test_a_link_that_never_proves_the_secret_is_closed(lone_node, says):
+    """A connection to the bus that sends nothing, or only a hello, is
+    closed once cluster-node-timeout has passed without a tagged frame."""
+    server = lone_node(f'cluster-node-timeout 500\ncluster-secret "{SECRET}"\n')
+    client = server.client()
+    sock = socket.create_connection(_bus_address(server), timeout=10)
+    assert bus.read_hello(_recv_exact(sock, bus.HELLO.size)) is not None
+    if says:
+        sock.sendall(bus.hello(os.urandom(bus.NONCE_LEN)))
+    assert _closed_by_peer(sock)
+    sock.close()
+    assert _counter(client, "cluster_stats_bus_auth_failures") == 1
+    assert _logged(server, "no authenticated frame within cluster-node-timeout")
+    # a peer that proves it in time stays
+    peer = SealedPeer(server, SECRET)
+    peer.sock.sendall(peer.envelope(_ping()))
+    assert [m.type for m in peer.receive()] == [bus.PONG]
+    assert not _closed_by_peer(peer.sock, timeout=1.5)
+    peer.sock.close()
+
+
 def _queue_frame(total):
     """A NEEDJOBS frame of exactly ``total`` bytes from a stranger (which
     the node ignores): a frame at a size of our choosing."""
