@@ -69,6 +69,9 @@ class Transport:
     def rename_link(self, old_id, new_id):
         """A handshake node got its real ID: its link follows."""
 
+    def cron(self, now_ms: int) -> None:
+        """Optional: the transport's own housekeeping, each cron tick."""
+
 
 class Cluster:
     def __init__(self, node, transport, ip, port, bus_port):
