@@ -116,6 +116,16 @@ class NodeCollector(Collector):
                 for type_name, count in counts.items():
                     family.add_metric([type_name], count)
                 yield family
+        refused = node_view.bus_links_refused(node)
+        if refused is not None:
+            family = CounterMetricFamily(
+                "trisque_bus_links_refused",
+                "Cluster bus links closed: auth (cluster-secret), too-big "
+                "(cluster-bus-max-frame), slow-peer (cluster-bus-send-queue-limit)",
+                labels=["reason"])
+            for reason, count in refused.items():
+                family.add_metric([reason], count)
+            yield family
 
     def _persistence(self, node: Any) -> Iterator[Metric]:
         aof = node_view.aof(node)

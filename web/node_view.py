@@ -160,6 +160,13 @@ def bus_frames(node: Any) -> Optional[tuple[dict[str, int], dict[str, int]]]:
             {NAMES[i]: n for i, n in enumerate(sent) if n})
 
 
+def bus_links_refused(node: Any) -> Optional[dict[str, int]]:
+    """Bus links closed by reason (cluster/bus_guard.py: auth, too-big,
+    slow-peer); None for a node without a bus."""
+    guard = getattr(node.cluster, "bus_guard", None)
+    return None if guard is None else dict(guard.counts)
+
+
 @dataclass
 class ReplicationView:
     peer: str

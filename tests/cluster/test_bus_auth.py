@@ -9,10 +9,11 @@ frame-size and send-queue bounds are checked at their edges."""
 import os
 import signal
 import socket
+import urllib.request
 
 import pytest
 
-from tests.harness import Server, wait_for
+from tests.harness import Server, free_port, wait_for
 from tests.tls_certs import make_certs
 from trisque.protocol import bus
 
@@ -307,8 +308,18 @@ def _queue_frame(total):
     return bus.queue_op(header, bus.NEEDJOBS, b"x" * (total - len(empty)), 1)
 
 
+def _scrape(server, http_port):
+    """/metrics, parsed: {(name, labels): value}."""
+    from prometheus_client.parser import text_string_to_metric_families
+    with urllib.request.urlopen(f"http://127.0.0.1:{http_port}/metrics", timeout=10) as r:
+        text = r.read().decode()
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in text_string_to_metric_families(text) for s in family.samples}
+
+
 def test_frame_size_limit_at_the_edge(lone_node):
-    server = lone_node("cluster-bus-max-frame 1mb\n")
+    http_port = free_port()
+    server = lone_node(f"cluster-bus-max-frame 1mb\nhttp-port {http_port}\n")
     client = server.client()
     # Exactly the limit: taken, and the link still answers.
     sock = socket.create_connection(_bus_address(server), timeout=10)
@@ -326,6 +337,9 @@ def test_frame_size_limit_at_the_edge(lone_node):
     wait_for(lambda: _counter(client, "cluster_stats_bus_frames_too_big") == 1, 5,
              message="the frame counted")
     assert _logged(server, f"frame of {MB + 1} bytes, over cluster-bus-max-frame {MB}")
+    metrics = _scrape(server, http_port)
+    assert metrics[("trisque_bus_links_refused_total", (("reason", "too-big"),))] == 1
+    assert metrics[("trisque_bus_links_refused_total", (("reason", "auth"),))] == 0
     # The bound moves at runtime.
     client.config_set("cluster-bus-max-frame", "2mb")
     sock = socket.create_connection(_bus_address(server), timeout=10)
