@@ -11,7 +11,6 @@ import re
 import resource
 import socket
 import subprocess
-import threading
 import time
 
 import pytest
