@@ -326,6 +326,14 @@ class ClientServer:
                     if conn is not None:
                         service(conn, events)
                 if self.ready:
+                    if replying:
+                        # The replies to the requests just read go out
+                        # before pipelines carried over from the last turn
+                        # go on (PIPELINE_BATCH): one client's batch does
+                        # not hold up another's round trip.
+                        for conn in replying:
+                            output(conn)
+                        replying.clear()
                     ready, self.ready = self.ready, []
                     for conn in ready:
                         conn.queued = False
