@@ -24,7 +24,7 @@ def encode(job_id, state, flags, repl, ctime, etime_ms, delay_s, retry_s,
         queue, body, *(n.encode() if n.__class__ is str else n for n in nodes)))
 
 
-_NODE_TUPLES = {}  # raw node-ID block -> tuple of str, shared between jobs
+_NODE_TUPLES: dict[bytes, tuple[str, ...]] = {}  # raw node-ID block -> tuple of str, shared between jobs
 _NODE_TUPLES_MAX = 4096
 
 

@@ -15,7 +15,7 @@ from .scan import parse_cursor, scan
 from .command import command
 
 TTL_DEFAULT_S = 24 * 3600
-_ONLY_ME = {}  # node id -> (node id,): nodes_delivered of jobs only we hold
+_ONLY_ME: dict[str, tuple[str]] = {}  # node id -> (node id,): nodes_delivered of jobs only we hold
 RETRY_DEFAULT_MAX_S = 300
 _RETRY_FOR_DEFAULT_TTL_S = max(1, min(TTL_DEFAULT_S // 10, RETRY_DEFAULT_MAX_S))
 U32_MAX = 2**32 - 1

@@ -117,7 +117,7 @@ class Job:
 
 _pack_fixed = jobcodec._FIXED.pack
 _NOT_DUMMY = ~DUMMY_ACK  # a dummy ack's flag stays here
-_ids_cache = {}  # tuple of holder IDs -> their bytes (few distinct tuples)
+_ids_cache: dict[tuple[str, ...], bytes] = {}  # tuple of holder IDs -> their bytes (few distinct tuples)
 
 
 def serialize(job, etime_ms):

@@ -67,7 +67,7 @@ class _Snapshot:
         self.deletions = deletions
 
 
-_snapshots = OrderedDict()  # (id(mapping), snapshot id) -> _Snapshot
+_snapshots: "OrderedDict[tuple[int, int], _Snapshot]" = OrderedDict()  # (id(mapping), snapshot id) ->
 _next_id = [0]
 _total_keys = [0]
 

@@ -87,7 +87,7 @@ def timeout_ms_arg(arg: bytes) -> int:
     value = parse_long_double(arg)
     if value is None:
         raise CommandError("ERR timeout is not a float or out of range")
-    if value.__class__ is float:  # inf or -inf
+    if isinstance(value, float):  # inf or -inf
         ms = INT64_MIN
     else:
         product = round_long_double(value * 1000)  # (C's long double product)
@@ -435,11 +435,13 @@ def lpos(node: Node, client: Client, argv: list[bytes]) -> bytes:
                     "ERR RANK can't be zero: use 1 to start from the first match, 2 from "
                     "the second ... or use negative to start from the end of the list")
         elif option == b"COUNT":
-            count = parse_ll(arg) if parse_ll(arg) is not None else -1
+            parsed = parse_ll(arg)
+            count = -1 if parsed is None else parsed
             if count < 0:
                 raise CommandError("ERR COUNT can't be negative")
         else:
-            maxlen = parse_ll(arg) if parse_ll(arg) is not None else -1
+            parsed = parse_ll(arg)
+            maxlen = -1 if parsed is None else parsed
             if maxlen < 0:
                 raise CommandError("ERR MAXLEN can't be negative")
         i += 2

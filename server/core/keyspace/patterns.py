@@ -74,7 +74,8 @@ def _one(token: Token, byte: int) -> bool:
         return True
     if token.__class__ is bytes:
         return token[0] == byte  # type: ignore[index]
-    negate, ranges = token  # type: ignore[misc]
+    ranges: list[tuple[int, int]]
+    negate, ranges = token  # type: ignore[misc, assignment]
     c = _signed(byte)
     found = False
     for low, high in ranges:

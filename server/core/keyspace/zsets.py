@@ -55,7 +55,7 @@ class ZSet:
         """Same members with the same scores (what tests compare)."""
         return isinstance(other, ZSet) and self.scores == other.scores
 
-    __hash__ = None  # type: ignore[assignment]  (mutable)
+    __hash__ = None  # type: ignore[assignment]  # mutable
 
     def insert(self, member: bytes, score: float) -> None:
         """Add a member that is not there yet."""
@@ -163,7 +163,7 @@ def _lex_lte(member: bytes, bound: tuple[int, bytes, bool]) -> bool:
     return member < value if exclusive else member <= value
 
 
-class FrozenZSet(tuple):  # type: ignore[type-arg]  ((score, member), ...)
+class FrozenZSet(tuple):  # type: ignore[type-arg]  # ((score, member), ...)
     """A sorted set captured for an AOF rewrite."""
     __slots__ = ()
 
