@@ -1,6 +1,7 @@
 """python -m bench [-n REQUESTS] [--rounds R] [--disque PATH] [--floor]
 python -m bench memory [--jobs N] [--body BYTES]
-python -m bench keyspace [-n REQUESTS] [--rounds R] [--part all|throughput|memory]"""
+python -m bench keyspace [-n REQUESTS] [--rounds R] [--part all|throughput|memory]
+python -m bench hostile [--rounds R] [--garbage-mb M] [--idle N]"""
 
 import argparse
 import sys
@@ -9,7 +10,7 @@ import sys
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("mode", nargs="?", default="throughput",
-                        choices=["throughput", "memory", "keyspace"])
+                        choices=["throughput", "memory", "keyspace", "hostile"])
     parser.add_argument("-n", "--requests", type=int, default=200000,
                         help="requests per redis-benchmark run (default 200000)")
     parser.add_argument("--rounds", type=int, default=1,
@@ -30,8 +31,15 @@ def main(argv=None):
                              "key (1M string keys, 1M list items), or both")
     parser.add_argument("--keys", type=int, default=1000000,
                         help="keyspace memory: string keys and list items to load")
+    parser.add_argument("--garbage-mb", type=int, default=100,
+                        help="hostile mode: MB of pipelined garbage (default 100)")
+    parser.add_argument("--idle", type=int, default=1000,
+                        help="hostile mode: idle connections (default 1000)")
     args = parser.parse_args(argv)
-    if args.mode == "keyspace":
+    if args.mode == "hostile":
+        from . import hostile
+        hostile.run(args.rounds, garbage_mb=args.garbage_mb, idle=args.idle)
+    elif args.mode == "keyspace":
         if args.part in ("all", "throughput"):
             from . import keyspace
             keyspace.run(args.requests, rounds=args.rounds)

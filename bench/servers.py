@@ -87,11 +87,11 @@ def start_trisque(extra=()):
     return Server("trisque", argv, port, directory)
 
 
-def start_redis():
+def start_redis(extra=()):
     port = free_port()
     directory = tempfile.mkdtemp(prefix="redis-bench-")
     argv = ["redis-server", "--port", str(port), "--bind", "127.0.0.1",
-            "--save", "", "--appendonly", "no", "--dir", directory]
+            "--save", "", "--appendonly", "no", "--dir", directory, *extra]
     return Server("redis", argv, port, directory)
 
 

@@ -39,8 +39,10 @@ MB = 1024 * 1024
 
 # Each ends a garbage connection: the server must answer "-ERR Protocol
 # error..." and close (test_bad_input.py has each one alone).
+# (Redis 7 waits for the elements of a count up to 2^31-1: this one is
+# refused by both; we refuse counts over 1048576.)
 MALFORMED_TAILS = (b"*1\r\n$x\r\n", b"*x\r\n", b"*1\r\nxyz\r\n",
-                   b"*2\r\n*1\r\n$1\r\na\r\n$1\r\nb\r\n", b"*99999999\r\n",
+                   b"*2\r\n*1\r\n$1\r\na\r\n$1\r\nb\r\n", b"*2147483648\r\n",
                    b"*1\r\n$999999999999\r\n")
 
 
@@ -211,7 +213,7 @@ def pair_rate(port: int, until: Callable[[], bool], kind: str = "disque") -> Pai
             else:
                 producer.lpush("pair", body)
                 assert consumer.lmove("pair", "processing", "RIGHT", "LEFT") == body
-                assert consumer.lrem("processing", 1, body) == 1
+                assert consumer.lrem("processing", 1, body.decode()) == 1
             cycles += 1
     finally:
         producer.close()
