@@ -384,7 +384,14 @@ def test_nodes_conf_that_cannot_be_written(make_cluster):
     cannot be written; the node keeps working and saves once it can."""
     c = make_cluster(2)
     blocker = os.path.join(c.servers[0].dir, "nodes.conf.tmp")
-    os.mkdir(blocker)  # the atomic save writes this file first
+
+    def block():  # the atomic save writes this file first
+        try:
+            os.mkdir(blocker)
+            return True
+        except FileExistsError:  # the node is saving right now: its .tmp is there
+            return False
+    wait_for(block, 5, interval=0.01, message="nodes.conf.tmp blocked")
     try:
         with pytest.raises(redis.ResponseError, match="error saving the cluster node config"):
             c[0].execute_command("CLUSTER", "SAVECONFIG")
