@@ -35,7 +35,7 @@ bench: $(DEV)
 
 # The Spark example (pipeline/examples/), against a running `make cluster`.
 pipeline-example: $(DEV)
-	$(BIN)/python pipeline/examples/tasks_pipeline.py $(ARGS)
+	$(BIN)/python trisque/pipeline/examples/tasks_pipeline.py $(ARGS)
 
 # The configuration reference (docs/configuration.md) from server/core/config.py.
 docs: $(STAMP)
