@@ -28,6 +28,7 @@ cluster: $(STAMP)
 
 test: $(DEV)
 	$(BIN)/ruff check --quiet .  # lint first: seconds, and a clear failure
+	$(BIN)/mypy  # [tool.mypy] in pyproject.toml: a type error fails the tests
 	$(BIN)/python -m pytest -q $(ARGS)
 
 bench: $(DEV)

@@ -28,7 +28,8 @@ from pyspark.sql.datasource import (DataSourceArrowWriter, DataSourceStreamArrow
 from .bodies import RequestEncoder
 from .connection import Address, Connection, NodeUnavailable, encode
 from .lease import fastack
-from .nodes import connect_first, format_address, parse_nodes
+from .connection import format_address
+from .nodes import connect_first, parse_nodes
 from .options import SinkOptions
 
 # Transient refusals worth sending again to another node: not enough nodes

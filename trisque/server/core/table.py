@@ -6,7 +6,9 @@ given this table (``Node(..., table=COMMANDS)``) and knows no command
 module; the cluster adds CLUSTER to it the same way (cluster/commands.py).
 """
 
-from .command import COMMANDS, Command, command, unique_commands  # noqa: F401
+from .command import COMMANDS, Command, command, unique_commands
+
+__all__ = ["COMMANDS", "Command", "command", "unique_commands"]
 
 # Registering happens on import; the keyspace's commands join the same table.
 from . import commands_jobs, commands_queues, commands_server  # noqa: E402,F401
