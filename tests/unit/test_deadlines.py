@@ -8,20 +8,34 @@ import time
 
 import pytest
 
-from trisque.server.core.deadlines import MAX_LANES, STALE_MIN, Deadlines
+from trisque.server.core.deadlines import MAX_LANES, STALE_MIN, Deadlines, Ordered, Scheduled
 
 
-class Item:
-    __slots__ = ("name", "wake_ms", "_ctime")  # what Deadlines reads
+class Item(Scheduled):
+    """A deadline and nothing else (as a blocked client or a pending reply)."""
 
-    def __init__(self, name, ctime=None):
+    __slots__ = ("name",)
+
+    def __init__(self, name):
         self.name = name
         self.wake_ms = None
-        if ctime is not None:
-            self._ctime = ctime
 
     def __repr__(self):
         return f"<{self.name} {self.wake_ms}>"
+
+
+class JobItem(Ordered):
+    """A deadline and a creation time, as a job: lanes bisect these."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name, ctime):
+        self.name = name
+        self.wake_ms = None
+        self._ctime = ctime
+
+    def __repr__(self):
+        return f"<{self.name} {self.wake_ms} c{self._ctime}>"
 
 
 def check(deadlines, model):
@@ -57,7 +71,7 @@ def test_jittered_deadlines_match_a_reference_model(seed):
     deadlines = Deadlines()
     model = {}
     # jobs (with a creation time, in creation order) and waiters (none)
-    items = [Item(f"j{n}", ctime=n) for n in range(1500)] + [Item(f"w{n}") for n in range(60)]
+    items = [JobItem(f"j{n}", n) for n in range(1500)] + [Item(f"w{n}") for n in range(60)]
     now = 10_000
     retry = rng.choice([50, 300, 3000])
     most_buckets = 0
@@ -103,7 +117,7 @@ def test_a_bucket_holds_every_item_due_in_its_millisecond():
     fill = [Item(f"f{n}") for n in range(MAX_LANES)]
     for n, item in enumerate(fill):  # every lane taken, tails late
         deadlines.set(item, 100_000 - n)
-    same = [Item(n, ctime=n) for n in range(50)]
+    same = [JobItem(n, n) for n in range(50)]
     for item in same:
         deadlines.set(item, 5000)
     assert len(deadlines._buckets[5000]) == 50
@@ -149,7 +163,7 @@ def test_a_million_jittered_deadlines_stay_fast():
     rng = random.Random(1)
     n = 1_000_000
     jitter = rng.choices(range(-250, 250), k=n)
-    items = [Item(i, ctime=i) for i in range(n)]
+    items = [JobItem(i, i) for i in range(n)]
     deadlines = Deadlines()
     start = time.process_time()
     for i, item in enumerate(items):

@@ -6,10 +6,11 @@ import random
 
 import pytest
 
-from trisque.server.core.deadlines import MAX_LANES, Deadlines
+from trisque.server.core.deadlines import MAX_LANES, Deadlines, Scheduled
+from trisque.server.core.job import ACTIVE, CTIME_EPOCH, Job
 from trisque.server.core.queue import SMALL_FIFO, JobList
 
-from .test_deadlines import Item, check as check_deadlines  # (Item: what both read)
+from .test_deadlines import Item, JobItem, check as check_deadlines  # (what both read)
 
 
 @pytest.mark.parametrize("seed", range(12))
@@ -74,9 +75,9 @@ def test_deadlines_free_removed_items_at_once():
     assert len(deadlines) == 0 and deadlines.next_ms() is None
 
 
-class Waiter:
+class Waiter(Scheduled):
     """A deadline that is no job (a blocked client): no creation time."""
-    __slots__ = ("name", "wake_ms")
+    __slots__ = ("name",)
 
     def __init__(self, name):
         self.name = name
@@ -92,7 +93,7 @@ def test_deadlines_find_jobs_by_creation_time_and_the_rest_by_deadline(seed):
     rng = random.Random(seed)
     deadlines = Deadlines()
     model = {}
-    jobs = [Item(n, ctime=n) for n in range(2000)]
+    jobs = [JobItem(n, n) for n in range(2000)]
     for job in jobs:
         wake = 5000 + job.name // 40
         deadlines.set(job, wake)
@@ -122,6 +123,12 @@ def test_deadlines_find_jobs_by_creation_time_and_the_rest_by_deadline(seed):
     assert keys == sorted(keys)
 
 
+def job_item(name, ctime):
+    """A real Job (what a JobList holds), named by its ID; its ``_ctime``
+    is ``ctime``."""
+    return Job(str(name).encode(), b"q", b"", ACTIVE, 1, ctime + CTIME_EPOCH, 0, 0, 0)
+
+
 @pytest.mark.parametrize("seed", range(8))
 def test_joblist_matches_a_sorted_model(seed):
     rng = random.Random(seed)
@@ -136,7 +143,7 @@ def test_joblist_matches_a_sorted_model(seed):
                 job = pool.pop(rng.randrange(len(pool)))  # a requeue: older
             else:
                 ctime += 1
-                job = Item(step, ctime)
+                job = job_item(step, ctime)
             jobs.add(job)
             model.append(job)
             model.sort(key=lambda j: j._ctime)
@@ -151,7 +158,7 @@ def test_joblist_matches_a_sorted_model(seed):
             pool.append(job)
         else:
             with pytest.raises(ValueError):
-                jobs.remove(Item("absent", -1))
+                jobs.remove(job_item("absent", -1))
         assert len(jobs) == len(model)
         assert bool(jobs) == bool(model)
         if step % 50 == 0:
@@ -166,7 +173,7 @@ def test_joblist_matches_a_sorted_model(seed):
 
 def test_joblist_stays_a_deque_in_fifo_use_and_sorts_when_it_must():
     jobs = JobList()
-    items = [Item(n, n) for n in range(SMALL_FIFO + 10)]
+    items = [job_item(n, n) for n in range(SMALL_FIFO + 10)]
     for item in items:
         jobs.add(item)
     assert jobs._sorted is None

@@ -6,7 +6,7 @@ INT64_MAX = 2**63 - 1
 INT64_MIN = -2**63
 
 
-def to_int(arg, message=NOT_INTEGER):
+def to_int(arg: bytes, message: str = NOT_INTEGER) -> int:
     """Parse a strict decimal 64-bit integer, as Redis's string2ll."""
     if arg.__class__ is bytes and arg.isdigit() and len(arg) < 19:  # usual case
         return int(arg)

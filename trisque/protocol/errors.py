@@ -4,7 +4,9 @@
 class CommandError(Exception):
     """Raised by a command handler; the message becomes ``-message``."""
 
-    def __init__(self, message):
+    message: str
+
+    def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
 
@@ -26,13 +28,13 @@ PAUSED_IN = "PAUSED Queue paused in input, try later"
 MAXLEN = "MAXLEN Queue is already longer than the specified MAXLEN count"
 
 
-def wrong_arity(name):
+def wrong_arity(name: str) -> str:
     return f"ERR wrong number of arguments for '{name}' command"
 
 
-def unknown_command(name):
+def unknown_command(name: str) -> str:
     return f"ERR unknown command '{name}'"
 
 
-def unknown_subcommand(sub, command):
+def unknown_subcommand(sub: str, command: str) -> str:
     return (f"ERR unknown subcommand '{sub}'. Try {command.upper()} HELP.")

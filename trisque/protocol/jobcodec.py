@@ -9,6 +9,7 @@ live left (clocks differ between nodes), the AOF the absolute expiry.
 """
 
 import struct
+from typing import Any
 
 _FIXED = struct.Struct("<40sBBHQqIIIIIIH")
 NODE_ID_LEN = 40
@@ -42,7 +43,7 @@ def _node_ids(raw):
     return nodes
 
 
-def decode(data, offset=0):
+def decode(data: bytes, offset: int = 0) -> tuple[Any, int]:
     """Return (fields tuple in FIELDS order, offset after the record)."""
     records, end = decode_many(data, offset, 1)
     return records[0], end

@@ -10,6 +10,7 @@ still need an ack, and until when.
 import binascii
 import os
 import struct
+from typing import Callable
 
 ID_LEN = 40
 _RANDOM_POOL_BYTES = 18 * 4096
@@ -19,7 +20,12 @@ class IdGenerator:
     """Makes unique IDs for one node; random bytes are fetched in bulk
     because one os.urandom call per job is a syscall we need not pay."""
 
-    def __init__(self, node_id, random_bytes=os.urandom):
+    prefix: bytes
+    random_bytes: Callable[[int], bytes]
+    _heads: list[bytes]
+    _suffixes: dict[int, bytes]
+
+    def __init__(self, node_id: str, random_bytes: Callable[[int], bytes] = os.urandom) -> None:
         self.prefix = b"D-" + node_id[:8].encode() + b"-"
         self.random_bytes = random_bytes
         # IDs without their TTL suffix, made 4096 at a time, in C: 18
@@ -30,7 +36,7 @@ class IdGenerator:
         self._heads = []
         self._suffixes = {}  # ttl_s, or -ttl_s without retry -> b"-hhhh"
 
-    def new(self, ttl_s, retry_s):
+    def new(self, ttl_s: int, retry_s: int) -> bytes:
         heads = self._heads
         if not heads:
             heads = self._heads = self._refill()
@@ -42,7 +48,7 @@ class IdGenerator:
             suffix = self._suffixes[key] = b"-%04x" % ttl_digits(ttl_s, retry_s)
         return heads.pop() + suffix
 
-    def _refill(self):
+    def _refill(self) -> list[bytes]:
         pool = binascii.b2a_base64(self.random_bytes(_RANDOM_POOL_BYTES), newline=False)
         return list(map(self.prefix.__add__, _POOL_PIECES.unpack(pool)))
 
@@ -50,17 +56,17 @@ class IdGenerator:
 _POOL_PIECES = struct.Struct("24s" * (_RANDOM_POOL_BYTES // 18))
 
 
-def ttl_digits(ttl_s, retry_s):
+def ttl_digits(ttl_s: int, retry_s: int) -> int:
     minutes = min(ttl_s // 60, 0xFFFF)
     return (minutes | 1) if retry_s > 0 else (minutes & 0xFFFE)
 
 
-def is_valid(job_id):
+def is_valid(job_id: bytes) -> bool:
     return (len(job_id) == ID_LEN and job_id[0] == 68 and job_id[1] == 45
             and job_id[10] == 45 and job_id[35] == 45)
 
 
-def _ttl_field(job_id):
+def _ttl_field(job_id: bytes) -> int:
     """The 4 TTL digits as a number.  IDs are only shape-checked, so a
     client may send any bytes here: a non-hex digit counts as 0 (as in
     Disque), never an exception."""
@@ -70,18 +76,18 @@ def _ttl_field(job_id):
     return value
 
 
-_HEX_VALUE = {c: int(chr(c), 16) for c in b"0123456789abcdefABCDEF"}
+_HEX_VALUE: dict[int, int] = {ord(c): int(c, 16) for c in "0123456789abcdefABCDEF"}
 
 
-def ttl_s_from_id(job_id):
+def ttl_s_from_id(job_id: bytes) -> int:
     """The TTL, in seconds, the ID was created with (rounded down to minutes)."""
     return _ttl_field(job_id) * 60
 
 
-def has_retry(job_id):
+def has_retry(job_id: bytes) -> bool:
     """Odd TTL digits: the job may be requeued, so acks matter."""
     return _ttl_field(job_id) & 1 == 1
 
 
-def node_prefix(job_id):
+def node_prefix(job_id: bytes) -> bytes:
     return job_id[2:10]

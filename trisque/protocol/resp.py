@@ -7,8 +7,10 @@ helpers (``bulk``, ``integer``) and rare ones the generic ``encode``.
 """
 
 import re
+from typing import Any
 
 import hiredis
+from mypy_extensions import mypyc_attr
 
 MAX_MULTIBULK = 1024 * 1024  # elements in one request, as Redis
 MAX_INLINE = 64 * 1024  # bytes in one inline request line
@@ -23,11 +25,15 @@ _BULK_HEADER = re.compile(rb"\$(0|[1-9][0-9]{0,17})\r\n")
 class ProtocolError(Exception):
     """Malformed input: reply with the message, then close the client."""
 
+    requests: "list[list[bytes]]"  # the complete requests before the bad bytes
 
+
+@mypyc_attr(native_class=False)  # (mypyc: no native subclass of str)
 class Status(str):
     """A simple-string reply (``+OK``)."""
 
 
+@mypyc_attr(native_class=False)
 class Verbatim(str):
     """A long text reply: a verbatim string in RESP3, a bulk in RESP2 (INFO)."""
 
@@ -44,7 +50,7 @@ ZERO = b":0\r\n"
 ONE = b":1\r\n"
 
 
-def error(message):
+def error(message: str) -> bytes:
     """``message`` starts with its code: ``ERR syntax error``, ``NOJOB ...``.
     CR and LF (from user text quoted in the message) become spaces, so the
     reply stays one line."""
@@ -53,45 +59,45 @@ def error(message):
     return b"-" + message.encode() + b"\r\n"
 
 
-def status(text):
+def status(text: str) -> bytes:
     return b"+" + text.encode() + b"\r\n"
 
 
-def integer(n):
+def integer(n: int) -> bytes:
     return b":%d\r\n" % n
 
 
-def bulk(data):
-    if data.__class__ is str:
+def bulk(data: bytes | str) -> bytes:
+    if isinstance(data, str):
         data = data.encode()
     return b"$%d\r\n%s\r\n" % (len(data), data)
 
 
-def null(proto):
+def null(proto: int) -> bytes:
     return NULL3 if proto == 3 else NULL2
 
 
-def null_array(proto):
+def null_array(proto: int) -> bytes:
     return NULL3 if proto == 3 else NULL_ARRAY2
 
 
-def array_header(n):
+def array_header(n: int) -> bytes:
     return b"*%d\r\n" % n
 
 
-def encode(value, proto=2):
+def encode(value: Any, proto: int = 2) -> bytes:
     """Encode a Python value as a reply.
 
     str/bytes -> bulk, Status -> simple string, int -> integer, None -> null,
     list/tuple -> array, dict -> map (a flat array in RESP2), float -> double
     (a bulk in RESP2), bool -> boolean (an integer in RESP2).
     """
-    out = []
+    out: list[bytes] = []
     _encode(value, proto, out)
     return b"".join(out)
 
 
-def _encode(value, proto, out):
+def _encode(value: Any, proto: int, out: list[bytes]) -> None:
     kind = value.__class__
     if kind is bytes:
         out.append(b"$%d\r\n%s\r\n" % (len(value), value))
@@ -145,10 +151,19 @@ class RequestParser:
     (Redis's texts), after which the connection must be closed.
     """
 
-    def __init__(self, max_bulk_len=512 * 1024 * 1024):
+    max_bulk_len: int
+    _reader: Any
+    _inline_text: bytes
+    _partial: bytearray
+    _in_multibulk: bool
+    _maybe_chunk: bytes | None
+    _maybe_last: list[bytes] | None
+    _resume: tuple[int, int] | None
+
+    def __init__(self, max_bulk_len: int = 512 * 1024 * 1024) -> None:
         self.max_bulk_len = max_bulk_len
         self._reader = hiredis.Reader()
-        self._inline = b""  # unparsed inline text (never shared with hiredis)
+        self._inline_text = b""  # unparsed inline text (never shared with hiredis)
         self._partial = bytearray()  # bytes of the multibulk hiredis holds
         # Where _scan stopped in the incomplete request at the start of
         # _partial: (offset of its next element's header, elements left).
@@ -163,20 +178,20 @@ class RequestParser:
         self._maybe_chunk = None
         self._maybe_last = None
 
-    def buffered(self):
+    def buffered(self) -> int:
         """Bytes held of requests not complete yet (the query buffer).  The
         last chunk kept by _resolve's lazy check is not counted: one read at
         most, and most often a complete request."""
-        return len(self._partial) + len(self._inline)
+        return len(self._partial) + len(self._inline_text)
 
-    def feed(self, data):
+    def feed(self, data: bytes) -> list[list[bytes]]:
         """Parse ``data`` and return the list of complete requests."""
-        out = []
+        out: list[list[bytes]] = []
         try:
             while data:
                 if self._in_multibulk:
                     data = self._feed_multibulk(data, out)
-                elif data[0] == 42 and not self._inline:  # '*'
+                elif data[0] == 42 and not self._inline_text:  # '*'
                     if self._maybe_chunk is not None:
                         # A new request, or (a protocol error hiredis reports)
                         # a nested array inside the pending one.
@@ -193,9 +208,10 @@ class RequestParser:
             raise
         return out
 
-    def _resolve(self):
+    def _resolve(self) -> None:
         """Did the last chunk end between requests, or inside one?"""
         data, last = self._maybe_chunk, self._maybe_last
+        assert data is not None and last is not None  # (feed calls us only then)
         self._maybe_chunk = self._maybe_last = None
         encoded = b"*%d\r\n%s" % (len(last), b"".join(
             [b"$%d\r\n%s\r\n" % (len(arg), arg) for arg in last]))
@@ -208,7 +224,8 @@ class RequestParser:
             self._in_multibulk = True
             self._check_partial()
 
-    def _feed_multibulk(self, data, out):
+    def _feed_multibulk(self, data: bytes, out: list[list[bytes]]) -> bytes:
+
         reader = self._reader
         # What hiredis holds of a request begun in an earlier read; copied
         # only for _reparse (a big request spans hundreds of reads).
@@ -227,7 +244,8 @@ class RequestParser:
             except ProtocolError:  # after the requests before the bad header
                 return self._reparse(bytes(partial), first, out)
         reader.feed(data)
-        last = False  # the last complete request of this chunk
+        last: list[bytes] | None = None  # the last complete request of this chunk
+
         try:
             request = reader.gets()
             while request is not False:
@@ -267,7 +285,7 @@ class RequestParser:
             self._in_multibulk = False
         return b""
 
-    def _reparse(self, stream, first, out):
+    def _reparse(self, stream: bytes, first: int, out: list[list[bytes]]) -> bytes:
         """hiredis met something that is not a request array in ``stream``
         (the bytes it was given since its last complete request): parse
         the arrays at its start here instead, as Redis does, and hand what
@@ -286,7 +304,7 @@ class RequestParser:
         self._in_multibulk = False
         return rest
 
-    def _check_partial(self):
+    def _check_partial(self) -> None:
         """Validate the headers of the buffered, incomplete request (and
         drop the complete requests before it from our copy)."""
         buf = self._partial
@@ -294,7 +312,7 @@ class RequestParser:
         if not buf:
             self._in_multibulk = False  # every request in it was complete
 
-    def _scan(self, buf, requests=None):
+    def _scan(self, buf: bytes | bytearray, requests: list[list[bytes]] | None = None) -> int:
         """Walk the request arrays at the start of ``buf`` by their headers
         and return where the first incomplete one, or the first byte that
         is not '*' (inline text), starts.  Raises ProtocolError at a header
@@ -326,7 +344,7 @@ class RequestParser:
                     raise ProtocolError("Protocol error: invalid multibulk length")
                 pos = end + 2
                 left = count  # none for a count <= 0: skipped, as Redis
-            args = [] if requests is not None else None
+            args: list[bytes] | None = [] if requests is not None else None
             while left > 0:
                 if pos >= size:
                     return self._stopped(buf, requests, start, pos, left)
@@ -353,12 +371,13 @@ class RequestParser:
                 if args is not None:
                     args.append(bytes(buf[end + 2:pos - 2]))
                 left -= 1
-            if args:
+            if args and requests is not None:
                 requests.append(args)
             start = pos
         return start
 
-    def _stopped(self, buf, requests, start, pos, left):
+    def _stopped(self, buf: bytes | bytearray, requests: list[list[bytes]] | None,
+                 start: int, pos: int, left: int) -> int:
         """_scan met the end of ``buf`` inside the request at ``start``:
         remember where, for the next read (the caller drops the bytes
         before ``start`` from _partial)."""
@@ -366,19 +385,19 @@ class RequestParser:
             self._resume = (pos - start, left)
         return start
 
-    def _feed_inline(self, data, out):
-        buf = self._inline + data if self._inline else data
+    def _feed_inline(self, data: bytes, out: list[list[bytes]]) -> bytes:
+        buf = self._inline_text + data if self._inline_text else data
         pos = 0
         size = len(buf)
         while pos < size:
             if buf[pos] == 42:  # a multibulk request follows
-                self._inline = b""
+                self._inline_text = b""
                 return buf[pos:]
             end = buf.find(b"\n", pos)
             if end < 0:
                 if size - pos > MAX_INLINE:
                     raise ProtocolError("Protocol error: too big inline request")
-                self._inline = buf[pos:]
+                self._inline_text = buf[pos:]
                 return b""
             line = buf[pos:end]
             pos = end + 1
@@ -387,11 +406,11 @@ class RequestParser:
             args = split_inline(line)
             if args:
                 out.append(args)
-        self._inline = b""
+        self._inline_text = b""
         return b""
 
 
-def _header_int(buf, start, end, what):
+def _header_int(buf: bytes | bytearray, start: int, end: int, what: str) -> int:
     """A header's number, as strictly as Redis (and hiredis) read it: an
     optional '-', then digits without a leading zero."""
     text = bytes(buf[start:end])
@@ -402,12 +421,12 @@ def _header_int(buf, start, end, what):
     return int(text)
 
 
-def split_inline(line):
+def split_inline(line: bytes) -> list[bytes]:
     """Split an inline request like Redis does: spaces, "quotes" with
     escapes, 'single quotes'."""
     if b'"' not in line and b"'" not in line:
         return line.split()
-    args = []
+    args: list[bytes] = []
     i, n = 0, len(line)
     while True:
         while i < n and line[i] in b" \t":
@@ -415,7 +434,7 @@ def split_inline(line):
         if i >= n:
             return args
         arg = bytearray()
-        quote = None
+        quote: int | None = None
         while i < n:
             c = line[i]
             if quote == 34:  # inside "..."

@@ -13,22 +13,53 @@ served by another client's ADDJOB, a timeout), calls ``node.wake(client)``
 so the shell flushes them.
 """
 
+from collections import deque
+from typing import Any
+
+from mypy_extensions import mypyc_attr
+
+from .deadlines import Scheduled
+
 # reply modes (CLIENT REPLY)
 REPLY_ON = 0
 REPLY_OFF = 1
 REPLY_SKIP = 2
 
 
-class Client:
+class Client(Scheduled):
     __slots__ = (
         "id", "addr", "laddr", "proto", "name", "lib_name", "lib_ver",
         "authenticated", "ctime_ms", "last_ms", "last_cmd", "out",
-        "blocked", "wake_ms", "reply_mode", "close_after_reply", "monitor",
+        "blocked", "reply_mode", "close_after_reply", "monitor",
         "killed", "transport", "slots", "disque_resp3", "db",
         "multi", "watch",
     )
+    id: int
+    addr: str
+    laddr: str
+    proto: int
+    name: str
+    lib_name: str
+    lib_ver: str
+    authenticated: bool
+    ctime_ms: int
+    last_ms: int
+    last_cmd: str
+    out: list[bytes]
+    blocked: Any
+    reply_mode: int
+    close_after_reply: bool
+    monitor: bool
+    killed: bool
+    transport: Any
+    slots: "deque[Any] | None"
+    disque_resp3: bool
+    db: int
+    multi: Any
+    watch: Any
 
-    def __init__(self, client_id, addr="", laddr="", now_ms=0, transport=None):
+    def __init__(self, client_id: int, addr: str = "", laddr: str = "", now_ms: int = 0,
+                 transport: Any = None) -> None:
         self.id = client_id
         self.addr = addr  # "ip:port" of the peer
         self.laddr = laddr
@@ -51,8 +82,8 @@ class Client:
         # Replies queued behind a PendingReply (e.g. an ADDJOB waiting for
         # replication): pipelined commands keep running, replies keep order.
         self.slots = None
-        self.disque_resp3: bool = False  # CLIENT DISQUE-RESP3 ON
-        self.db: int = 0  # the keyspace database SELECTed
+        self.disque_resp3 = False  # CLIENT DISQUE-RESP3 ON
+        self.db = 0  # the keyspace database SELECTed
         self.multi = None  # transactions.Transaction between MULTI and EXEC
         self.watch = None  # transactions.Watch: the keys WATCHed
 
@@ -65,27 +96,33 @@ class BlockedGet:
     """A GETJOB waiting for a job on one of ``queues``."""
 
     __slots__ = ("queues", "withcounters")
+    queues: list[bytes]
+    withcounters: bool
 
-    def __init__(self, queues, withcounters):
+    def __init__(self, queues: list[bytes], withcounters: bool) -> None:
         self.queues = queues
         self.withcounters = withcounters
 
 
-class PendingReply:
+@mypyc_attr(allow_interpreted_subclasses=True)  # cluster/replication.py's
+class PendingReply(Scheduled):
     """A reply that is not known yet; later replies of the same client wait
     behind it.  ``node.resolve(pending, data)`` fills it in.  Subclasses
     that set ``wake_ms`` through ``node.deadlines`` get ``fire(node)`` called
     at that time; ``cancel(node)`` runs if the client goes away first."""
 
-    __slots__ = ("client", "data", "wake_ms")
+    __slots__ = ("client", "data")
+    client: Client | None  # None: a timer (cluster/replication.py)
+    data: bytes | None
 
-    def __init__(self, client):
+    def __init__(self, client: Client | None) -> None:
         self.client = client
         self.data = None
         self.wake_ms = None
 
-    def fire(self, node):
+    def fire(self, node: Any) -> None:
         pass
 
-    def cancel(self, node):
+    def cancel(self, node: Any) -> None:
         pass
+

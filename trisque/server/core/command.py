@@ -19,6 +19,19 @@ Handler = Callable[..., Any]
 class Command:
     __slots__ = ("name", "lname", "arity", "flags", "handler", "deny_oom",
                  "ok_loading", "calls", "ns", "hist", "first_key", "last_key", "key_step")
+    name: str
+    lname: str
+    arity: int
+    flags: tuple[str, ...]
+    handler: Handler
+    deny_oom: bool
+    ok_loading: bool
+    calls: int
+    ns: int
+    hist: list[int]
+    first_key: int
+    last_key: int
+    key_step: int
 
     def __init__(self, name: str, arity: int, flags: tuple[str, ...], handler: Handler,
                  keys: tuple[int, int, int] = (0, 0, 0)) -> None:

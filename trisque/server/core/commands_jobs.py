@@ -3,14 +3,17 @@ NACK, ENQUEUE, DEQUEUE, WORKING, DELJOB, SHOW, JSCAN.  Replies and errors
 are Disque's, in RESP2 shapes unless the client opted in to RESP3 types
 (client.py)."""
 
+from typing import Any
+
 from ...protocol import errors, jobid, resp
 from ...protocol.args import to_int
 from ...protocol.errors import CommandError
 
-from .client import BlockedGet
-from .job import ACKED, ACTIVE, BCAST_WILLQUEUE, QUEUED, STATE_BY_NAME, STATE_NAMES
+from .client import BlockedGet, Client
+from .job import ACKED, ACTIVE, BCAST_WILLQUEUE, QUEUED, STATE_BY_NAME, STATE_NAMES, Job
 from .job_reply import job_reply
-from .queue import PAUSED_IN, PAUSED_OUT
+from .node import Node
+from .queue import PAUSED_IN, PAUSED_OUT, Queue
 from .scan import parse_cursor, scan
 from .command import command
 
@@ -21,14 +24,14 @@ _RETRY_FOR_DEFAULT_TTL_S = max(1, min(TTL_DEFAULT_S // 10, RETRY_DEFAULT_MAX_S))
 U32_MAX = 2**32 - 1
 
 
-def parse_timeout_ms(arg):
+def parse_timeout_ms(arg: bytes) -> int:
     value = to_int(arg, "ERR timeout is not an integer or out of range")
     if value < 0:
         raise CommandError("ERR timeout is negative")
     return value
 
 
-def validate_ids(ids):
+def validate_ids(ids: list[bytes]) -> None:
     """All IDs must be well formed before any is acted on."""
     for job_id in ids:
         if not jobid.is_valid(job_id):
@@ -36,7 +39,7 @@ def validate_ids(ids):
 
 
 @command("ADDJOB", -4, "write denyoom fast")
-def addjob(node, client, argv):
+def addjob(node: Node, client: Client, argv: list[bytes]) -> Any:
     """ADDJOB queue body timeout_ms [REPLICATE n] [DELAY s] [RETRY s]
     [TTL s] [MAXLEN n] [ASYNC]"""
     if len(argv[2]) > node.config.max_job_size:
@@ -109,7 +112,7 @@ def addjob(node, client, argv):
         raise CommandError(errors.NOREPL_NODES)
 
     qname = argv[1]
-    queue = node.queues.get(qname)
+    queue: Queue | None = node.queues.get(qname)
     if queue is not None:
         qname = queue.name  # one name object for all its jobs (memory)
         if maxlen and len(queue.jobs) >= maxlen:
@@ -139,7 +142,7 @@ def addjob(node, client, argv):
     return b"+%s\r\n" % job.id
 
 
-def _bounded(arg, low, high, message):
+def _bounded(arg: bytes, low: int, high: int | None, message: str) -> int:
     try:
         value = to_int(arg)
     except CommandError:
@@ -158,7 +161,7 @@ _GETJOB_OPTIONS = {b"FROM": _FROM, b"NOHANG": _NOHANG, b"WITHCOUNTERS": _WITHCOU
 # one users read in this project's description.
 @command("GETJOBS", -2, "write fast")
 @command("GETJOB", -2, "write fast")
-def getjob(node, client, argv):
+def getjob(node: Node, client: Client, argv: list[bytes]) -> bytes | None:
     """GETJOB [NOHANG] [TIMEOUT ms] [COUNT n] [WITHCOUNTERS] FROM queue..."""
     timeout_ms = 0
     count = 1
@@ -203,15 +206,15 @@ def getjob(node, client, argv):
         # The same rule for the usual single queue, with less bookkeeping:
         # take while there are jobs; a queue found empty asks for more.
         name = names[0]
-        queue = queues.get(name)
+        queue: Queue | None = queues.get(name)
         if queue is None:
             queue = node.get_queue(name)  # as Disque's GETJOB: it exists now
         queue.consumer_ms = now_ms
         if not queue.paused & PAUSED_OUT:
             jobs = queue.jobs
-            fetch = node.fetch
             while count and jobs:
-                out.append(job_reply(fetch(queue, now_ms), withcounters))
+                out.append(job_reply(node.fetch(queue, now_ms), withcounters))
+
                 count -= 1
         if count:
             node.cluster.need_jobs(name)
@@ -247,13 +250,14 @@ def getjob(node, client, argv):
 
 
 @command("ACKJOB", -1, "write fast")
-def ackjob(node, client, argv):
+def ackjob(node: Node, client: Client, argv: list[bytes]) -> bytes:
+
     ids = argv[1:]
     validate_ids(ids)
     known = 0
     jobs = node.jobs
     for job_id in ids:
-        job = jobs.get(job_id)
+        job: Job | None = jobs.get(job_id)
         if job is None:
             # An ack for a job we never saw may still matter elsewhere: the
             # cluster keeps a "dummy ack" for IDs whose TTL digits are odd.
@@ -267,7 +271,7 @@ def ackjob(node, client, argv):
 
 
 @command("FASTACK", -1, "write fast")
-def fastack(node, client, argv):
+def fastack(node: Node, client: Client, argv: list[bytes]) -> bytes:
     ids = argv[1:]
     validate_ids(ids)
     known = 0
@@ -280,7 +284,7 @@ def fastack(node, client, argv):
     return b":%d\r\n" % known
 
 
-def _enqueue_generic(node, argv, nack):
+def _enqueue_generic(node: Node, argv: list[bytes], nack: bool) -> bytes:
     ids = argv[1:]
     validate_ids(ids)
     enqueued = 0
@@ -292,17 +296,17 @@ def _enqueue_generic(node, argv, nack):
 
 
 @command("ENQUEUE", -1, "write denyoom fast")
-def enqueue(node, client, argv):
+def enqueue(node: Node, client: Client, argv: list[bytes]) -> bytes:
     return _enqueue_generic(node, argv, nack=False)
 
 
 @command("NACK", -1, "write denyoom fast")
-def nack(node, client, argv):
+def nack(node: Node, client: Client, argv: list[bytes]) -> bytes:
     return _enqueue_generic(node, argv, nack=True)
 
 
 @command("DEQUEUE", -1, "write fast")
-def dequeue(node, client, argv):
+def dequeue(node: Node, client: Client, argv: list[bytes]) -> bytes:
     ids = argv[1:]
     validate_ids(ids)
     dequeued = 0
@@ -314,7 +318,7 @@ def dequeue(node, client, argv):
 
 
 @command("DELJOB", -1, "write fast")
-def deljob(node, client, argv):
+def deljob(node: Node, client: Client, argv: list[bytes]) -> bytes:
     ids = argv[1:]
     validate_ids(ids)
     evicted = 0
@@ -327,7 +331,7 @@ def deljob(node, client, argv):
 
 
 @command("WORKING", 2, "write fast")
-def working(node, client, argv):
+def working(node: Node, client: Client, argv: list[bytes]) -> bytes:
     validate_ids(argv[1:])
     job = node.jobs.get(argv[1])
     if job is None:
@@ -351,7 +355,7 @@ def working(node, client, argv):
 
 
 @command("SHOW", 2, "readonly fast")
-def show(node, client, argv):
+def show(node: Node, client: Client, argv: list[bytes]) -> bytes:
     validate_ids(argv[1:])
     job = node.jobs.get(argv[1])
     if job is None:
@@ -359,7 +363,7 @@ def show(node, client, argv):
     return resp.encode(job_info(node, job), client.disque_proto())
 
 
-def job_info(node, job):
+def job_info(node: Node, job: Job) -> dict[str, Any]:
     """SHOW's 15 fields, in Disque's order (a map for CLIENT DISQUE-RESP3)."""
     now_ms = node.now_ms()
     return {
@@ -384,7 +388,7 @@ def job_info(node, job):
 
 
 @command("JSCAN", -1, "readonly")
-def jscan(node, client, argv):
+def jscan(node: Node, client: Client, argv: list[bytes]) -> bytes:
     """JSCAN [cursor] [COUNT n] [BUSYLOOP] [QUEUE q] [STATE s]... [REPLY all|id]"""
     count = 100
     busyloop = False
@@ -422,7 +426,7 @@ def jscan(node, client, argv):
             cursor = parse_cursor(argv[i])
         i += 1
 
-    def wanted(job):
+    def wanted(job: Job) -> bool:
         if job.flags & 8:  # dummy acks are bookkeeping, not jobs
             return False
         if queue is not None and job.queue != queue:
@@ -431,6 +435,7 @@ def jscan(node, client, argv):
 
     cursor, jobs = scan(node.jobs, cursor or 0, count, busyloop, wanted,
                         node.deletions)
+    items: list[Any]
     if reply_all:
         items = [job_info(node, job) for job in jobs]
     else:
@@ -439,5 +444,5 @@ def jscan(node, client, argv):
 
 
 @command("LOADJOB", 2, "write")
-def loadjob(node, client, argv):
+def loadjob(node: Node, client: Client, argv: list[bytes]) -> bytes:
     raise CommandError("ERR LOADJOB is a special command only processed from AOF")

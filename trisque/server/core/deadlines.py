@@ -40,6 +40,9 @@ from ~280 to ~60 bytecodes with lanes instead of one SortedKeyList.
 from bisect import bisect_left, bisect_right
 from heapq import heapify, heappop, heappush
 from operator import attrgetter
+from typing import Any
+
+from mypy_extensions import mypyc_attr
 
 MAX_LANES = 8
 STALE_MIN = 64  # stale bucket keys in the heap before it is worth rebuilding
@@ -49,24 +52,42 @@ _WAKE = attrgetter("wake_ms")
 _CTIME = attrgetter("_ctime")  # jobs' creation time, see _find_in_run
 
 
-class _Hole:
+@mypyc_attr(allow_interpreted_subclasses=True)  # (PendingReply's, in cluster/)
+class Scheduled:
+    """Anything with a deadline here: a job, a blocked client, a pending
+    reply.  ``wake_ms`` is its deadline while it has one."""
+
+    __slots__ = ("wake_ms",)
+    wake_ms: int | None
+
+
+@mypyc_attr(allow_interpreted_subclasses=True)  # (tests' stand-ins for jobs)
+class Ordered(Scheduled):
+    """A scheduled item with a creation time (a job, or the hole one left):
+    lanes of jobs created in order are searched by bisection on it."""
+
+    __slots__ = ("_ctime",)
+    _ctime: int
+
+
+class _Hole(Ordered):
     """Where a removed item was, away from the head: keeps its deadline (and
     a job's creation time) so the lane stays sorted for bisection."""
 
-    __slots__ = ("wake_ms", "_ctime")
+    __slots__ = ()
 
-    def __init__(self, wake_ms, item):
+    def __init__(self, wake_ms: int, item: Scheduled) -> None:
         self.wake_ms = wake_ms
-        self._ctime = getattr(item, "_ctime", None)
+        self._ctime = item._ctime if isinstance(item, Ordered) else -1
 
 
-def _find_in_run(items, item, lo, hi):
+def _find_in_run(items: list[Any], item: Scheduled, lo: int, hi: int) -> int:
     """Index of ``item`` among ``items[lo:hi]``, which share its deadline,
     or -1.  Hundreds of jobs fetched in the same millisecond share their
     requeue deadline, and list.index compares each (~20 ns apiece).  They
     were usually scheduled in creation order, so try a bisection by job
     creation time first, and check it."""
-    if hi - lo > 8:
+    if hi - lo > 8 and isinstance(item, Ordered):
         try:
             i = bisect_left(items, item._ctime, lo, hi, key=_CTIME)
         except (AttributeError, TypeError):  # not all jobs
@@ -89,28 +110,41 @@ class _Lane:
     bisection on its creation time."""
 
     __slots__ = ("items", "head", "holes", "tail", "by_ctime", "last_ctime")
+    items: list[Any]  # Scheduled, or None before head
+    head: int
+    holes: int
+    tail: int
+    by_ctime: bool
+    last_ctime: int
 
-    def __init__(self, item, wake_ms):
+    def __init__(self, item: Scheduled, wake_ms: int) -> None:
         self.items = [item]
         self.head = 0
         self.holes = 0
         self.tail = wake_ms  # the latest deadline ever appended
-        self.last_ctime = getattr(item, "_ctime", None)  # None: not a job
-        self.by_ctime = self.last_ctime is not None
+        self.by_ctime = isinstance(item, Ordered)  # False: not a job
+        self.last_ctime = item._ctime if isinstance(item, Ordered) else -1
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # (AOF loading's stand-in, shell/aof_load.py)
 class Deadlines:
-    def __init__(self):
+    _lanes: list[_Lane]
+    _buckets: dict[int, Any]
+    _keys: list[int]
+    _floor: int | None
+    _len: int
+
+    def __init__(self) -> None:
         self._lanes = []
         self._buckets = {}  # wake_ms -> the item, or a list of the items, due then
         self._keys = []  # heap of the buckets' wake_ms; some may be stale
         self._floor = None  # a deadline before this fits no lane (see set)
         self._len = 0
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self._len
 
-    def set(self, item, wake_ms):
+    def set(self, item: Scheduled, wake_ms: int) -> None:
         """(Re)schedule ``item`` to wake at ``wake_ms``."""
         old = item.wake_ms
         if old is not None:
@@ -130,11 +164,10 @@ class Deadlines:
                 lane.tail = wake_ms
                 lane.items.append(item)
                 if lane.by_ctime:  # (inline: the hot path of ADDJOB, GETJOB)
-                    try:
-                        ctime = item._ctime
-                    except AttributeError:  # a client or a pending reply
+                    if not isinstance(item, Ordered):  # a client or a pending reply
                         lane.by_ctime = False
                         return
+                    ctime = item._ctime
                     if ctime > lane.last_ctime:
                         lane.last_ctime = ctime
                     else:
@@ -158,20 +191,20 @@ class Deadlines:
         else:
             buckets[wake_ms] = [bucket, item]
 
-    def cancel(self, item):
+    def cancel(self, item: Scheduled) -> None:
         old = item.wake_ms
         if old is not None:
             self._remove(item, old)
             item.wake_ms = None
             self._len -= 1
 
-    def _remove(self, item, key):
+    def _remove(self, item: Scheduled, key: int) -> None:
         for lane in self._lanes:
             if key > lane.tail:
                 continue
             items = lane.items
             head = lane.head
-            first = items[head]
+            first: Scheduled = items[head]
             if first is item:  # the usual case: the oldest goes first
                 items[head] = None
                 head += 1
@@ -180,7 +213,7 @@ class Deadlines:
                 else:
                     self._advance(lane, head)
                 return
-            if key < first.wake_ms:
+            if key < first.wake_ms:  # type: ignore[operator]  # (a live item has one)
                 continue
             # Not at a head: before searching lanes, its bucket (jittered
             # deadlines on a cluster node are mostly there).
@@ -188,10 +221,9 @@ class Deadlines:
                 return
             i = -1
             if lane.by_ctime:  # out-of-order acks: ~20% of their CPU before
-                try:
-                    i = bisect_left(items, item._ctime, head, key=_CTIME)
-                except AttributeError:  # not a job: not in this lane
+                if not isinstance(item, Ordered):  # not a job: not in this lane
                     continue
+                i = bisect_left(items, item._ctime, head, key=_CTIME)
                 if i == len(items) or items[i] is not item:
                     i = -1
             if i < 0:
@@ -213,7 +245,7 @@ class Deadlines:
         if not self._remove_from_bucket(item, key):
             raise ValueError(f"{item!r} is not scheduled at {key}")
 
-    def _remove_from_bucket(self, item, key):
+    def _remove_from_bucket(self, item: Scheduled, key: int) -> bool:
         buckets = self._buckets
         bucket = buckets.get(key)
         if bucket is item:
@@ -231,7 +263,7 @@ class Deadlines:
                 return True
         return False
 
-    def _first_key(self):
+    def _first_key(self) -> int:
         """The earliest bucket's deadline (buckets not empty): stale keys
         at the top of the heap (buckets emptied by removals) go first."""
         keys = self._keys
@@ -242,7 +274,7 @@ class Deadlines:
             key = keys[0]
         return key
 
-    def _advance(self, lane, head):
+    def _advance(self, lane: _Lane, head: int) -> None:
         """The entry before ``head`` is gone: move the head past holes, drop
         the lane once it is empty, forget what is behind the head."""
         items = lane.items
@@ -259,16 +291,17 @@ class Deadlines:
             head = 0
         lane.head = head
 
-    def _compact(self, lane):
+    def _compact(self, lane: _Lane) -> None:
         lane.items = [i for i in lane.items[lane.head:] if i.__class__ is not _Hole]
         lane.head = 0
         lane.holes = 0
 
-    def next_ms(self):
+    def next_ms(self) -> int | None:
         """The earliest deadline, or None."""
-        best = None
+        best: int | None = None
         for lane in self._lanes:
-            key = lane.items[lane.head].wake_ms
+            first: Scheduled = lane.items[lane.head]
+            key: int = first.wake_ms  # type: ignore[assignment]  # (a live item has one)
             if best is None or key < best:
                 best = key
         if self._buckets:
@@ -277,15 +310,16 @@ class Deadlines:
                 best = key
         return best
 
-    def pop_due(self, now_ms, limit):
+    def pop_due(self, now_ms: int, limit: int) -> list[Any]:
         """Remove and return up to ``limit`` items due at ``now_ms``."""
-        due = []
+        due: list[Any] = []
         buckets = self._buckets
         while len(due) < limit:
-            best = None
-            best_key = None
+            best: _Lane | None = None
+            best_key = 0
             for lane in self._lanes:
-                key = lane.items[lane.head].wake_ms
+                first: Scheduled = lane.items[lane.head]
+                key: int = first.wake_ms  # type: ignore[assignment]  # (a live item has one)
                 if best is None or key < best_key:
                     best = lane
                     best_key = key
@@ -307,7 +341,7 @@ class Deadlines:
             due.append(item)
         return due
 
-    def _pop_bucket(self, key, room, due):
+    def _pop_bucket(self, key: int, room: int, due: list[Any]) -> None:
         """Up to ``room`` items of the earliest bucket (due at ``key``, the
         top of the heap) onto ``due``."""
         buckets = self._buckets

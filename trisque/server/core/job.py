@@ -6,7 +6,12 @@ replica), ``queued`` when in a local queue, ``acked`` while its ack is being
 garbage-collected across the cluster.
 """
 
+from typing import Any
+
 from ...protocol import jobcodec
+
+from .deadlines import Ordered
+
 
 WAIT_REPL = 0
 ACTIVE = 1
@@ -30,62 +35,98 @@ JOB_OVERHEAD = 400
 CTIME_EPOCH = 1577836800000 * 1000000  # 2020-01-01, in ctime units
 
 
-class _Rare:
+def _set_rare(job: "Job", name: str, value: Any, default: Any) -> None:
     """A field most jobs never set (NACK and delivery counters, replication
-    and GC bookkeeping): kept in the job's ``_rare`` dict, made on the first
-    write of a non-default value.  A queued job then pays no slot for it;
-    1M queued jobs are 32 MB smaller (measured with python -m bench memory)."""
-
-    __slots__ = ("name", "default")
-
-    def __init__(self, default):
-        self.default = default
-
-    def __set_name__(self, owner, name):
-        self.name = name
-
-    def __get__(self, job, owner=None):
-        if job is None:
-            return self
-        rare = job._rare
-        if rare is None:
-            return self.default
-        return rare.get(self.name, self.default)
-
-    def __set__(self, job, value):
-        rare = job._rare
-        if rare is None:
-            if value is self.default or value == self.default:
-                return
-            rare = job._rare = {}
-        rare[self.name] = value
+    and GC bookkeeping) is kept in the job's ``_rare`` dict, made on the
+    first write of a non-default value.  A queued job then pays no slot for
+    it; 1M queued jobs are 32 MB smaller (measured with python -m bench
+    memory)."""
+    rare = job._rare
+    if rare is None:
+        if value is default or value == default:
+            return
+        rare = job._rare = {}
+    rare[name] = value
 
 
-class Job:
+class Job(Ordered):
+    # (wake_ms and _ctime: Ordered's slots)
     __slots__ = (
         "id", "queue", "body", "state", "flags", "repl",
-        "_ctime", "etime_ms", "delay_s", "retry_s",
-        "qtime_ms", "wake_ms", "nodes_delivered", "_rare",
+        "etime_ms", "delay_s", "retry_s",
+        "qtime_ms", "nodes_delivered", "_rare",
     )
+    id: bytes
+    queue: bytes
+    body: bytes
+    state: int
+    flags: int
+    repl: int
+    etime_ms: int
+    delay_s: int
+    retry_s: int
+    qtime_ms: int
+    nodes_delivered: tuple[str, ...]
+    _rare: dict[str, Any] | None
 
     # ctime is ms * 1e6 (plus a counter): 61 bits today, a 48-byte int.
     # Kept relative to 2020 it fits in 60 bits, a 32-byte int (until 2056).
     @property
-    def ctime(self):
+    def ctime(self) -> int:
         return self._ctime + CTIME_EPOCH
 
     @ctime.setter
-    def ctime(self, value):
+    def ctime(self, value: int) -> None:
         self._ctime = value - CTIME_EPOCH
 
-    nacks = _Rare(0)
-    deliveries = _Rare(0)  # additional deliveries (requeues not from NACK)
-    nodes_confirmed = _Rare(None)  # node IDs that confirmed (replication/GC)
-    gc_retry = _Rare(0)
-    waiter = _Rare(None)  # the client blocked in ADDJOB until replicated
+    # Rare fields, in ``_rare`` (see _set_rare)
+    @property
+    def nacks(self) -> int:
+        rare = self._rare
+        return 0 if rare is None else rare.get("nacks", 0)
 
-    def __init__(self, job_id, queue, body, state, repl, ctime, etime_ms,
-                 delay_s, retry_s):
+    @nacks.setter
+    def nacks(self, value: int) -> None:
+        _set_rare(self, "nacks", value, 0)
+
+    @property
+    def deliveries(self) -> int:  # additional deliveries (requeues not from NACK)
+        rare = self._rare
+        return 0 if rare is None else rare.get("deliveries", 0)
+
+    @deliveries.setter
+    def deliveries(self, value: int) -> None:
+        _set_rare(self, "deliveries", value, 0)
+
+    @property
+    def nodes_confirmed(self) -> Any:  # node IDs that confirmed (replication/GC)
+        rare = self._rare
+        return None if rare is None else rare.get("nodes_confirmed")
+
+    @nodes_confirmed.setter
+    def nodes_confirmed(self, value: Any) -> None:
+        _set_rare(self, "nodes_confirmed", value, None)
+
+    @property
+    def gc_retry(self) -> int:
+        rare = self._rare
+        return 0 if rare is None else rare.get("gc_retry", 0)
+
+    @gc_retry.setter
+    def gc_retry(self, value: int) -> None:
+        _set_rare(self, "gc_retry", value, 0)
+
+    @property
+    def waiter(self) -> Any:  # the client blocked in ADDJOB until replicated
+        rare = self._rare
+        return None if rare is None else rare.get("waiter")
+
+    @waiter.setter
+    def waiter(self, value: Any) -> None:
+        _set_rare(self, "waiter", value, None)
+
+    def __init__(self, job_id: bytes, queue: bytes, body: bytes, state: int, repl: int,
+                 ctime: int, etime_ms: int, delay_s: int, retry_s: int) -> None:
         self.id = job_id  # 40 bytes, see protocol.jobid
         self.queue = queue  # queue name, bytes
         self.body = body
@@ -101,17 +142,17 @@ class Job:
         self.nodes_delivered = ()  # node IDs that may hold a copy
         self._rare = None  # nacks, deliveries, nodes_confirmed, gc_retry, waiter
 
-    def memory(self):
+    def memory(self) -> int:
         return JOB_OVERHEAD + len(self.body) + len(self.queue)
 
-    def held_only_by(self, node_id):
+    def held_only_by(self, node_id: str) -> bool:
         """Only ``node_id`` may hold a copy and no ack confirmation is under
         way: once acked, the job's garbage collection is over at once."""
         holders = self.nodes_delivered
         return (len(holders) == 1 and holders[0] == node_id
                 and (self._rare is None or self.nodes_confirmed is None))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<Job {self.id.decode()} {STATE_NAMES[self.state]} q={self.queue!r}>"
 
 
@@ -120,7 +161,7 @@ _NOT_DUMMY = ~DUMMY_ACK  # a dummy ack's flag stays here
 _ids_cache: dict[tuple[str, ...], bytes] = {}  # tuple of holder IDs -> their bytes (few distinct tuples)
 
 
-def serialize(job, etime_ms):
+def serialize(job: Job, etime_ms: int) -> bytes:
     """The job as bytes (protocol.jobcodec's layout; a test checks this
     against jobcodec.encode), with the given expiry field.  Every REPLJOB,
     YOURJOBS and LOADJOB record is built here, in one step: the holders'
@@ -131,7 +172,8 @@ def serialize(job, etime_ms):
     nodes = job.nodes_delivered
     ids = _ids_cache.get(nodes)
     if ids is None:
-        ids = b"".join(n.encode() if n.__class__ is str else n for n in nodes)
+        ids = b"".join(n.encode() if n.__class__ is str else n for n in nodes)  # type: ignore[misc]
+
         if len(_ids_cache) >= 4096:
             _ids_cache.clear()
         _ids_cache[nodes] = ids
@@ -148,7 +190,7 @@ def serialize(job, etime_ms):
         queue, body, ids))
 
 
-def deserialize(data, offset=0):
+def deserialize(data: bytes, offset: int = 0) -> tuple[Job, int]:
     """(Job, offset after it) from bytes; etime_ms is as stored."""
     fields, offset = jobcodec.decode(data, offset)
     (job_id, state, flags, repl, ctime, etime_ms, delay_s, retry_s, nacks,

@@ -22,18 +22,24 @@ import os
 import random as _random
 from collections import deque
 from time import perf_counter_ns as _perf_ns
+from typing import Any, Callable
+
+
+from mypy_extensions import mypyc_attr
 
 from ...protocol import errors, jobid, resp
 from ...protocol.errors import CommandError
 
-from .client import BlockedGet, PendingReply, REPLY_ON, REPLY_SKIP
+from .client import BlockedGet, Client, PendingReply, REPLY_ON, REPLY_SKIP
 from .deadlines import Deadlines
 from .keyspace import Keyspace, active_expire, transactions
 from .job import (ACKED, ACTIVE, BCAST_QUEUED, BCAST_WILLQUEUE, DELIVERED,
                   QUEUED, WAIT_REPL, Job)
 from .queue import PAUSED_IN, PAUSED_OUT, QUEUE_OVERHEAD, Queue
 from .job_reply import job_reply
+from .command import Command
 from .standalone import Standalone, NoLog
+
 
 WILLQUEUE_ADVANCE_MS = 500  # WILLQUEUE goes out this long before a requeue
 TIME_ERROR_MS = 500  # requeue jitter: uniform in [-250, +250) ms
@@ -48,12 +54,27 @@ class Stats:
                  "expired_jobs", "keyspace_hits", "commandstats",
                  "start_ms", "auth_failures", "denied", "query_limit_kills",
                  "output_limit_kills", "tls_handshake_failures")
+    commands: int
+    connections: int
+    rejected: int
+    net_in: int
+    net_out: int
+    expired_jobs: int
+    keyspace_hits: int
+    commandstats: dict[str, Any]
+    start_ms: int
+    auth_failures: int
+    denied: int
+    query_limit_kills: int
+    output_limit_kills: int
+    tls_handshake_failures: int
 
-    def __init__(self, now_ms):
+    def __init__(self, now_ms: int) -> None:
         self.start_ms = now_ms
         self.reset()
 
-    def reset(self):
+    def reset(self) -> None:
+
         self.commands = 0
         self.connections = 0
         self.rejected = 0
@@ -69,8 +90,50 @@ class Stats:
         self.tls_handshake_failures = 0  # TLS clients and bus peers (shell/tls.py)
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # the simulator's ObservedNode
 class Node:
-    def __init__(self, config, node_id, clock, rng=None, *, table, random_bytes=None):
+    config: Any
+    id: str
+    clock: Callable[[], float]
+    random: _random.Random
+    _jitters: list[int]
+    table: dict[bytes, Command]
+    jobs: dict[bytes, Job]
+    queues: dict[bytes, Queue]
+    keyspace: Any
+    blocking: Any
+    deadlines: Deadlines
+    clients: dict[int, Client]
+    monitors: list[Client]
+    random_bytes: Callable[[int], bytes]
+    ids: jobid.IdGenerator
+    cluster: Any
+    log: Any
+    used_memory: int
+    peak_memory: int
+    stats: Stats
+    slowlog: list[Any]
+    slowlog_next_id: int
+    slowlog_ns: float
+    deletions: int
+    queue_deletions: int
+    _last_ctime: int
+    _last_etime: int
+    _memory_limits: tuple[Any, float, float]
+    next_client_id: int
+    loading: bool
+    on_wake: Any
+    on_shutdown: Any
+    on_timers_changed: Any
+    on_internal_error: Any
+    timer_wake_ms: int | None
+    scripting: Any
+    on_busy: Any
+    on_log: Any
+
+    def __init__(self, config: Any, node_id: str, clock: Callable[[], float],
+                 rng: _random.Random | None = None, *, table: dict[bytes, Command],
+                 random_bytes: Callable[[int], bytes] | None = None) -> None:
         self.config = config
         self.id = node_id  # 40 hex chars, str
         self.clock = clock  # () -> seconds as float
@@ -96,7 +159,7 @@ class Node:
         self.slowlog = []  # newest first: [id, unix_s, usec, argv, addr, name]
         self.slowlog_next_id = 0
         # slowlog-log-slower-than in ns, as execute() compares (-1: never)
-        self.slowlog_ns = None
+        self.slowlog_ns = _INF
         self._set_slowlog_threshold(config.slowlog_log_slower_than)
         config.on_change["slowlog-log-slower-than"] = self._set_slowlog_threshold
         self.deletions = 0  # jobs removed, so scan cursors never skip one
@@ -117,10 +180,10 @@ class Node:
 
     # ------------------------------------------------------------- time
 
-    def now_ms(self):
+    def now_ms(self) -> int:
         return int(self.clock() * 1000)
 
-    def jitter_ms(self):
+    def jitter_ms(self) -> int:
         """Uniform in [-250, +250) ms, drawn from ``self.random`` 1024 at a
         time (one C call instead of a Python loop per draw); a seeded
         generator still replays the same numbers."""
@@ -131,7 +194,7 @@ class Node:
 
     # ------------------------------------------------------------ clients
 
-    def add_client(self, addr="", laddr="", transport=None):
+    def add_client(self, addr: str = "", laddr: str = "", transport: Any = None) -> Client:
         from .client import Client
         client = Client(self.next_client_id, addr, laddr, self.now_ms(), transport)
         self.next_client_id += 1
@@ -140,7 +203,7 @@ class Node:
         self.stats.connections += 1
         return client
 
-    def remove_client(self, client):
+    def remove_client(self, client: Client) -> None:
         if client.blocked is not None:
             self.unblock(client)
         if client.watch is not None:
@@ -156,7 +219,7 @@ class Node:
             self.monitors.remove(client)
             client.monitor = False
 
-    def reply(self, client, data):
+    def reply(self, client: Client, data: bytes) -> None:
         """Send ``data`` to a client outside its own request (it is blocked)."""
         if client.slots:
             client.slots.append(data)
@@ -167,13 +230,14 @@ class Node:
         if self.on_wake is not None:
             self.on_wake(client)
 
-    def resolve(self, pending, data):
+    def resolve(self, pending: PendingReply, data: bytes) -> None:
         """A PendingReply is now known: send it and the replies behind it."""
         self.deadlines.cancel(pending)
         pending.data = data
+        assert pending.client is not None  # (a timer is never resolved)
         self._release_slots(pending.client)
 
-    def _release_slots(self, client):
+    def _release_slots(self, client: Client) -> None:
         slots = client.slots
         if not slots:
             return
@@ -190,14 +254,14 @@ class Node:
         if released and self.on_wake is not None:
             self.on_wake(client)
 
-    def block(self, client, blocked, timeout_ms):
+    def block(self, client: Client, blocked: Any, timeout_ms: int) -> None:
         client.blocked = blocked
         if timeout_ms:
             wake_ms = self.now_ms() + timeout_ms
             self.deadlines.set(client, wake_ms)
             self.timers_changed(wake_ms)
 
-    def unblock(self, client):
+    def unblock(self, client: Client) -> None:
         blocked = client.blocked
         if blocked is None:
             return
@@ -212,12 +276,12 @@ class Node:
         else:
             blocked.cancel(self, client)
 
-    def blocked_clients(self):
+    def blocked_clients(self) -> int:
         return sum(1 for c in self.clients.values() if c.blocked is not None)
 
     # ----------------------------------------------------------- dispatch
 
-    def execute(self, client, argv):
+    def execute(self, client: Client, argv: list[bytes]) -> None:
         """Run one request; its reply (if any) is appended to client.out."""
         table = self.table
         name = argv[0]
@@ -269,7 +333,7 @@ class Node:
             elif mode == REPLY_SKIP:
                 client.reply_mode = REPLY_ON
 
-    def _run(self, client, command, argv):
+    def _run(self, client: Client, command: Command, argv: list[bytes]) -> Any:
         """The handler, timed (INFO commandstats, SLOWLOG); its reply."""
         start = _perf_ns()
         try:
@@ -290,7 +354,7 @@ class Node:
             self._slowlog(client, argv, elapsed_ns // 1000)
         return reply
 
-    def call(self, client, command, argv):
+    def call(self, client: Client, command: Command, argv: list[bytes]) -> bytes:
         """Run a command already checked and return its reply (EXEC's
         queued commands, a script's redis.call): errors are replies."""
         if self.monitors:
@@ -303,7 +367,7 @@ class Node:
             reply = resp.null(client.proto) if reply is None else _pending_now(reply)
         return reply
 
-    def _reply_error(self, client, message, command=None):
+    def _reply_error(self, client: Client, message: str, command: Command | None = None) -> None:
         if client.multi is not None:  # refused inside MULTI: EXEC aborts
             message = transactions.rejected(self, client, command, message)
         if client.slots:
@@ -311,7 +375,7 @@ class Node:
         else:
             client.out.append(resp.error(message))
 
-    def _feed_monitors(self, client, argv):
+    def _feed_monitors(self, client: Client, argv: list[bytes]) -> None:
         # Disque's line: +<sec>.<usec> [<ip>:<port>] "ARG0" "ARG1" ...
         data = b"+%.6f [%s] %s\r\n" % (self.clock(), client.addr.encode(),
                                         b" ".join(map(_repr_arg, argv)))
@@ -319,10 +383,10 @@ class Node:
             if monitor is not client:
                 self.reply(monitor, data)
 
-    def _set_slowlog_threshold(self, usec):
+    def _set_slowlog_threshold(self, usec: int) -> None:
         self.slowlog_ns = usec * 1000 if usec >= 0 else _INF
 
-    def _slowlog(self, client, argv, elapsed_us):
+    def _slowlog(self, client: Client, argv: list[bytes], elapsed_us: int) -> None:
         entry = [self.slowlog_next_id, int(self.clock()), elapsed_us,
                  [a[:128] for a in argv[:32]], client.addr, client.name]
         self.slowlog_next_id += 1
@@ -331,7 +395,7 @@ class Node:
 
     # ------------------------------------------------------------- memory
 
-    def memory_level(self):
+    def memory_level(self) -> int:
         """Disque's warning levels: 0 fine, 1 above 75%, 2 above 95% of
         maxmemory, 3 at or above it."""
         maxmemory = self.config.maxmemory
@@ -349,7 +413,7 @@ class Node:
             return 2
         return 1
 
-    def _memory_changed(self, delta):
+    def _memory_changed(self, delta: int) -> None:
         used = self.used_memory + delta
         self.used_memory = used
         if used > self.peak_memory:
@@ -357,7 +421,8 @@ class Node:
 
     # ------------------------------------------------------- job registry
 
-    def create_job(self, queue, body, repl, ttl_s, retry_s, delay_s, now_ms):
+    def create_job(self, queue: bytes, body: bytes, repl: int, ttl_s: int, retry_s: int,
+                   delay_s: int, now_ms: int) -> Job:
         etime_ms = now_ms + ttl_s * 1000
         if etime_ms == self._last_etime:
             etime_ms = self._last_etime  # jobs of the same ms share the int (memory)
@@ -373,14 +438,14 @@ class Node:
         job.qtime_ms = now_ms + (delay_s or retry_s) * 1000
         return job
 
-    def register(self, job):
+    def register(self, job: Job) -> bool:
         """Make ``job`` known here.  Returns False if its ID already is."""
         if self.jobs.setdefault(job.id, job) is not job:
             return False  # (one dict operation: hot in ADDJOB)
         self._memory_changed(job.memory())
         return True
 
-    def unregister(self, job):
+    def unregister(self, job: Job) -> None:
         """Forget ``job`` entirely: out of its queue, timers and registry."""
         if job.state == QUEUED:
             self._remove_from_queue(job)
@@ -391,14 +456,14 @@ class Node:
         if job._rare is not None and job.waiter is not None:  # (see Job._rare)
             self.cluster.replication_aborted(job)
 
-    def delete_job(self, job):
+    def delete_job(self, job: Job) -> None:
         """Evict a job here (DELJOB, FASTACK, GC done) and log it."""
         self.unregister(job)
         self.log.job_deleted(job)
 
     # ------------------------------------------------------------- queues
 
-    def get_queue(self, name):
+    def get_queue(self, name: bytes) -> Queue:
         queue = self.queues.get(name)
         if queue is None:
             queue = Queue(name, self.now_ms() // 1000)
@@ -406,17 +471,17 @@ class Node:
             self._memory_changed(QUEUE_OVERHEAD + len(name))
         return queue
 
-    def drop_queue(self, queue):
+    def drop_queue(self, queue: Queue) -> None:
         del self.queues[queue.name]
         self._memory_changed(-(QUEUE_OVERHEAD + len(queue.name)))
         self.queue_deletions += 1
 
-    def _remove_from_queue(self, job):
-        queue = self.queues.get(job.queue)
+    def _remove_from_queue(self, job: Job) -> None:
+        queue = self.queues[job.queue]
         queue.jobs.remove(job)
         job.state = ACTIVE
 
-    def enqueue(self, job, nack=False):
+    def enqueue(self, job: Job, nack: bool = False) -> bool:
         """Put ``job`` into its queue (Disque's enqueueJob).
 
         The first time a job is queued nobody else needs to know; a later
@@ -450,7 +515,7 @@ class Node:
         self._put(job, queue, now_ms)
         return True
 
-    def enqueue_new(self, job, queue, now_ms):
+    def enqueue_new(self, job: Job, queue: Queue, now_ms: int) -> None:
         """Queue a job just created here, in ``queue`` (its own): the first
         enqueue of enqueue(), without what only a requeue needs."""
         job.state = QUEUED
@@ -463,7 +528,7 @@ class Node:
         self.deadlines.set(job, job.etime_ms)  # queued: only its expiry is due
         self._put(job, queue, now_ms)
 
-    def _put(self, job, queue, now_ms):
+    def _put(self, job: Job, queue: Queue, now_ms: int) -> None:
         queue.jobs.add(job)
         queue.atime_s = now_ms // 1000
         queue.jobs_in += 1
@@ -473,7 +538,7 @@ class Node:
                 return
         self.cluster.jobs_queued(queue)
 
-    def dequeue(self, job):
+    def dequeue(self, job: Job) -> bool:
         """Take a queued job out of its queue, back to active."""
         if job.state != QUEUED:
             return False
@@ -481,7 +546,7 @@ class Node:
         self.schedule(job)
         return True
 
-    def fetch(self, queue, now_ms, consumer=True):
+    def fetch(self, queue: Queue, now_ms: int, consumer: bool = True) -> Job:
         """Take the oldest job from ``queue`` (Disque's queueFetchJob) for
         a consumer (or to send to another node); its requeue timer starts
         now."""
@@ -510,7 +575,7 @@ class Node:
             self.cluster.queue_drained(queue)
         return job
 
-    def serve_blocked(self, queue):
+    def serve_blocked(self, queue: Queue) -> None:
         """Give one job each to the clients blocked on ``queue``, oldest
         first, while it has jobs."""
         now_ms = self.now_ms()
@@ -524,7 +589,7 @@ class Node:
 
     # --------------------------------------------------------- scheduling
 
-    def schedule(self, job):
+    def schedule(self, job: Job) -> None:
         """Set the job's next wake-up from its state (Disque's
         updateJobAwakeTime): expiry always; the requeue (or the WILLQUEUE
         just before it) while active; the next GC attempt while acked."""
@@ -543,7 +608,7 @@ class Node:
                 at = gc_ms
         self.deadlines.set(job, at)
 
-    def timers_changed(self, wake_ms):
+    def timers_changed(self, wake_ms: int) -> None:
         """A deadline at ``wake_ms`` was set: wake the shell's timer loop if
         it would sleep past it (not on every deadline: a task switch each)."""
         if (self.on_timers_changed is not None
@@ -551,7 +616,7 @@ class Node:
             self.timer_wake_ms = wake_ms
             self.on_timers_changed()
 
-    def run_timers(self):
+    def run_timers(self) -> int | None:
         """Run every due deadline; return the next one (ms) or None."""
         now_ms = self.now_ms()
         for item in self.deadlines.pop_due(now_ms, MAX_TIMERS_PER_RUN):
@@ -563,7 +628,7 @@ class Node:
                 self.blocked_timeout(item)
         return self.deadlines.next_ms()
 
-    def blocked_timeout(self, client):
+    def blocked_timeout(self, client: Any) -> None:
         blocked = client.blocked
         if blocked is None:
             return
@@ -573,7 +638,7 @@ class Node:
         else:
             blocked.timeout(self, client)
 
-    def process_job(self, job, now_ms):
+    def process_job(self, job: Job, now_ms: int) -> None:
         """A job's deadline arrived (Disque's processJob)."""
         if job.etime_ms <= now_ms:
             self.stats.expired_jobs += 1
@@ -608,7 +673,7 @@ class Node:
 
     # --------------------------------------------------------------- acks
 
-    def ack(self, job):
+    def ack(self, job: Job) -> None:
         """A consumer acknowledged the job (ACK-JOB then START-GC)."""
         queue = self.queues.get(job.queue)
         if queue is not None:
@@ -625,7 +690,7 @@ class Node:
         if job.id in self.jobs:
             self.schedule(job)
 
-    def mark_acked(self, job, schedule=True):
+    def mark_acked(self, job: Job, schedule: bool = True) -> None:
         """The job will never be queued again; GC will free it."""
         if job.state == QUEUED:
             self._remove_from_queue(job)
@@ -639,7 +704,7 @@ class Node:
 
     # --------------------------------------------------------------- cron
 
-    def cron(self):
+    def cron(self) -> None:
         """Housekeeping every 100 ms: idle queues, keys past their TTL,
         federation for blocked clients, the cluster's own cron."""
         now_ms = self.now_ms()
@@ -652,7 +717,7 @@ class Node:
             self.close_idle_clients(now_ms)
         self.cluster.cron(now_ms)
 
-    def close_idle_clients(self, now_ms):
+    def close_idle_clients(self, now_ms: int) -> None:
         """``timeout`` seconds without a request closes a client, unless it
         is blocked or a monitor (as Redis and Disque do)."""
         limit_ms = self.config.timeout * 1000
@@ -663,7 +728,7 @@ class Node:
                 if self.on_wake is not None:
                     self.on_wake(client)
 
-    def evict_idle_queues(self, now_ms):
+    def evict_idle_queues(self, now_ms: int) -> None:
         """Drop empty queues idle for 300 s (10 s above 75% of maxmemory,
         2 s above 95%), by sampling, as Disque does."""
         if not self.queues:
@@ -685,7 +750,7 @@ class Node:
 
     # ---------------------------------------------------------- invariants
 
-    def check_invariants(self):
+    def check_invariants(self) -> None:
         """Assert the core's rules (used by tests and the simulator)."""
         in_queues = 0
         for queue in self.queues.values():
@@ -702,13 +767,13 @@ class Node:
         assert queued == in_queues, (queued, in_queues)
 
 
-def _pending_now(pending):
+def _pending_now(pending: Any) -> bytes:
     """A PendingReply's data if it is known already, else a null."""
     data = getattr(pending, "data", None)
     return data if data.__class__ is bytes else resp.NULL2
 
 
-def _repr_arg(arg):
+def _repr_arg(arg: bytes) -> bytes:
     """An argument quoted as C's repr (Disque's sdscatrepr): the MONITOR
     line stays one line whatever the bytes."""
     out = bytearray(b'"')
@@ -723,4 +788,4 @@ def _repr_arg(arg):
     return bytes(out)
 
 
-_REPR_ESCAPES = {10: b"\\n", 13: b"\\r", 9: b"\\t", 7: b"\\a", 8: b"\\b"}
+_REPR_ESCAPES: dict[int, bytes] = {10: b"\\n", 13: b"\\r", 9: b"\\t", 7: b"\\a", 8: b"\\b"}

@@ -3,8 +3,11 @@
 from collections import deque
 from itertools import islice
 from operator import attrgetter
+from typing import Any, Iterator
 
 from sortedcontainers import SortedKeyList
+
+from .job import Job
 
 PAUSED_IN = 1
 PAUSED_OUT = 2
@@ -33,24 +36,26 @@ class JobList:
     """
 
     __slots__ = ("_fifo", "_sorted")
+    _fifo: deque[Job]
+    _sorted: Any  # a SortedKeyList of Job, or None
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._fifo = deque()
         self._sorted = None
 
-    def __len__(self):
+    def __len__(self) -> int:
         s = self._sorted
         return len(self._fifo) if s is None else len(s)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Job]:
         s = self._sorted
         return iter(self._fifo if s is None else s)
 
-    def __reversed__(self):
+    def __reversed__(self) -> Iterator[Job]:
         s = self._sorted
         return reversed(self._fifo if s is None else s)
 
-    def __getitem__(self, key):
+    def __getitem__(self, key: Any) -> Any:
         s = self._sorted
         if s is not None:
             return s[key]
@@ -69,7 +74,7 @@ class JobList:
             return picked
         return list(islice(fifo, start, stop))
 
-    def add(self, job):
+    def add(self, job: Job) -> None:
         s = self._sorted
         if s is None:
             fifo = self._fifo
@@ -79,7 +84,7 @@ class JobList:
             s = self._make_sorted()
         s.add(job)
 
-    def pop(self, index=-1):
+    def pop(self, index: int = -1) -> Job:
         s = self._sorted
         if s is None:
             fifo = self._fifo
@@ -87,15 +92,15 @@ class JobList:
                 return fifo.popleft()
             if index == -1:
                 return fifo.pop()
-            job = fifo[index]
+            taken = fifo[index]
             del fifo[index]
-            return job
-        job = s.pop(index)
+            return taken
+        job: Job = s.pop(index)  # (sortedcontainers is untyped)
         if not s:
             self._sorted = None
         return job
 
-    def remove(self, job):
+    def remove(self, job: Job) -> None:
         s = self._sorted
         if s is None:
             fifo = self._fifo
@@ -113,7 +118,7 @@ class JobList:
         if not s:
             self._sorted = None
 
-    def _make_sorted(self):
+    def _make_sorted(self) -> Any:
         s = self._sorted = SortedKeyList(self._fifo, key=_CTIME)
         self._fifo = deque()
         return s
@@ -127,8 +132,25 @@ class Queue:
         "import_from", "import_buckets", "needjobs_bcast_ms",
         "needjobs_bcast_attempt", "needjobs_adhoc_ms", "needjobs_adhoc_attempt",
     )
+    name: bytes
+    jobs: JobList
+    blocked: dict[Any, None]
+    paused: int
+    ctime_s: int
+    atime_s: int
+    jobs_in: int
+    jobs_out: int
+    acks: int
+    nacks: int
+    consumer_ms: int
+    import_from: dict[str, int]
+    import_buckets: Any
+    needjobs_bcast_ms: int
+    needjobs_bcast_attempt: int
+    needjobs_adhoc_ms: int
+    needjobs_adhoc_attempt: int
 
-    def __init__(self, name, now_s):
+    def __init__(self, name: bytes, now_s: int) -> None:
         self.name = name
         # FIFO by ctime: creation time, not arrival, so requeued jobs keep
         # their place among the others.
@@ -149,8 +171,8 @@ class Queue:
         self.needjobs_adhoc_ms = 0
         self.needjobs_adhoc_attempt = 0
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.jobs)
 
-    def pause_name(self):
+    def pause_name(self) -> str:
         return PAUSE_NAMES[self.paused]

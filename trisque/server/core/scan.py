@@ -25,6 +25,7 @@ Cursor layout (fits an unsigned 64-bit integer, as Disque's):
 """
 
 from collections import OrderedDict
+from typing import Any
 from itertools import islice
 
 from ...protocol.errors import CommandError
@@ -42,7 +43,7 @@ _CURSOR_ERROR = "ERR invalid cursor or option name"
 _U64 = 1 << 64
 
 
-def parse_cursor(arg):
+def parse_cursor(arg: bytes) -> int:
     """An unsigned 64-bit cursor, parsed as C's strtoul: a leading minus
     wraps around (Disque accepts ``-1``), anything else not a number is an
     error (which is also how an unknown option is reported)."""
@@ -95,7 +96,8 @@ def _cursor(snap_id, deletions, position):
     return (snap_id << _SNAP_SHIFT) | ((deletions & _DELETIONS_MASK) << _POSITION_BITS) | position
 
 
-def scan(mapping, cursor, count, busyloop, wanted, deletions, keys=False):
+def scan(mapping: Any, cursor: int, count: int, busyloop: bool, wanted: Any, deletions: int,
+         keys: bool = False) -> tuple[int, list[Any]]:
     """Return (next cursor, matching values); the next cursor is 0 at the end.
     ``deletions`` counts every removal from ``mapping`` so far.  With
     ``keys`` (the keyspace's SCAN), ``wanted`` is asked about keys and the

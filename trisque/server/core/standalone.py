@@ -6,11 +6,13 @@ rules with the same methods, ``server/shell/aof.py`` the real log; a node
 started without them behaves as a one-node cluster without persistence.
 """
 
+from typing import Any
+
 
 class Standalone:
     """A cluster of one: nothing to replicate to, nobody to tell."""
 
-    def __init__(self, node):
+    def __init__(self, node: Any) -> None:
         self.node = node
 
     def size(self):

@@ -23,6 +23,7 @@ import stat
 import time
 
 from ...protocol import aof, jobcodec
+from ..core.deadlines import Deadlines
 from ..core.job import ACKED, ACTIVE, BCAST_WILLQUEUE, QUEUED, Job
 
 from . import log
@@ -57,11 +58,13 @@ class Options:
         self.deferred = _Deferred()
 
 
-class _Deferred:
+class _Deferred(Deadlines):
     """Stands in for node.deadlines while a loaded job is scheduled: keeps
-    (job, wake_ms) aside; ``flush`` inserts them all at once."""
+    (job, wake_ms) aside; ``flush`` inserts them all at once.  (A subclass,
+    since the compiled node holds only a Deadlines there.)"""
 
     def __init__(self):
+        super().__init__()
         self.items = []
 
     def set(self, item, wake_ms):
