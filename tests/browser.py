@@ -5,10 +5,13 @@ flags this closed network needs (no background connections)."""
 from __future__ import annotations
 
 import shutil
+import socket
 import tempfile
 from typing import Any, Iterator
 
 import pytest
+
+from tests.harness import wait_for
 
 CHROMIUM = shutil.which("chromium")
 CHROMEDRIVER = shutil.which("chromedriver")
@@ -39,6 +42,17 @@ def open_browser() -> Iterator[Any]:
     finally:
         driver.quit()
         shutil.rmtree(profile, ignore_errors=True)
+
+
+def wait_http(port: int, what: str = "the HTTP port") -> None:
+    """Until the node's HTTP port (http-port) accepts connections."""
+    def up() -> bool:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return True
+        except OSError:
+            return False
+    wait_for(up, 10, message=what)
 
 
 def queue_cells(driver: Any, queue: str) -> list[str]:

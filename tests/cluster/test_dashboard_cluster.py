@@ -9,7 +9,6 @@ Screenshots are saved under the test's tmp_path."""
 from __future__ import annotations
 
 import random
-import socket
 import threading
 import time
 from collections import deque
@@ -20,7 +19,7 @@ import pytest
 import redis
 
 from tests.harness import Server, free_port, wait_for
-from tests.browser import needs_browser, queue_cells
+from tests.browser import needs_browser, queue_cells, wait_http
 
 from .conftest import Cluster
 
@@ -48,14 +47,7 @@ def cluster() -> Iterator[tuple[Cluster, int]]:
             s.wait_ready()
         c.meet_chain()
         c.wait_mesh()
-
-        def http_up() -> bool:
-            try:
-                socket.create_connection(("127.0.0.1", http_port), timeout=1).close()
-                return True
-            except OSError:
-                return False
-        wait_for(http_up, 10, message="node 1's HTTP port")
+        wait_http(http_port, "node 1's HTTP port")
         yield c, http_port
     finally:
         c.close()

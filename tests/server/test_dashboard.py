@@ -3,12 +3,11 @@ chromium-driver, driven by selenium): a real node with http-port, jobs
 added with redis-py, and the page must show the queue and its length
 changing live.  A screenshot is saved under the test's tmp_path."""
 
-import socket
 from typing import Iterator
 
 import pytest
 
-from tests.browser import needs_browser, queue_cells
+from tests.browser import needs_browser, queue_cells, wait_http
 from tests.harness import Server, free_port, wait_for
 
 pytestmark = needs_browser
@@ -20,14 +19,7 @@ def node() -> Iterator[Server]:
     srv = Server(config=f"http-port {http_port}\n")
     srv.http_port = http_port  # type: ignore[attr-defined]
     srv.start()
-
-    def http_up() -> bool:
-        try:
-            socket.create_connection(("127.0.0.1", http_port), timeout=1).close()
-            return True
-        except OSError:
-            return False
-    wait_for(http_up, 10, message="the HTTP port")
+    wait_http(http_port)
     yield srv
     srv.cleanup()
 
