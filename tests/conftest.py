@@ -2,6 +2,16 @@ import pytest
 
 from tests.browser import open_browser
 from tests.harness import Server
+from trisque.server.core.build_form import stale_sources
+
+
+def pytest_sessionstart(session):
+    # An editable install's compiled core shadows its sources: an edit
+    # would go untested (make test builds it again; so does pip install -e .).
+    stale = stale_sources()
+    if stale:
+        raise pytest.UsageError("compiled core older than its sources (make, or "
+                                "pip install -e . again): " + ", ".join(stale))
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -35,7 +35,7 @@ BASE_IMAGE = "trisque-test-base"
 WHEEL_TARGET = ["--python-version", "3.11", "--implementation", "cp", "--abi", "cp311",
                 "--platform", "manylinux_2_28_x86_64", "--platform", "manylinux_2_17_x86_64",
                 "--platform", "manylinux2014_x86_64", "--only-binary", ":all:"]
-BUILD_REQUIREMENTS = ["setuptools>=64", "wheel"]  # pyproject.toml's build backend
+BUILD_REQUIREMENTS = ["wheel"]  # beside pyproject.toml's build-system requires
 DEBOOTSTRAP_TIMEOUT_S = 1200.0
 PIP_TIMEOUT_S = 600.0
 
@@ -90,8 +90,10 @@ def debian_rootfs(cache_dir: Path) -> Path:
 
 def runtime_requirements(pyproject: Path = ROOT / "pyproject.toml") -> list[str]:
     with open(pyproject, "rb") as f:
-        dependencies: list[str] = tomllib.load(f)["project"]["dependencies"]
-    return BUILD_REQUIREMENTS + dependencies
+        pyproject_toml = tomllib.load(f)
+    build: list[str] = pyproject_toml["build-system"]["requires"]  # (mypy: setup.py)
+    dependencies: list[str] = pyproject_toml["project"]["dependencies"]
+    return build + BUILD_REQUIREMENTS + dependencies
 
 
 def wheelhouse(cache_dir: Path) -> Path:

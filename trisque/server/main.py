@@ -11,6 +11,7 @@ import time
 
 import trio
 
+from .core.build_form import build_form, is_compiled, stale_sources
 from .core.version import VERSION
 from .core.config import Config, ConfigError
 from .core.node import Node
@@ -68,7 +69,7 @@ def main(argv=None):
         return check_aof(args[1:])
     if args and args[0] in ("-v", "--version"):
         print(f"trisque-server v={VERSION} (Disque-compatible job broker, "
-              f"Python {sys.version.split()[0]})")
+              f"Python {sys.version.split()[0]}, core {build_form()})")
         return 0
     try:
         config = parse_command_line(args)
@@ -144,6 +145,14 @@ async def run(config):
     node.on_shutdown = on_shutdown
 
     log.notice(f"trisque {VERSION} starting, pid {os.getpid()}, port {config.port}")
+    if is_compiled():
+        log.notice("Core compiled (mypyc)")
+        for source in stale_sources():
+            log.warning(f"{source} changed since the core was compiled: it does not "
+                        f"run until built again (make, or pip install -e .)")
+    else:  # (setup.py says why at install time)
+        log.notice("Core interpreted: not compiled at install time (TRISQUE_PURE=1, "
+                   "or no mypy or C compiler then)")
     if config.pidfile:
         _write_pidfile(config.pidfile)
     status = 0

@@ -5,6 +5,7 @@ import platform
 import resource
 import sys
 
+from .build_form import build_form
 from .command import unique_commands
 from .version import REDIS_VERSION, VERSION
 
@@ -40,6 +41,7 @@ def section_fields(node, name):
         uptime = (now_ms - stats.start_ms) // 1000
         return [
             ("disque_version", VERSION), ("trisque_version", VERSION),
+            ("trisque_build", build_form()),
             ("redis_version", REDIS_VERSION), ("redis_mode", "standalone"),
             ("os", f"{platform.system()} {platform.release()} {platform.machine()}"),
             ("arch_bits", 64 if sys.maxsize > 2**32 else 32),

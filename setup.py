@@ -1,0 +1,86 @@
+"""Builds trisque with its hot core compiled by mypyc when it can.
+
+pyproject.toml holds the metadata; this file only adds the extension
+modules.  The core is compiled when mypy (mypyc) is importable at build
+time and a C compiler is found; otherwise, or with TRISQUE_PURE=1, the
+same sources install as plain Python.  Both forms behave the same
+(``trisque-server --version`` and ``INFO server`` say which one runs).
+"""
+
+import os
+import shlex
+import shutil
+import sys
+import sysconfig
+from pathlib import Path
+
+from setuptools import setup
+from setuptools.command.build_ext import build_ext
+
+# The request path: parse, execute, reply (bench/README.md, "Compiling the core").
+COMPILED = [
+    "trisque/protocol/resp.py",
+    "trisque/protocol/jobid.py",
+    "trisque/server/core/deadlines.py",
+    "trisque/server/core/job.py",
+    "trisque/server/core/queue.py",
+    "trisque/server/core/client.py",
+    "trisque/server/core/command.py",
+    "trisque/server/core/node.py",
+    "trisque/server/core/commands_jobs.py",
+]
+
+
+def why_pure() -> str | None:
+    """Why the core cannot be compiled here, or None if it can."""
+    if os.environ.get("TRISQUE_PURE") == "1":
+        return "TRISQUE_PURE=1"
+    try:
+        import mypyc.build  # noqa: F401
+    except ImportError:
+        return "mypy (mypyc) is not installed"
+    compiler = shlex.split(os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc")[0]
+    if shutil.which(compiler) is None:
+        return f"no C compiler ({compiler})"
+    if not Path(sysconfig.get_paths()["include"], "Python.h").exists():
+        return "no Python headers (Debian: python3-dev)"
+    return None
+
+
+def remove_stale_builds() -> None:
+    """An earlier compiled build left in the source tree (an editable
+    install) would be imported instead of the sources: remove it."""
+    here = Path(__file__).parent
+    suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
+    for source in COMPILED:
+        (here / source).with_suffix(suffix).unlink(missing_ok=True)
+    for shared in here.glob("*__mypyc" + suffix):
+        shared.unlink()
+
+
+class BuildOrFallBack(build_ext):
+    """A compiler that fails (a missing header, a mypyc bug) leaves the
+    interpreted core installed rather than no install at all."""
+
+    def run(self) -> None:
+        try:
+            super().run()
+        except Exception as exc:  # (distutils' errors have no common base here)
+            print(f"trisque: installing the interpreted core (compiling failed: {exc})",
+                  file=sys.stderr)
+            remove_stale_builds()
+            self.extensions = []
+
+
+reason = why_pure()
+if reason is None:
+    from mypyc.build import mypycify
+    # (the strict list in pyproject names modules not compiled: no warning)
+    ext_modules = mypycify(["--no-warn-unused-configs", *COMPILED], opt_level="3",
+                           group_name="trisque")  # its shared library: trisque__mypyc
+else:
+    print(f"trisque: installing the interpreted core ({reason})", file=sys.stderr)
+    remove_stale_builds()
+    ext_modules = []
+
+setup(ext_modules=ext_modules, cmdclass={"build_ext": BuildOrFallBack})

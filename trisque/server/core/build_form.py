@@ -1,0 +1,34 @@
+"""Which form of the core this process runs: compiled by mypyc (setup.py
+builds it when it can) or the interpreted sources (TRISQUE_PURE=1, or no
+mypy or C compiler at install time)."""
+
+import os
+from importlib.machinery import EXTENSION_SUFFIXES
+
+from ...protocol import jobid, resp
+from . import client, command, commands_jobs, deadlines, job, node, queue
+
+COMPILED_MODULES = (resp, jobid, deadlines, job, queue, client, command, node, commands_jobs)
+
+
+def is_compiled() -> bool:
+    """A compiled module is imported from an extension file, not a .py."""
+    return (node.__file__ or "").endswith(tuple(EXTENSION_SUFFIXES))
+
+
+def build_form() -> str:
+    """As INFO server's trisque_build field and --version say it."""
+    return "compiled (mypyc)" if is_compiled() else "interpreted"
+
+
+def stale_sources() -> list[str]:
+    """Sources edited since their compiled module was built (an editable
+    install): they do not run until it is built again."""
+    stale = []
+    for module in COMPILED_MODULES:
+        built = module.__file__ or ""
+        if built.endswith(tuple(EXTENSION_SUFFIXES)):
+            source = built[:built.index(".", built.rindex(os.sep))] + ".py"
+            if os.path.exists(source) and os.path.getmtime(source) > os.path.getmtime(built):
+                stale.append(source)
+    return stale
