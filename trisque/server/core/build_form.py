@@ -3,6 +3,7 @@ builds it when it can) or the interpreted sources (TRISQUE_PURE=1, or no
 mypy or C compiler at install time)."""
 
 import os
+import sys
 from importlib.machinery import EXTENSION_SUFFIXES
 
 from ...protocol import jobid, resp
@@ -24,11 +25,16 @@ def build_form() -> str:
 def stale_sources() -> list[str]:
     """Sources edited since their compiled module was built (an editable
     install): they do not run until it is built again."""
+    # The modules' own extension files are stubs, rebuilt only when they
+    # change; the code is in the shared library setup.py names trisque__mypyc.
+    shared = sys.modules.get("trisque__mypyc")
+    shared_ms = os.path.getmtime(shared.__file__) if shared and shared.__file__ else 0.0
     stale = []
     for module in COMPILED_MODULES:
         built = module.__file__ or ""
         if built.endswith(tuple(EXTENSION_SUFFIXES)):
             source = built[:built.index(".", built.rindex(os.sep))] + ".py"
-            if os.path.exists(source) and os.path.getmtime(source) > os.path.getmtime(built):
+            built_ms = max(os.path.getmtime(built), shared_ms)
+            if os.path.exists(source) and os.path.getmtime(source) > built_ms:
                 stale.append(source)
     return stale

@@ -172,8 +172,8 @@ def serialize(job: Job, etime_ms: int) -> bytes:
     nodes = job.nodes_delivered
     ids = _ids_cache.get(nodes)
     if ids is None:
-        ids = b"".join(n.encode() if n.__class__ is str else n for n in nodes)  # type: ignore[misc]
-
+        held: tuple[Any, ...] = nodes  # (bytes IDs too: the codec takes both)
+        ids = b"".join(n.encode() if n.__class__ is str else n for n in held)
         if len(_ids_cache) >= 4096:
             _ids_cache.clear()
         _ids_cache[nodes] = ids
