@@ -304,48 +304,12 @@ class TcpTransport:
             buf += data
         else:
             buf = data
-        if link.auth is not None:
-            self._read_sealed(link, buf)
-            return
-        cluster = self.cluster
-        frame_length = bus.frame_length
-        max_frame = self.max_frame
-        size = len(buf)
-        pos = 0
+        auth = link.auth
         try:
-            while not link.closed:
-                length = frame_length(buf, pos, max_frame)
-                if length is None or size - pos < length:
-                    break
-                if pos == 0 and length == size and buf.__class__ is bytes:
-                    cluster.receive(buf, link)
-                else:
-                    cluster.receive(bytes(buf[pos:pos + length]), link)
-                pos += length
-        except bus.FrameTooBig as exc:
-            self.refuse(link, bus_guard.TOO_BIG, str(exc))
-            return
-        except bus.BusError as exc:
-            log.warning(f"Bad cluster bus frame from {link.peer_ip or link.node_id}: {exc}")
-            self.close_link(link)
-            return
-        except Exception:
-            self._rule_failed(link)
-            return
-        self._keep_unread(link, buf, pos)
-
-    def _rule_failed(self, link: Link) -> None:
-        # A frame that passed the codec but tripped a rule: a bug,
-        # logged loudly; the link goes, the node stays up.
-        log.warning(f"Error handling a cluster bus frame from "
-                    f"{link.peer_ip or link.node_id}, link dropped:\n"
-                    + traceback.format_exc())
-        self.close_link(link)
-
-    def _read_sealed(self, link: Link, buf: bytes | bytearray) -> None:
-        """_read's frames with cluster-secret: hello, then envelopes."""
-        try:
-            pos = link.auth.read(link, buf, self.max_frame, self.cluster.receive)
+            if auth is None:
+                pos = self._frames(link, buf)
+            else:  # cluster-secret: the peer's hello, then envelopes
+                pos = auth.read(link, buf, self.max_frame, self.cluster.receive)
         except bus.AuthError as exc:
             self.refuse(link, bus_guard.AUTH, str(exc))
             return
@@ -357,12 +321,36 @@ class TcpTransport:
             self.close_link(link)
             return
         except Exception:
-            self._rule_failed(link)
+            # A frame that passed the codec but tripped a rule: a bug,
+            # logged loudly; the link goes, the node stays up.
+            log.warning(f"Error handling a cluster bus frame from "
+                        f"{link.peer_ip or link.node_id}, link dropped:\n"
+                        + traceback.format_exc())
+            self.close_link(link)
             return
-        if link.out and not link.queued and not link.closed:
+        if auth is not None and link.out and not link.queued and not link.closed:
             link.queued = True  # frames that waited for the peer's hello
             self.to_write.append(link)
         self._keep_unread(link, buf, pos)
+
+    def _frames(self, link: Link, buf: bytes | bytearray) -> int:
+        """Hand every whole frame in ``buf`` to the cluster; the offset of
+        the first byte not consumed."""
+        cluster = self.cluster
+        frame_length = bus.frame_length
+        max_frame = self.max_frame
+        size = len(buf)
+        pos = 0
+        while not link.closed:
+            length = frame_length(buf, pos, max_frame)
+            if length is None or size - pos < length:
+                break
+            if pos == 0 and length == size and buf.__class__ is bytes:
+                cluster.receive(buf, link)
+            else:
+                cluster.receive(bytes(buf[pos:pos + length]), link)
+            pos += length
+        return pos
 
     def refuse(self, link: Link, kind: str, reason: str) -> None:
         """Close ``link`` for ``reason``: counted in INFO, logged with the
