@@ -5,9 +5,10 @@ restart one node at a time, neither losing a job."""
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
-from typing import Callable
+from typing import Callable, Iterator
 
 import redis
 
@@ -32,15 +33,22 @@ def consume(client: redis.Redis, queue: str, seen: dict[str, int],
         errors.append(exc)
 
 
-def start_consumers(clients: list[redis.Redis], queue: str, seen: dict[str, int]
-                    ) -> tuple[threading.Event, list[threading.Thread], list[BaseException]]:
+@contextlib.contextmanager
+def consumers(clients: list[redis.Redis], queue: str, seen: dict[str, int]
+              ) -> Iterator[list[BaseException]]:
+    """Consumer threads on ``queue`` while the block runs; yields their errors."""
     stop = threading.Event()
     errors: list[BaseException] = []
     threads = [threading.Thread(target=consume, args=(c, queue, seen, stop, errors),
                                 daemon=True) for c in clients]
     for t in threads:
         t.start()
-    return stop, threads, errors
+    try:
+        yield errors
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(5)
 
 
 def test_a_leaving_node_is_drained_and_forgotten_without_losing_a_job(
@@ -58,17 +66,11 @@ def test_a_leaving_node_is_drained_and_forgotten_without_losing_a_job(
     # Consumers only on the nodes that stay: federation moves node 0's jobs
     # to them, their acks free node 0's copies.
     seen: dict[str, int] = {}
-    consumers = [c.servers[i].client() for i in (1, 2)]
-    stop, threads, errors = start_consumers(consumers, "work", seen)
-    try:
+    with consumers([c.servers[i].client() for i in (1, 2)], "work", seen) as errors:
         wait_for(lambda: set(seen) == set(bodies) or errors, 30,
                  message="every job delivered from the leaving node")
         wait_for(lambda: info(c[0], "registered_jobs") == 0, 20,
                  message="node 0 holding no job")
-    finally:
-        stop.set()
-        for t in threads:
-            t.join(5)
     assert not errors, errors
     assert set(seen) == set(bodies)
     # Stopped, then forgotten by every node that stays.
@@ -136,14 +138,9 @@ def test_a_rolling_restart_keeps_every_job(make_cluster: Callable[..., Cluster])
         wait_back(c, i, ids)
         assert info(c[i], "registered_jobs") == held, "its AOF brought back every copy"
     seen: dict[str, int] = {}
-    stop, threads, errors = start_consumers(list(c.clients), "roll", seen)
-    try:
+    with consumers(list(c.clients), "roll", seen) as errors:
         wait_for(lambda: set(seen) >= set(bodies) or errors, 30,
                  message="every job delivered after the rolling restart")
-    finally:
-        stop.set()
-        for t in threads:
-            t.join(5)
     assert not errors, errors
     assert set(seen) == set(bodies)
 
