@@ -71,6 +71,17 @@ class BuildOrFallBack(build_ext):
             remove_stale_builds()
             self.extensions = []
 
+    def copy_file(self, infile, outfile, *args, **kwargs):  # type: ignore[no-untyped-def]
+        """An in-place build replaces a library by renaming a new file over
+        it: distutils writes into the old one, and a node or test process
+        that has it mapped dies of SIGBUS when the bytes change under it."""
+        if not self.inplace:
+            return super().copy_file(infile, outfile, *args, **kwargs)
+        staged = f"{outfile}.{os.getpid()}.tmp"
+        shutil.copyfile(infile, staged)
+        os.replace(staged, outfile)
+        return outfile, 1
+
 
 def compiled_extensions() -> list[Extension]:
     from mypyc.build import mypycify
