@@ -13,6 +13,8 @@ write) from one with bytes that cannot be a record (``FormatError``), each
 with the offset where the problem starts.
 """
 
+from typing import Protocol
+
 LOADJOB = b"LOADJOB"
 DELJOB = b"DELJOB"
 LOADJOB_HEAD = _LOADJOB_HEAD = b"*2\r\n$7\r\nLOADJOB\r\n$"
@@ -20,11 +22,22 @@ _DELJOB_HEAD = b"*2\r\n$6\r\nDELJOB\r\n$40\r\n"
 MAX_ARGS = 1024 * 1024
 MAX_HEADER = 32  # bytes in a "*<n>" or "$<n>" line, CRLF included
 
+# A parsed record's arguments; a LOADJOB's payload is a (start, stop) span.
+Record = list[bytes | tuple[int, int]]
+
+
+class RecordBuffer(Protocol):
+    """What ``parse`` reads: bytes, bytearray or an mmap of the file."""
+
+    def __getitem__(self, index: slice, /) -> bytes | bytearray: ...
+
+    def find(self, sub: bytes, start: int, end: int, /) -> int: ...
+
 
 class FormatError(ValueError):
     """Bytes at ``offset`` are not a well-formed record."""
 
-    def __init__(self, offset, reason):
+    def __init__(self, offset: int, reason: str) -> None:
         super().__init__(f"{reason} at offset {offset}")
         self.offset = offset
         self.reason = reason
@@ -33,34 +46,33 @@ class FormatError(ValueError):
 class Truncated(Exception):
     """The record starting at ``offset`` is cut short by the end of data."""
 
-    def __init__(self, offset):
+    def __init__(self, offset: int) -> None:
         super().__init__(f"incomplete record at offset {offset}")
         self.offset = offset
 
 
-def command(*args):
+def command(*args: bytes | str) -> bytes:
     """One command as a RESP multibulk record.  Arguments are bytes or str."""
     parts = [b"*%d\r\n" % len(args)]
     for arg in args:
-        if arg.__class__ is str:
-            arg = arg.encode()
-        parts.append(b"$%d\r\n%s\r\n" % (len(arg), arg))
+        raw = arg.encode() if isinstance(arg, str) else arg
+        parts.append(b"$%d\r\n%s\r\n" % (len(raw), raw))
     return b"".join(parts)
 
 
-def loadjob(serialized):
+def loadjob(serialized: bytes) -> bytes:
     """``LOADJOB <serialized job>``: the job as it was stored."""
     return b"%s%d\r\n%s\r\n" % (_LOADJOB_HEAD, len(serialized), serialized)
 
 
-def deljob(job_id):
+def deljob(job_id: bytes) -> bytes:
     """``DELJOB <id>``: the job is gone (acked, evicted or freed)."""
     if len(job_id) == 40:
         return b"%s%s\r\n" % (_DELJOB_HEAD, job_id)
     return command(DELJOB, job_id)
 
 
-def parse(buf, pos, end):
+def parse(buf: RecordBuffer, pos: int, end: int) -> tuple[Record, int]:
     """Read the record at ``buf[pos:end]``.
 
     ``buf`` is anything sliceable with ``find`` (bytes, bytearray, mmap).
@@ -84,7 +96,7 @@ def parse(buf, pos, end):
     argc = _number(buf, pos + 1, i - 2, pos, "argument count")
     if not 1 <= argc <= MAX_ARGS:
         raise FormatError(pos, f"bad argument count {argc}")
-    argv = []
+    argv: Record = []
     for _ in range(argc):
         if i >= end:
             raise Truncated(pos)
@@ -102,7 +114,7 @@ def parse(buf, pos, end):
     return argv, i
 
 
-def _line_end(buf, record, start, end, what):
+def _line_end(buf: RecordBuffer, record: int, start: int, end: int, what: str) -> int:
     """Offset just past the CRLF ending the header line that starts at
     ``start``; Truncated if the data ends first."""
     limit = min(end, start + MAX_HEADER)
@@ -114,7 +126,7 @@ def _line_end(buf, record, start, end, what):
     return nl + 2
 
 
-def _number(buf, start, stop, offset, what):
+def _number(buf: RecordBuffer, start: int, stop: int, offset: int, what: str) -> int:
     text = bytes(buf[start:stop])
     if not text.isdigit():
         raise FormatError(offset, f"bad {what} {text[:20]!r}")

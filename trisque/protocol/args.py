@@ -22,17 +22,17 @@ def to_int(arg: bytes, message: str = NOT_INTEGER) -> int:
     return value
 
 
-def to_float(arg, message="ERR value is not a valid float"):
+def to_float(arg: bytes, message: str = "ERR value is not a valid float") -> float:
     try:
         return float(arg)
     except ValueError:
         raise CommandError(message) from None
 
 
-def text(arg):
+def text(arg: bytes) -> str:
     """Arguments as str for names and options (undecodable bytes kept)."""
     return arg.decode("utf-8", "backslashreplace")
 
 
-def upper(arg):
+def upper(arg: bytes) -> str:
     return arg.upper().decode("latin-1")

@@ -9,27 +9,32 @@ live left (clocks differ between nodes), the AOF the absolute expiry.
 """
 
 import struct
-from typing import Any
+from collections.abc import Collection
 
 _FIXED = struct.Struct("<40sBBHQqIIIIIIH")
 NODE_ID_LEN = 40
 FIELDS = ("id", "state", "flags", "repl", "ctime", "etime_ms", "delay_s",
           "retry_s", "nacks", "deliveries", "queue", "body", "nodes")
 
+# One decoded record, the fields in FIELDS order.
+JobFields = tuple[bytes, int, int, int, int, int, int, int, int, int,
+                  bytes, bytes, tuple[str, ...]]
 
-def encode(job_id, state, flags, repl, ctime, etime_ms, delay_s, retry_s,
-           nacks, deliveries, queue, body, nodes):
+
+def encode(job_id: bytes, state: int, flags: int, repl: int, ctime: int, etime_ms: int,
+           delay_s: int, retry_s: int, nacks: int, deliveries: int, queue: bytes,
+           body: bytes, nodes: Collection[str | bytes]) -> bytes:
     return b"".join((
         _FIXED.pack(job_id, state, flags, repl, ctime, etime_ms, delay_s,
                     retry_s, nacks, deliveries, len(queue), len(body), len(nodes)),
-        queue, body, *(n.encode() if n.__class__ is str else n for n in nodes)))
+        queue, body, *(n.encode() if isinstance(n, str) else n for n in nodes)))
 
 
 _NODE_TUPLES: dict[bytes, tuple[str, ...]] = {}  # raw node-ID block -> tuple of str, shared between jobs
 _NODE_TUPLES_MAX = 4096
 
 
-def _node_ids(raw):
+def _node_ids(raw: bytes) -> tuple[str, ...]:
     """The node IDs of a record.  Most jobs are held by the same few sets
     of nodes: one shared tuple per set saves the decoding and, for a
     million replicas, a few hundred MB of identical strings."""
@@ -43,22 +48,23 @@ def _node_ids(raw):
     return nodes
 
 
-def decode(data: bytes, offset: int = 0) -> tuple[Any, int]:
+def decode(data: bytes, offset: int = 0) -> tuple[JobFields, int]:
     """Return (fields tuple in FIELDS order, offset after the record)."""
     records, end = decode_many(data, offset, 1)
     return records[0], end
 
 
-def decode_many(data, offset, count):
+def decode_many(data: bytes | bytearray | memoryview, offset: int,
+                count: int) -> tuple[list[JobFields], int]:
     """``count`` records one after the other from ``offset``: (list of
     fields tuples, offset after the last).  One loop, since a bus frame
     carries hundreds."""
-    if data.__class__ is not bytes:
+    if not isinstance(data, bytes):
         data = bytes(data)
     size = len(data)
     unpack = _FIXED.unpack_from
     fixed = _FIXED.size
-    records = []
+    records: list[JobFields] = []
     append = records.append
     for _ in range(count):
         end = offset + fixed
