@@ -10,10 +10,10 @@ still need an ack, and until when.
 import binascii
 import os
 import struct
-from typing import Callable
+from typing import Callable, Final
 
-ID_LEN = 40
-_RANDOM_POOL_BYTES = 18 * 4096
+ID_LEN: Final = 40
+_RANDOM_POOL_BYTES: Final = 18 * 4096
 
 
 class IdGenerator:
@@ -53,7 +53,7 @@ class IdGenerator:
         return list(map(self.prefix.__add__, _POOL_PIECES.unpack(pool)))
 
 
-_POOL_PIECES = struct.Struct("24s" * (_RANDOM_POOL_BYTES // 18))
+_POOL_PIECES: Final = struct.Struct("24s" * (_RANDOM_POOL_BYTES // 18))
 
 
 def ttl_digits(ttl_s: int, retry_s: int) -> int:
@@ -76,7 +76,7 @@ def _ttl_field(job_id: bytes) -> int:
     return value
 
 
-_HEX_VALUE: dict[int, int] = {ord(c): int(c, 16) for c in "0123456789abcdefABCDEF"}
+_HEX_VALUE: Final[dict[int, int]] = {ord(c): int(c, 16) for c in "0123456789abcdefABCDEF"}
 
 
 def ttl_s_from_id(job_id: bytes) -> int:

@@ -7,19 +7,19 @@ helpers (``bulk``, ``integer``) and rare ones the generic ``encode``.
 """
 
 import re
-from typing import Any
+from typing import Any, Final
 
 import hiredis
 from mypy_extensions import mypyc_attr
 
-MAX_MULTIBULK = 1024 * 1024  # elements in one request, as Redis
-MAX_INLINE = 64 * 1024  # bytes in one inline request line
-_LARGE_COUNT = re.compile(rb"\*[0-9]{7}")  # may exceed MAX_MULTIBULK
+MAX_MULTIBULK: Final = 1024 * 1024  # elements in one request, as Redis
+MAX_INLINE: Final = 64 * 1024  # bytes in one inline request line
+_LARGE_COUNT: Final = re.compile(rb"\*[0-9]{7}")  # may exceed MAX_MULTIBULK
 # A well-formed header, matched in C; anything else takes _header_int's way
 # (for Redis's exact errors).  _scan walks every header of a pipeline split
 # across reads: 2.2 us a PING that way, most of it in _header_int.
-_COUNT_HEADER = re.compile(rb"\*(0|[1-9][0-9]{0,17})\r\n")
-_BULK_HEADER = re.compile(rb"\$(0|[1-9][0-9]{0,17})\r\n")
+_COUNT_HEADER: Final = re.compile(rb"\*(0|[1-9][0-9]{0,17})\r\n")
+_BULK_HEADER: Final = re.compile(rb"\$(0|[1-9][0-9]{0,17})\r\n")
 
 
 class ProtocolError(Exception):
@@ -40,14 +40,14 @@ class Verbatim(str):
 
 # ---------------------------------------------------------------- encoding
 
-OK = b"+OK\r\n"
-PONG = b"+PONG\r\n"
-NULL2 = b"$-1\r\n"
-NULL_ARRAY2 = b"*-1\r\n"
-NULL3 = b"_\r\n"
-EMPTY_ARRAY = b"*0\r\n"
-ZERO = b":0\r\n"
-ONE = b":1\r\n"
+OK: Final = b"+OK\r\n"
+PONG: Final = b"+PONG\r\n"
+NULL2: Final = b"$-1\r\n"
+NULL_ARRAY2: Final = b"*-1\r\n"
+NULL3: Final = b"_\r\n"
+EMPTY_ARRAY: Final = b"*0\r\n"
+ZERO: Final = b":0\r\n"
+ONE: Final = b":1\r\n"
 
 
 def error(message: str) -> bytes:

@@ -14,16 +14,16 @@ so the shell flushes them.
 """
 
 from collections import deque
-from typing import Any
+from typing import Any, Final
 
 from mypy_extensions import mypyc_attr
 
 from .deadlines import Scheduled
 
 # reply modes (CLIENT REPLY)
-REPLY_ON = 0
-REPLY_OFF = 1
-REPLY_SKIP = 2
+REPLY_ON: Final = 0
+REPLY_OFF: Final = 1
+REPLY_SKIP: Final = 2
 
 
 class Client(Scheduled):
