@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 
 def _hash(node: Node, client: Client, key: bytes) -> Hash | None:
-    return lookup_typed(node, client, key, Hash)  # type: ignore[return-value]
+    return lookup_typed(node, client, key, Hash)
 
 
 def _set_fields(h: Hash, argv: list[bytes], start: int) -> tuple[int, int]:
@@ -74,7 +74,7 @@ def _hset(node: Node, client: Client, argv: list[bytes]) -> int:
         added, _ = _set_fields(h, argv, 2)
         ks.store(db, key, h)
     elif value.__class__ is Hash:
-        added, delta = _set_fields(value, argv, 2)  # type: ignore[arg-type]
+        added, delta = _set_fields(value, argv, 2)
         changed(node, db, key, delta, False)
     else:
         raise CommandError(WRONGTYPE)
@@ -115,7 +115,7 @@ def hget(node: Node, client: Client, argv: list[bytes]) -> bytes:
         return resp.null(client.proto)
     if h.__class__ is not Hash:
         raise CommandError(WRONGTYPE)
-    value = h.get(argv[2])  # type: ignore[attr-defined]
+    value = h.get(argv[2])
     if value is None:
         return resp.null(client.proto)
     return b"$%d\r\n%s\r\n" % (len(value), value)

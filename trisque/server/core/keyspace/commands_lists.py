@@ -58,7 +58,7 @@ def _list_or_none(ks: Keyspace, db: Db, key: bytes) -> List | None:
     if value is not None and db.expires:
         value = ks.lookup(db, key)
     if value is None or value.__class__ is List:
-        return value  # type: ignore[return-value]
+        return value
     raise CommandError(WRONGTYPE)
 
 
@@ -172,15 +172,15 @@ def _push(node: Node, client: Client, argv: list[bytes], left: bool, existing: b
         item = argv[2]
         # (lst.appendleft / lst.append, inline: hot)
         if left:
-            part = lst.head  # type: ignore[union-attr]
+            part = lst.head
             part.append(item)
             if len(part) >= 2 * PACK:
-                lst.pack_head()  # type: ignore[union-attr]
+                lst.pack_head()
         else:
-            part = lst.tail  # type: ignore[union-attr]
+            part = lst.tail
             part.append(item)
             if len(part) >= 2 * PACK:
-                lst.pack_tail()  # type: ignore[union-attr]
+                lst.pack_tail()
         size = ITEM_OVERHEAD + len(item)
     else:
         items = argv[2:]
@@ -189,7 +189,7 @@ def _push(node: Node, client: Client, argv: list[bytes], left: bool, existing: b
         else:
             lst.extend(items)
         size = items_size(items)
-    lst.nbytes += size  # type: ignore[union-attr]
+    lst.nbytes += size
     db.memory += size
     used = node.used_memory + size  # (node._memory_changed, inline: hot)
     node.used_memory = used
@@ -198,7 +198,7 @@ def _push(node: Node, client: Client, argv: list[bytes], left: bool, existing: b
     if db.watched:
         ks.touched(db, key)
     _log(node, ks, db, argv)
-    return b":%d\r\n" % (len(lst.head) + lst.packed + len(lst.tail))  # type: ignore[union-attr]
+    return b":%d\r\n" % (len(lst.head) + lst.packed + len(lst.tail))
 
 
 @key_command("LPUSH", -3, "write denyoom fast")
@@ -264,16 +264,16 @@ def _pop(node: Node, client: Client, argv: list[bytes], left: bool) -> bytes:
         raise CommandError(WRONGTYPE)
     # (lst.popleft() / lst.pop(), inline: hot)
     if left:
-        part = lst.head  # type: ignore[union-attr]
-        item = part.pop() if part else lst.popleft()  # type: ignore[union-attr]
+        part = lst.head
+        item = part.pop() if part else lst.popleft()
     else:
-        part = lst.tail  # type: ignore[union-attr]
-        item = part.pop() if part else lst.pop()  # type: ignore[union-attr]
+        part = lst.tail
+        item = part.pop() if part else lst.pop()
     size = ITEM_OVERHEAD + len(item)
-    lst.nbytes -= size  # type: ignore[union-attr]
+    lst.nbytes -= size
     db.memory -= size
     node.used_memory -= size  # (node._memory_changed, inline: hot)
-    if not (part or lst.packed or lst.head or lst.tail):  # type: ignore[union-attr]
+    if not (part or lst.packed or lst.head or lst.tail):
         ks.delete(db, key)
     elif db.watched:
         ks.touched(db, key)
@@ -570,7 +570,7 @@ class MoveWaiter(KeyWaiter):
         dst = ks.lookup(db, self.dst)
         if dst is not None and dst.__class__ is not List:
             return _WRONGTYPE_REPLY  # Redis 7.0: unblocked with the error, nothing moved
-        item = _move(node, ks, db, key, value, self.dst, dst,  # type: ignore[arg-type]
+        item = _move(node, ks, db, key, value, self.dst, dst,
                      self.left_from, self.left_to)
         ks.log(db, b"LMOVE", key, self.dst, _SIDE_NAMES[self.left_from],
                _SIDE_NAMES[self.left_to])

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 
 def _set(node: Node, client: Client, key: bytes) -> Set | None:
-    return lookup_typed(node, client, key, Set)  # type: ignore[return-value]
+    return lookup_typed(node, client, key, Set)
 
 
 @key_command("SADD", -3, "write denyoom fast")
@@ -199,7 +199,7 @@ def _sets(node: Node, client: Client, keys: list[bytes]) -> list[Set | None]:
         value = ks.lookup(db, key)
         if value is not None and value.__class__ is not Set:
             raise CommandError(WRONGTYPE)
-        out.append(value)  # type: ignore[arg-type]
+        out.append(value)
     return out
 
 
@@ -207,13 +207,13 @@ def _inter(sets: list[Set | None], limit: int = 0) -> Set:
     """The intersection (empty if any set is missing); ``limit`` > 0 stops
     once it has that many members (SINTERCARD)."""
     result = Set()
-    if not sets or any(s is None for s in sets):
+    present = [s for s in sets if s is not None]
+    if not sets or len(present) < len(sets):
         return result
-    ordered = sorted(sets, key=len)  # type: ignore[arg-type]
+    ordered = sorted(present, key=len)
     smallest, others = ordered[0], ordered[1:]
-    assert smallest is not None
     for member in smallest.members():
-        if all(member in other for other in others):  # type: ignore[operator]
+        if all(member in other for other in others):
             result.add(member)
             if limit and len(result) >= limit:
                 break

@@ -95,7 +95,7 @@ def _set_generic(node: Node, client: Client, flags: int, key: bytes, value: byte
     if flags & GET:
         if old is not None and not isinstance(old, (bytes, bytearray)):
             raise CommandError(WRONGTYPE)
-        old_reply = resp.null(client.proto) if old is None else _bulk(old)  # type: ignore[arg-type]
+        old_reply = resp.null(client.proto) if old is None else _bulk(old)
     if (flags & NX and old is not None) or (flags & XX and old is None):
         if flags & GET:
             return old_reply
@@ -186,7 +186,7 @@ def mget(node: Node, client: Client, argv: list[bytes]) -> bytes:
     for key in argv[1:]:
         value = ks.lookup(db, key)
         if type(value) is bytes or type(value) is bytearray:
-            out.append(b"$%d\r\n%s\r\n" % (len(value), value))  # type: ignore[arg-type]
+            out.append(b"$%d\r\n%s\r\n" % (len(value), value))
         else:
             out.append(null)  # missing, or not a string: nil, as Redis
     return b"".join(out)
@@ -232,7 +232,7 @@ def _incr(node: Node, client: Client, argv: list[bytes], by: int) -> bytes:
     if value is None:
         current = 0
     elif type(value) is bytes or type(value) is bytearray:
-        parsed = parse_ll(value)  # type: ignore[arg-type]
+        parsed = parse_ll(value)
         if parsed is None:
             raise CommandError("ERR value is not an integer or out of range")
         current = parsed
@@ -246,7 +246,7 @@ def _incr(node: Node, client: Client, argv: list[bytes], by: int) -> bytes:
         ks.store(db, key, data)
     else:
         db.keys[key] = data  # same key, same TTL
-        delta = len(data) - len(value)  # type: ignore[arg-type]
+        delta = len(data) - len(value)
         if delta:
             ks.grow(db, delta)
         if db.watched:

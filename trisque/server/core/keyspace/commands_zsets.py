@@ -13,7 +13,7 @@ by member), so the AOF logs each as it came, when it changed something.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
 
 from ....protocol import resp
 from ....protocol.errors import CommandError
@@ -38,7 +38,7 @@ _ZADD_OPTIONS = {b"NX": _NX, b"XX": _XX, b"GT": _GT, b"LT": _LT, b"INCR": _INCR,
 
 
 def _zset(node: Node, client: Client, key: bytes) -> ZSet | None:
-    return lookup_typed(node, client, key, ZSet)  # type: ignore[return-value]
+    return lookup_typed(node, client, key, ZSet)
 
 
 def pairs_reply(pairs: Iterable[Pair], withscores: bool, proto: int) -> bytes:
@@ -329,7 +329,7 @@ def _zrange(node: Node, client: Client, argv: list[bytes], first: int, store: bo
     return [z.order[r] for r in ranks], withscores
 
 
-def _range_command(by: str, reverse: bool | None):  # type: ignore[no-untyped-def]
+def _range_command(by: str, reverse: bool | None) -> Callable[[Node, Client, list[bytes]], bytes]:
     def handler(node: Node, client: Client, argv: list[bytes]) -> bytes:
         pairs, withscores = _zrange(node, client, argv, 1, False, by, reverse)
         return pairs_reply(pairs, withscores, client.proto)

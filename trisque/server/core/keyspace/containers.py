@@ -10,7 +10,7 @@ changes a value in place reports the difference with ``changed``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable, TypeVar
 
 from ....protocol.errors import NOT_INTEGER, CommandError
 from ..scan import parse_cursor
@@ -26,8 +26,10 @@ if TYPE_CHECKING:
 OUT_OF_RANGE_POSITIVE = "ERR value is out of range, must be positive"
 LONG_MAX = (1 << 63) - 1
 
+T = TypeVar("T")
 
-def lookup_typed(node: Node, client: Client, key: bytes, cls: type) -> object | None:
+
+def lookup_typed(node: Node, client: Client, key: bytes, cls: type[T]) -> T | None:
     """The value at ``key`` if it is a ``cls``; None if there is none."""
     ks = node.keyspace
     value = ks.lookup(ks.dbs[client.db], key)

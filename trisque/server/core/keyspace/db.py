@@ -20,8 +20,16 @@ exactly, in O(1).
 from __future__ import annotations
 
 from heapq import heapify, heappush
+from typing import Protocol
 
 HEAP_SLACK = 64  # stale heap entries tolerated before a rebuild is considered
+
+
+class Watcher(Protocol):
+    """What ``Keyspace.touched`` marks: a WATCH on one key
+    (transactions.WatchedKey)."""
+
+    dirty: bool
 
 
 class Db:
@@ -38,7 +46,7 @@ class Db:
         self.deletions = 0  # keys removed so far (scan cursors never skip one)
         # Keys some client WATCHes -> its watchers (MULTI/EXEC, later): a
         # write calls Keyspace.touched only while this is non-empty.
-        self.watched: dict[bytes, list[object]] = {}
+        self.watched: dict[bytes, list[Watcher]] = {}
 
     def set_expire(self, key: bytes, when_ms: int) -> bool:
         """Give ``key`` (present) an expiry time; True if it had none."""

@@ -23,7 +23,7 @@ FIELD_OVERHEAD = 112
 RECORD_FIELDS = 64  # fields per HSET record of an AOF rewrite
 
 
-class Hash(dict):  # type: ignore[type-arg]  # dict[bytes, bytes]
+class Hash(dict[bytes, bytes]):  # field -> value
     __slots__ = ("nbytes", "big", "deletions")
 
     def __init__(self) -> None:
@@ -33,7 +33,7 @@ class Hash(dict):  # type: ignore[type-arg]  # dict[bytes, bytes]
         self.deletions = 0  # fields removed so far (HSCAN cursors)
 
 
-class FrozenHash(tuple):  # type: ignore[type-arg]  # ((field, value), ...)
+class FrozenHash(tuple[tuple[bytes, bytes], ...]):  # ((field, value), ...)
     """A hash captured for an AOF rewrite."""
     __slots__ = ()
 

@@ -145,7 +145,7 @@ class Keyspace:
         while ``db.watched`` is non-empty, so it costs nothing until then.
         A watcher is anything with a ``dirty`` attribute."""
         for watcher in db.watched.get(key, ()):
-            watcher.dirty = True  # type: ignore[attr-defined]
+            watcher.dirty = True
 
     # ---------------------------------------------------------------- AOF
 

@@ -394,7 +394,7 @@ def list_freeze(value: object) -> object:
     return FrozenList(value)
 
 
-class FrozenList(tuple):  # type: ignore[type-arg]
+class FrozenList(tuple[bytes, ...]):
     """A list's items as an AOF rewrite captured them."""
     __slots__ = ()
 

@@ -293,7 +293,9 @@ class Sandbox:
         return f
 
     def run(self, f: Any, keys: list[bytes], argv: list[bytes]) -> tuple[bool, Any]:
-        return self._run(f, self.lua.table_from(keys), self.lua.table_from(argv))
+        outcome: tuple[bool, Any] = self._run(f, self.lua.table_from(keys),
+                                              self.lua.table_from(argv))
+        return outcome
 
     def table(self, items: Any) -> Any:
         return self.lua.table_from(items)
@@ -329,4 +331,5 @@ class ScriptCompileError(Exception):
 
 def lua_type(value: object) -> str | None:
     """'table', 'function'... for a Lua object lupa handed back, else None."""
-    return lua51.lua_type(value)
+    kind: str | None = lua51.lua_type(value)
+    return kind

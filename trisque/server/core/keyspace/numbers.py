@@ -111,7 +111,7 @@ def add_long_double(a: Fraction | float, b: Fraction | float) -> Fraction | floa
     """a + b in long double; NaN comes back as float nan."""
     if a.__class__ is float or b.__class__ is float:
         # An infinity: finite parts do not matter (and may not fit a float).
-        return (a if a.__class__ is float else 0.0) + (b if b.__class__ is float else 0.0)  # type: ignore[operator]
+        return (a if a.__class__ is float else 0.0) + (b if b.__class__ is float else 0.0)
     return round_long_double(Fraction(a) + Fraction(b))
 
 

@@ -73,7 +73,7 @@ def _one(token: Token, byte: int) -> bool:
     if token is _ANY:
         return True
     if token.__class__ is bytes:
-        return token[0] == byte  # type: ignore[index]
+        return token[0] == byte
     ranges: list[tuple[int, int]]
     negate, ranges = token  # type: ignore[misc, assignment]
     c = _signed(byte)

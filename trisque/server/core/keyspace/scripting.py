@@ -248,7 +248,7 @@ def command_of(node: Node, name: bytes) -> Command | None:
 
 
 def scripting(node: Node) -> Scripting:
-    engine = node.scripting
+    engine: Scripting | None = node.scripting  # (the node holds it untyped)
     if engine is None:
         engine = node.scripting = Scripting(node)
     return engine

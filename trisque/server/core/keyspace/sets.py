@@ -25,7 +25,7 @@ MEMBER_OVERHEAD = 72  # a dict entry and index slot, the bytes object's header
 RECORD_MEMBERS = 64  # members per SADD record of an AOF rewrite
 
 
-class Set(dict):  # type: ignore[type-arg]  # dict[bytes, bytes]
+class Set(dict[bytes, bytes]):  # member -> member, in insertion order
     __slots__ = ("nbytes", "intset", "deletions")
 
     def __init__(self) -> None:
@@ -60,7 +60,7 @@ class Set(dict):  # type: ignore[type-arg]  # dict[bytes, bytes]
         return list(self)
 
 
-class FrozenSet(tuple):  # type: ignore[type-arg]  # (member, ...)
+class FrozenSet(tuple[bytes, ...]):  # (member, ...)
     """A set captured for an AOF rewrite."""
     __slots__ = ()
 

@@ -31,7 +31,7 @@ def string_encoding(value: object) -> str:
 
 
 def string_freeze(value: object) -> object:
-    return bytes(value) if type(value) is bytearray else value  # type: ignore[arg-type]
+    return bytes(value) if type(value) is bytearray else value
 
 
 def string_records(key: bytes, frozen: object) -> list[list[bytes]]:

@@ -21,7 +21,7 @@ they filter every member, in score order.
 from __future__ import annotations
 
 import math
-from typing import Iterator
+from typing import Iterator, Protocol, overload
 
 from sortedcontainers import SortedList
 
@@ -38,12 +38,38 @@ RECORD_MEMBERS = 64  # members per ZADD record of an AOF rewrite
 Pair = tuple[float, bytes]
 
 
+class ScoreOrder(Protocol):
+    """What a ZSet uses of its SortedList of pairs (sortedcontainers is
+    untyped).  A bisect may take ``(score,)``, which sorts before every
+    member of that score."""
+
+    def __len__(self) -> int: ...
+
+    def __iter__(self) -> Iterator[Pair]: ...
+
+    @overload
+    def __getitem__(self, index: int) -> Pair: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Pair]: ...
+
+    def __delitem__(self, index: slice) -> None: ...
+
+    def add(self, value: Pair) -> None: ...
+
+    def remove(self, value: Pair) -> None: ...
+
+    def bisect_left(self, value: Pair | tuple[float]) -> int: ...
+
+    def bisect_right(self, value: Pair | tuple[float]) -> int: ...
+
+
 class ZSet:
     __slots__ = ("scores", "order", "nbytes", "listpack", "deletions")
 
     def __init__(self, listpack: bool = True) -> None:
         self.scores: dict[bytes, float] = {}
-        self.order: SortedList = SortedList()
+        self.order: ScoreOrder = SortedList()
         self.nbytes = 0  # MEMBER_OVERHEAD + len(member), summed
         self.listpack = listpack
         self.deletions = 0  # members removed so far (ZSCAN cursors)
@@ -163,7 +189,7 @@ def _lex_lte(member: bytes, bound: tuple[int, bytes, bool]) -> bool:
     return member < value if exclusive else member <= value
 
 
-class FrozenZSet(tuple):  # type: ignore[type-arg]  # ((score, member), ...)
+class FrozenZSet(tuple[Pair, ...]):  # ((score, member), ...)
     """A sorted set captured for an AOF rewrite."""
     __slots__ = ()
 
