@@ -15,21 +15,28 @@ garbage collection state machine").
 - FASTACK just deletes everywhere, best effort (DELJOB).
 """
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 from ..protocol import bus, jobid
 from ..server.core.job import ACKED, DUMMY_ACK, WAIT_REPL, Job
+from .membership import ClusterNode
+
+if TYPE_CHECKING:
+    from .cluster import Cluster
 
 GC_RETRY_MIN_MS = 1000
 GC_RETRY_MAX_MS = 3 * 60 * 1000
 GC_RETRY_COUNT_MAX = 10
 
 
-def next_gc_ms(cluster, job):
+def next_gc_ms(cluster: "Cluster", job: Job) -> int:
     node = cluster.node
     period = min(GC_RETRY_MIN_MS << job.gc_retry, GC_RETRY_MAX_MS)
     return node.now_ms() + period + node.jitter_ms()
 
 
-def try_gc(cluster, job):
+def try_gc(cluster: "Cluster", job: Job) -> None:
     """START-GC: free the job if every holder confirmed, else SETACK them."""
     node = cluster.node
     if job.state != ACKED:
@@ -53,21 +60,22 @@ def try_gc(cluster, job):
     if dummy and cluster.size() == 1:
         node.delete_job(job)
         return
-    targets = (job.nodes_delivered if not dummy
-               else [n.id for n in cluster.membership.others() if not n.handshake])
+    targets: Sequence[str] = (
+        job.nodes_delivered if not dummy
+        else [n.id for n in cluster.membership.others() if not n.handshake])
     for target in targets:
         if target not in confirmed:
             cluster.send_setack(target, job)
 
 
-def _gc_now_and_later(cluster, job):
+def _gc_now_and_later(cluster: "Cluster", job: Job) -> None:
     """START-GC now and, unless that freed the job, arm the next attempt."""
     try_gc(cluster, job)
     if job.id in cluster.node.jobs:
         cluster.node.schedule(job)
 
 
-def dummy_ack(cluster, job_id):
+def dummy_ack(cluster: "Cluster", job_id: bytes) -> None:
     node = cluster.node
     if cluster.size() <= 1 or cluster.leaving() or not jobid.has_retry(job_id):
         return
@@ -79,7 +87,7 @@ def dummy_ack(cluster, job_id):
     _gc_now_and_later(cluster, job)
 
 
-def on_setack(cluster, sender, items):
+def on_setack(cluster: "Cluster", sender: ClusterNode, items: list[tuple[bytes, int]]) -> None:
     node = cluster.node
     for job_id, may_have in items:
         job = node.jobs.get(job_id)
@@ -100,7 +108,7 @@ def on_setack(cluster, sender, items):
             _gc_now_and_later(cluster, job)
 
 
-def on_gotack(cluster, sender, items):
+def on_gotack(cluster: "Cluster", sender: ClusterNode, items: list[tuple[bytes, int]]) -> None:
     node = cluster.node
     for job_id, known in items:
         job = node.jobs.get(job_id)
@@ -128,7 +136,7 @@ def on_gotack(cluster, sender, items):
             cluster.free_acked(job)
 
 
-def on_deljob(cluster, sender, items):
+def on_deljob(cluster: "Cluster", sender: ClusterNode, items: list[tuple[bytes, int]]) -> None:
     node = cluster.node
     for job_id, _aux in items:
         job = node.jobs.get(job_id)
@@ -140,7 +148,7 @@ def on_deljob(cluster, sender, items):
             cluster.remember_freed(job_id)
 
 
-def fast_ack(cluster, job, job_id):
+def fast_ack(cluster: "Cluster", job: Job | None, job_id: bytes) -> None:
     cluster.remember_freed(job_id)  # the core frees our copy right after
     if job is not None:
         cluster.send_to_holders(job, bus.DELJOB)

@@ -15,14 +15,21 @@ coalesced: consecutive messages of the same type travel in one frame.
 """
 
 from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from mypy_extensions import mypyc_attr
 
 from ..protocol import bus
 from ..protocol.jobid import IdGenerator
 from ..server.core.commands_queues import set_paused
-from ..server.core.job import serialize
+from ..server.core.job import Job, serialize
+from ..server.core.node import Node
+from ..server.core.queue import Queue
 from . import acks, federation, replication, requeue
 from .bus_guard import BusGuard
-from .membership import Membership
+from .membership import ClusterNode, Membership
+from .replication_latency import ReplicationLatency
 
 
 TOMBSTONE_MS = 10000  # far longer than a frame can be delayed on the bus
@@ -48,25 +55,31 @@ def _split_records(records: list[bytes]) -> list[list[bytes]]:
     return parts
 
 
+# One outbox batch: [message type, mflags, items (job records, or
+# (job id, aux) pairs)]; consecutive messages alike share one frame.
+Batch = list[Any]
+
+
+@mypyc_attr(allow_interpreted_subclasses=True)  # test transports extend it
 class Transport:
     """What a transport provides, doing nothing: links to nobody (a node
     alone, or a test or benchmark that carries frames its own way)."""
 
-    def send(self, node_id, frame):
+    def send(self, node_id: str, frame: bytes) -> None:
         """Queue ``frame`` for the node ``node_id``."""
 
-    def flush_soon(self):
+    def flush_soon(self) -> None:
         """Frames are queued in the cluster's outbox: have it flushed at
         the end of this turn.  (A transport may also offer ``push()``:
         write what is queued now, in the middle of a long turn.)"""
 
-    def ensure_link(self, node):
-        """Connect to ``node`` (a ClusterNode) unless already linked."""
+    def ensure_link(self, node: ClusterNode) -> None:
+        """Connect to ``node`` unless already linked."""
 
-    def drop_link(self, node_id):
+    def drop_link(self, node_id: str) -> None:
         """Close the link to ``node_id``, if any."""
 
-    def rename_link(self, old_id, new_id):
+    def rename_link(self, old_id: str, new_id: str) -> None:
         """A handshake node got its real ID: its link follows."""
 
     def cron(self, now_ms: int) -> None:
@@ -74,7 +87,32 @@ class Transport:
 
 
 class Cluster:
-    def __init__(self, node, transport, ip, port, bus_port):
+    node: Node
+    transport: Any  # a Transport, or anything with its methods (duck-typed)
+    local_ip: str
+    membership: Membership
+    outbox: dict[str, list[Batch]]
+    frames_received: list[int]
+    repl_latency: dict[str, ReplicationLatency]
+    federation: federation.Federation
+    size: Callable[[], int]
+    jobs_queued: Callable[[Queue], None]
+    queue_drained: Callable[[Queue], None]
+    need_jobs: Callable[[bytes], None]
+    replicating: dict[bytes, Job]
+    add_timer: replication.AddJobTimer
+    holders_tuples: dict[tuple[str, ...], tuple[str, ...]]
+    _queued: int
+    _push: Callable[[], None] | None
+    _transport_cron: Callable[[int], None] | None
+    _header: bus.Header | None
+    tombstones: set[bytes]
+    jobs_let_go: int
+    _tombstone_expiry: deque[tuple[int, bytes]]
+    bus_guard: BusGuard
+    save_config: Callable[[], None]  # set by the shell (nodes.conf)
+
+    def __init__(self, node: Node, transport: Any, ip: str, port: int, bus_port: int) -> None:
         self.node = node
         self.transport = transport
         self.local_ip = ip
@@ -106,7 +144,7 @@ class Cluster:
 
     # ----------------------------------------------------------- identity
 
-    def header(self):
+    def header(self) -> bus.Header:
         me = self.membership.myself
         flags = me.wire_flags()
         header = self._header
@@ -114,7 +152,7 @@ class Cluster:
             header = self._header = bus.Header(me.id, me.port, me.bus_port, flags)
         return header
 
-    def set_node_id(self, node_id):
+    def set_node_id(self, node_id: str) -> None:
         """Adopt ``node_id`` (from nodes.conf, or a hard reset)."""
         self.node.id = node_id
         self.node.ids = IdGenerator(node_id, self.node.random_bytes)
@@ -122,61 +160,62 @@ class Cluster:
 
     # ------------------------------------------------- hooks of the core
 
-    def reachable_count(self):
+    def reachable_count(self) -> int:
         return len(self.membership.reachable)
 
-    def leaving(self):
+    def leaving(self) -> bool:
         return self.membership.myself.leaving
 
-    def replicate(self, job, client, timeout_ms, asynchronous, external):
+    def replicate(self, job: Job, client: Any, timeout_ms: int, asynchronous: bool,
+                  external: bool) -> "replication.PendingAddJob | bytes":
         return replication.replicate(self, job, client, timeout_ms, asynchronous, external)
 
-    def replication_achieved(self, job):
+    def replication_achieved(self, job: Job) -> bool:
         return replication.replication_achieved(self, job)
 
-    def replication_aborted(self, job):
+    def replication_aborted(self, job: Job) -> None:
         replication.replication_aborted(self, job)
 
-    def broadcast_queued(self, job, nack):
+    def broadcast_queued(self, job: Job, nack: bool) -> None:
         requeue.broadcast_queued(self, job, nack)
 
-    def will_queue(self, job):
+    def will_queue(self, job: Job) -> None:
         requeue.will_queue(self, job)
 
-    def working(self, job):
+    def working(self, job: Job) -> None:
         requeue.working(self, job)
 
-    def delivered(self, job):
+    def delivered(self, job: Job) -> None:
         requeue.delivered(self, job)
 
-    def try_gc(self, job):
+    def try_gc(self, job: Job) -> None:
         acks.try_gc(self, job)
 
-    def next_gc_ms(self, job):
+    def next_gc_ms(self, job: Job) -> Any:
         return acks.next_gc_ms(self, job)
 
-    def dummy_ack(self, job_id):
+    def dummy_ack(self, job_id: bytes) -> None:
         acks.dummy_ack(self, job_id)
 
-    def fast_ack(self, job, job_id):
+    def fast_ack(self, job: Job | None, job_id: bytes) -> None:
         acks.fast_ack(self, job, job_id)
 
-    def import_rate(self, queue):
+    def import_rate(self, queue: Queue) -> Any:
         return self.federation.import_rate(queue)
 
-    def pause_broadcast(self, queue_name, flags):
+    def pause_broadcast(self, queue_name: bytes, flags: int) -> None:
         frame = bus.queue_op(self.header(), bus.PAUSE, queue_name, flags)
         for other in self.membership.others():
             if other.link_ok and not other.handshake:
                 self.transport.send(other.id, frame)
 
-    def hello_nodes(self):
+    def hello_nodes(self) -> list[list[str]]:
         membership = self.membership
         nodes = sorted(membership.nodes.values(), key=lambda n: not n.myself)
         return [[n.id, n.ip, str(n.port), str(membership.priority(n))]
                 for n in nodes if not n.handshake]
 
-    def info_fields(self):
+    def info_fields(self) -> list[tuple[str, Any]]:
         membership = self.membership
         return [
             ("cluster_state", "ok"),
@@ -188,14 +227,14 @@ class Cluster:
             ("cluster_stats_jobs_let_go", self.jobs_let_go),
         ] + self.federation.info_fields() + self.bus_guard.info_fields()
 
-    def cron(self, now_ms):
+    def cron(self, now_ms: int) -> None:
         self._expire_tombstones(now_ms)
         self.membership.cron(now_ms)
         self.federation.cron(now_ms)
         if self._transport_cron is not None:
             self._transport_cron(now_ms)
 
-    def free_acked(self, job):
+    def free_acked(self, job: Job) -> None:
         """An acked job is freed here.  For TOMBSTONE_MS its ID is
         remembered, so a REPLJOB or YOURJOBS the network delayed or
         duplicated cannot bring it back to life and deliver it again.  A
@@ -206,51 +245,54 @@ class Cluster:
         if len(holders) > 1 or (holders and holders[0] != self.node.id):
             self.remember_freed(job.id)
 
-    def remember_freed(self, job_id):
+    def remember_freed(self, job_id: bytes) -> None:
         self.tombstones.add(job_id)
         self._tombstone_expiry.append((self.node.now_ms() + TOMBSTONE_MS, job_id))
 
-    def _expire_tombstones(self, now_ms):
+    def _expire_tombstones(self, now_ms: int) -> None:
         expiry = self._tombstone_expiry
         while expiry and expiry[0][0] <= now_ms:
             self.tombstones.discard(expiry.popleft()[1])
 
-    def delete_everywhere(self, job):
+    def delete_everywhere(self, job: Job) -> None:
         """Best-effort delete of every copy (DELJOB), then ours."""
         self.send_to_holders(job, bus.DELJOB)
         self.node.unregister(job)
 
     # ---------------------------------------------------------- sending
 
-    def send_jobid(self, node_id, type_, job_id, aux=0, mflags=0):
+    def send_jobid(self, node_id: str, type_: int, job_id: bytes, aux: int = 0,
+                   mflags: int = 0) -> None:
         self._enqueue(node_id, type_, mflags, (job_id, aux))
 
-    def send_jobids(self, node_id, type_, items, mflags=0):
+    def send_jobids(self, node_id: str, type_: int, items: list[tuple[bytes, int]],
+                    mflags: int = 0) -> None:
         """send_jobid for each of ``items`` ((job id, aux) pairs)."""
         if node_id == self.node.id or not items:
             return
         self._outbox_list(node_id, type_, mflags).extend(items)
         self._count_queued(len(items))
 
-    def send_job(self, node_id, type_, record, mflags=0):
+    def send_job(self, node_id: str, type_: int, record: bytes, mflags: int = 0) -> None:
         self._enqueue(node_id, type_, mflags, record)
 
-    def send_to_holders(self, job, type_, aux=0, mflags=0):
+    def send_to_holders(self, job: Job, type_: int, aux: int = 0, mflags: int = 0) -> None:
         my_id = self.node.id
         for node_id in job.nodes_delivered:
             if node_id != my_id:
                 self._enqueue(node_id, type_, mflags, (job.id, aux))
 
-    def send_setack(self, node_id, job):
+    def send_setack(self, node_id: str, job: Job) -> None:
         self._enqueue(node_id, bus.SETACK, 0, (job.id, len(job.nodes_delivered)))
 
-    def _enqueue(self, node_id, type_, mflags, item):
+    def _enqueue(self, node_id: str, type_: int, mflags: int,
+                 item: bytes | tuple[bytes, int]) -> None:
         if node_id == self.node.id:
             return
         self._outbox_list(node_id, type_, mflags).append(item)
         self._count_queued(1)
 
-    def enqueue_to(self, node_ids, type_, mflags, item):
+    def enqueue_to(self, node_ids: list[str], type_: int, mflags: int, item: bytes) -> None:
         """The same message to several other nodes (a REPLJOB record to
         each new holder): _enqueue's work, one call for all."""
         outbox_list = self._outbox_list
@@ -258,14 +300,14 @@ class Cluster:
             outbox_list(node_id, type_, mflags).append(item)
         self._count_queued(len(node_ids))
 
-    def _count_queued(self, n):
+    def _count_queued(self, n: int) -> None:
         """``n`` more messages in the outbox: past EARLY_FLUSH_ITEMS, a
         long turn sends them before it ends (see _flush_early)."""
         self._queued += n
         if self._queued >= EARLY_FLUSH_ITEMS and self._push is not None:
             self._flush_early()
 
-    def _outbox_list(self, node_id, type_, mflags):
+    def _outbox_list(self, node_id: str, type_: int, mflags: int) -> list[Any]:
         """Where a message for ``node_id`` goes: the last batch to it if of
         the same type (one frame carries a run of them), else a new one."""
         outbox = self.outbox
@@ -273,32 +315,34 @@ class Cluster:
         if batches is None:
             if not outbox:
                 self.transport.flush_soon()
-            items = []
+            items: list[Any] = []
             outbox[node_id] = [[type_, mflags, items]]
             return items
         last = batches[-1]
         if last[0] == type_ and last[1] == mflags:
-            return last[2]
+            tail: list[Any] = last[2]
+            return tail
         items = []
         batches.append([type_, mflags, items])
         return items
 
-    def flush(self):
+    def flush(self) -> None:
         """Encode and hand to the transport what this turn produced."""
         if self.federation.pending:
             self.federation.before_flush()
         self._encode_outbox()
 
-    def _flush_early(self):
+    def _flush_early(self) -> None:
         """A long turn (a pipelined client batch of hundreds of ADDJOBs,
         a frame of hundreds of REPLJOBs) sends what it produced so far
         before going on, so the peers work on it meanwhile instead of
         waiting for the end of the turn.  Only the outbox leaves: the
         end-of-turn federation rules run at the real flush."""
         self._encode_outbox()
-        self._push()
+        if self._push is not None:
+            self._push()
 
-    def _encode_outbox(self):
+    def _encode_outbox(self) -> None:
         self._queued = 0
         outbox, self.outbox = self.outbox, {}
         header = self.header()
@@ -318,23 +362,23 @@ class Cluster:
                 else:
                     send(node_id, bus.jobids(header, type_, items, mflags))
 
-    def serialize_for_bus(self, job):
+    def serialize_for_bus(self, job: Job) -> bytes:
         return serialize(job, max(1, job.etime_ms - self.node.now_ms()))
 
     # -------------------------------------------------------- receiving
 
-    def link_up(self, node_id):
+    def link_up(self, node_id: str) -> None:
         node = self.membership.nodes.get(node_id)
         if node is not None:
             self.membership.link_up(node, self.node.now_ms())
             replication.on_link_up(self, node_id)
 
-    def link_down(self, node_id):
+    def link_down(self, node_id: str) -> None:
         node = self.membership.nodes.get(node_id)
         if node is not None:
             self.membership.link_down(node)
 
-    def receive(self, frame, link):
+    def receive(self, frame: bytes | bytearray | memoryview, link: Any) -> None:
         """One frame from ``link``.  Raises bus.BusError if malformed."""
         msg = bus.decode(frame)
         type_ = msg.type
@@ -374,7 +418,7 @@ class Cluster:
             flags, queue_name = body
             self._on_pause(queue_name, flags)
 
-    def _on_pause(self, queue_name, flags):
+    def _on_pause(self, queue_name: bytes, flags: int) -> None:
         node = self.node
         queue = node.queues.get(queue_name)
         if queue is None:

@@ -2,6 +2,7 @@
 
 import ipaddress
 import os
+from typing import Any
 
 from ..protocol import resp
 from ..protocol.args import upper
@@ -11,7 +12,7 @@ from ..server.core.command import command
 
 
 @command("CLUSTER", -2, "admin readonly")
-def cluster_(node, client, argv):
+def cluster_(node: Any, client: Any, argv: list[bytes]) -> bytes:
     cluster = node.cluster
     membership = getattr(cluster, "membership", None)
     if membership is None:
@@ -77,7 +78,7 @@ def cluster_(node, client, argv):
     raise CommandError("ERR Wrong CLUSTER subcommand or number of arguments")
 
 
-def _save(cluster):
+def _save(cluster: Any) -> None:
     """Write nodes.conf now.  If that fails the change stays in effect (and
     nodes.conf dirty: the cron keeps trying); the client is told."""
     try:
@@ -87,7 +88,7 @@ def _save(cluster):
                            f"{exc.strerror or exc}") from None
 
 
-def _valid_ip(ip):
+def _valid_ip(ip: str) -> bool:
     try:
         ipaddress.ip_address(ip)
     except ValueError:

@@ -27,10 +27,17 @@
 - A leaving node never asks for jobs.
 """
 
+from typing import TYPE_CHECKING
+
 from ..protocol import bus
+from ..protocol.jobcodec import JobFields
 from ..server.core.client import BlockedGet
 from ..server.core.job import ACTIVE, BCAST_QUEUED, Job
-from ..server.core.queue import PAUSED_OUT
+from ..server.core.queue import PAUSED_OUT, Queue
+from .membership import ClusterNode
+
+if TYPE_CHECKING:
+    from .cluster import Cluster
 
 MIN_REQUEST = 5
 MAX_REQUEST = 100
@@ -49,18 +56,18 @@ REACHED_ZERO = 1
 
 
 class Federation:
-    def __init__(self, cluster):
+    def __init__(self, cluster: "Cluster") -> None:
         self.cluster = cluster
-        self.open_asks = {}  # queue name -> {node id: [count, expire_ms]}
-        self.ready = {}  # queues with open asks that got jobs this turn (a dict: ordered)
-        self.drained = {}  # name -> queue that became empty this turn
+        self.open_asks: dict[bytes, dict[str, list[int]]] = {}  # name -> {node id: [count, expire_ms]}
+        self.ready: dict[bytes, None] = {}  # queues with open asks that got jobs this turn (ordered)
+        self.drained: dict[bytes, Queue] = {}  # name -> queue that became empty this turn
         # Counters (CLUSTER INFO / INFO cluster), for measuring storms.
         self.messages_sent = 0  # NEEDJOBS messages
         self.yourjobs_sent = 0  # YOURJOBS answers (one frame each)
         self.jobs_exported = 0
         self.jobs_imported = 0
 
-    def info_fields(self):
+    def info_fields(self) -> list[tuple[str, int]]:
         return [
             ("cluster_stats_needjobs_sent", self.messages_sent),
             ("cluster_stats_yourjobs_sent", self.yourjobs_sent),
@@ -71,7 +78,7 @@ class Federation:
 
     # ----------------------------------------------------- import rate
 
-    def import_rate(self, queue):
+    def import_rate(self, queue: Queue) -> int:
         """Jobs/s received from other nodes over the last two 1 s buckets."""
         buckets = queue.import_buckets
         if buckets is None:
@@ -81,9 +88,10 @@ class Federation:
         if now_ms - cur_ms > RATE_WINDOW_MS:
             return 0
         elapsed = max(50, now_ms - prev_ms)
-        return -(-(prev_count + cur_count) * 1000 // elapsed)  # ceil
+        rate: int = -(-(prev_count + cur_count) * 1000 // elapsed)  # ceil
+        return rate
 
-    def _count_import(self, queue, now_ms):
+    def _count_import(self, queue: Queue, now_ms: int) -> None:
         buckets = queue.import_buckets
         if buckets is None:
             buckets = queue.import_buckets = [now_ms, 0, now_ms, 0]
@@ -92,7 +100,7 @@ class Federation:
             buckets[2], buckets[3] = now_ms, 0
         buckets[3] += 1
 
-    def _valid_sources(self, queue, now_ms):
+    def _valid_sources(self, queue: Queue, now_ms: int) -> list[str]:
         sources = queue.import_from
         for node_id, last_ms in list(sources.items()):
             if now_ms - last_ms > SOURCE_VALID_MS or node_id not in self.cluster.membership.nodes:
@@ -101,14 +109,14 @@ class Federation:
 
     # ------------------------------------------------------- asking
 
-    def need_jobs(self, queue_name):
+    def need_jobs(self, queue_name: bytes) -> None:
         """A consumer found ``queue_name`` empty here."""
         cluster = self.cluster
         if cluster.size() <= 1 or cluster.leaving():
             return
         self._need_jobs(cluster.node.get_queue(queue_name), CLIENTS_WAITING)
 
-    def queue_drained(self, queue):
+    def queue_drained(self, queue: Queue) -> None:
         """The queue just became empty.  Asked at the end of this turn, if
         it is still empty then: once per turn, however many jobs a YOURJOBS
         batch or a pipeline of requests moved through it, and with the
@@ -119,7 +127,7 @@ class Federation:
             self.cluster.transport.flush_soon()
         self.drained[queue.name] = queue
 
-    def _need_jobs(self, queue, reason):
+    def _need_jobs(self, queue: Queue, reason: int) -> None:
         node = self.cluster.node
         rate = self.import_rate(queue)
         if reason == REACHED_ZERO and rate == 0:
@@ -142,14 +150,14 @@ class Federation:
             queue.needjobs_adhoc_attempt += 1
             self._send(sources, queue.name, count)
 
-    def _send(self, node_ids, queue_name, count):
+    def _send(self, node_ids: list[str], queue_name: bytes, count: int) -> None:
         cluster = self.cluster
         frame = bus.queue_op(cluster.header(), bus.NEEDJOBS, queue_name, count)
         for node_id in node_ids:
             cluster.transport.send(node_id, frame)
             self.messages_sent += 1
 
-    def cron(self, now_ms):
+    def cron(self, now_ms: int) -> None:
         """Clients still blocked keep asking (with the backoffs above);
         open asks past their time are forgotten."""
         if self.open_asks:
@@ -157,7 +165,7 @@ class Federation:
         node = self.cluster.node
         if self.cluster.size() <= 1 or self.cluster.leaving():
             return
-        asked = set()
+        asked: set[bytes] = set()
         for client in node.clients.values():
             blocked = client.blocked
             if blocked.__class__ is not BlockedGet:
@@ -173,11 +181,11 @@ class Federation:
 
     # ------------------------------------------------------ answering
 
-    def _can_give(self, queue):
-        return (queue is not None and queue.jobs and not queue.paused & PAUSED_OUT
+    def _can_give(self, queue: Queue | None) -> bool:
+        return (queue is not None and bool(queue.jobs) and not queue.paused & PAUSED_OUT
                 and self.import_rate(queue) == 0)
 
-    def on_needjobs(self, sender, queue_name, count):
+    def on_needjobs(self, sender: ClusterNode, queue_name: bytes, count: int) -> None:
         node = self.cluster.node
         queue = node.queues.get(queue_name)
         if queue is not None and (queue.paused & PAUSED_OUT or self.import_rate(queue) > 0):
@@ -192,7 +200,7 @@ class Federation:
         asks.pop(sender.id, None)  # keep the order oldest ask first
         asks[sender.id] = [count, node.now_ms() + ASK_OPEN_MS]
 
-    def jobs_queued(self, queue):
+    def jobs_queued(self, queue: Queue) -> None:
         """``queue`` has jobs nobody here took: answer open asks at the end
         of this turn (so a burst of ADDJOBs leaves in one YOURJOBS)."""
         if queue.name in self.open_asks:
@@ -201,10 +209,10 @@ class Federation:
             self.ready[queue.name] = None
 
     @property
-    def pending(self):
-        return self.ready or self.drained
+    def pending(self) -> bool:
+        return bool(self.ready or self.drained)
 
-    def before_flush(self):
+    def before_flush(self) -> None:
         """End of an event-loop turn, before the outbox leaves: ask for the
         queues that drained, answer the open asks that jobs arrived for."""
         node = self.cluster.node
@@ -218,7 +226,7 @@ class Federation:
         if self.ready:
             self._answer_open_asks()
 
-    def _answer_open_asks(self):
+    def _answer_open_asks(self) -> None:
         ready, self.ready = self.ready, {}
         node = self.cluster.node
         now_ms = node.now_ms()
@@ -232,7 +240,7 @@ class Federation:
                 del self.open_asks[name]  # importing ourselves: asks are void
                 continue
             for node_id in list(asks):
-                if not self._can_give(queue):
+                if queue is None or not self._can_give(queue):
                     break
                 count, expire_ms = asks.pop(node_id)
                 peer = nodes.get(node_id)
@@ -243,7 +251,7 @@ class Federation:
             if not asks:
                 del self.open_asks[name]
 
-    def _expire_asks(self, now_ms):
+    def _expire_asks(self, now_ms: int) -> None:
         for name, asks in list(self.open_asks.items()):
             for node_id, (_count, expire_ms) in list(asks.items()):
                 if expire_ms < now_ms:
@@ -251,7 +259,7 @@ class Federation:
             if not asks:
                 del self.open_asks[name]
 
-    def _answer(self, queue, node_id, count):
+    def _answer(self, queue: Queue, node_id: str, count: int) -> None:
         """YOURJOBS: ``count`` jobs if we have twice as many, else half the
         queue, at least one."""
         node = self.cluster.node
@@ -271,7 +279,7 @@ class Federation:
         self.yourjobs_sent += 1
         self.jobs_exported += give
 
-    def on_yourjobs(self, sender, records):
+    def on_yourjobs(self, sender: ClusterNode, records: list[JobFields]) -> None:
         node = self.cluster.node
         now_ms = node.now_ms()
         for fields in records:

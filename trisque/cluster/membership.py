@@ -25,7 +25,13 @@ Rules (after Disque's cluster.c, in our words):
   from the local end of its bus connections.
 """
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
 from ..protocol import bus
+
+if TYPE_CHECKING:
+    from .cluster import Cluster
 
 HANDSHAKE_MIN_MS = 1000
 FORGET_BAN_MS = 60000
@@ -37,8 +43,26 @@ class ClusterNode:
                  "pfail", "fail", "leaving", "noaddr", "ping_sent_ms",
                  "pong_received_ms", "ctime_ms", "fail_reports", "link_ok",
                  "meet_pending", "link_since_ms", "ping_received_ms")
+    id: str
+    ip: str
+    port: int
+    bus_port: int
+    myself: bool
+    handshake: bool
+    pfail: bool
+    fail: bool
+    leaving: bool
+    noaddr: bool
+    ping_sent_ms: int
+    pong_received_ms: int
+    ctime_ms: int
+    fail_reports: dict[str, int]
+    link_ok: bool
+    meet_pending: bool
+    link_since_ms: int
+    ping_received_ms: int
 
-    def __init__(self, node_id, ip, port, bus_port, now_ms):
+    def __init__(self, node_id: str, ip: str, port: int, bus_port: int, now_ms: int) -> None:
         self.id = node_id
         self.ip = ip
         self.port = port
@@ -58,7 +82,7 @@ class ClusterNode:
         self.link_since_ms = 0
         self.ping_received_ms = 0  # its last PING or MEET to us
 
-    def flag_names(self):
+    def flag_names(self) -> str:
         names = []
         if self.myself:
             names.append("myself")
@@ -74,15 +98,15 @@ class ClusterNode:
             names.append("leaving")
         return ",".join(names) or "noflags"
 
-    def wire_flags(self):
+    def wire_flags(self) -> int:
         return ((bus.F_LEAVING if self.leaving else 0) | (bus.F_PFAIL if self.pfail else 0)
                 | (bus.F_FAIL if self.fail else 0) | (bus.F_NOADDR if self.noaddr else 0))
 
-    def reachable(self):
+    def reachable(self) -> bool:
         return not (self.myself or self.handshake or self.pfail or self.fail
                     or self.leaving or self.noaddr)
 
-    def address(self):
+    def address(self) -> str:
         addr = f"{self.ip}:{self.port}"
         if self.bus_port != self.port + 10000:
             addr += f"@{self.bus_port}"
@@ -92,49 +116,50 @@ class ClusterNode:
 class Membership:
     """The node table and the gossip/failure-detection rules."""
 
-    def __init__(self, cluster, myself_id, ip, port, bus_port, now_ms):
+    def __init__(self, cluster: "Cluster", myself_id: str, ip: str, port: int, bus_port: int,
+                 now_ms: int) -> None:
         self.cluster = cluster
         me = ClusterNode(myself_id, ip, port, bus_port, now_ms)
         me.myself = True
         me.link_ok = True
         self.myself = me
         self.nodes = {myself_id: me}
-        self.banned = {}  # forgotten node id -> ms until it may come back
+        self.banned: dict[str, int] = {}  # forgotten node id -> ms until it may come back
         self.cron_runs = 0
-        self.reachable = []  # cached list of reachable other nodes
+        self.reachable: list[ClusterNode] = []  # cached list of reachable other nodes
         self._size = 1
         self.messages_sent = 0
         self.messages_received = 0
         self._dirty = False
-        self.on_dirty = None  # shell hook: save nodes.conf soon
+        self.on_dirty: Callable[[], object] | None = None  # shell hook: save nodes.conf soon
 
     @property
-    def dirty(self):
+    def dirty(self) -> bool:
         """nodes.conf no longer matches the node table."""
         return self._dirty
 
     @dirty.setter
-    def dirty(self, value):
+    def dirty(self, value: bool) -> None:
         self._dirty = value
         if value and self.on_dirty is not None:
             self.on_dirty()
 
     # --------------------------------------------------------- queries
 
-    def size(self):
+    def size(self) -> int:
         """Known nodes but handshakes, myself and failed ones included."""
         return self._size
 
-    def update_reachable(self):
+    def update_reachable(self) -> None:
         """Recompute what depends on the node table; every change to it
         (add, delete, rename, flags) ends here."""
         self.reachable = [n for n in self.nodes.values() if n.reachable()]
         self._size = sum(1 for n in self.nodes.values() if not n.handshake)
 
-    def others(self):
+    def others(self) -> list[ClusterNode]:
         return [n for n in self.nodes.values() if not n.myself]
 
-    def priority(self, node):
+    def priority(self, node: ClusterNode) -> int:
         """HELLO's priority: 1 ok, 5 no link, 10 PFAIL, 100 FAIL or leaving."""
         if node.fail or node.leaving:
             return 100
@@ -146,12 +171,12 @@ class Membership:
 
     # --------------------------------------------------------- changes
 
-    def add(self, node):
+    def add(self, node: ClusterNode) -> None:
         self.nodes[node.id] = node
         self.dirty = True
         self.update_reachable()
 
-    def delete(self, node):
+    def delete(self, node: ClusterNode) -> None:
         if self.nodes.get(node.id) is node:
             del self.nodes[node.id]
         self.cluster.transport.drop_link(node.id)
@@ -160,7 +185,7 @@ class Membership:
         self.dirty = True
         self.update_reachable()
 
-    def rename(self, node, new_id):
+    def rename(self, node: ClusterNode, new_id: str) -> None:
         """A handshake node told us its real ID."""
         self.cluster.transport.rename_link(node.id, new_id)
         del self.nodes[node.id]
@@ -170,7 +195,7 @@ class Membership:
         self.dirty = True
         self.update_reachable()
 
-    def meet(self, ip, port, bus_port, now_ms):
+    def meet(self, ip: str, port: int, bus_port: int, now_ms: int) -> None:
         """CLUSTER MEET: start a handshake with ip:port."""
         for node in self.nodes.values():
             if node.handshake and node.ip == ip and node.bus_port == bus_port:
@@ -181,11 +206,11 @@ class Membership:
         node.meet_pending = True
         self.add(node)
 
-    def forget(self, node, now_ms):
+    def forget(self, node: ClusterNode, now_ms: int) -> None:
         self.banned[node.id] = now_ms + FORGET_BAN_MS
         self.delete(node)
 
-    def reset(self, new_id=None):
+    def reset(self, new_id: str | None = None) -> None:
         for node in self.others():
             self.delete(node)
         self.banned.clear()
@@ -199,7 +224,7 @@ class Membership:
 
     # --------------------------------------------------------- messages
 
-    def gossip_entries(self, receiver_id):
+    def gossip_entries(self, receiver_id: str) -> list[bus.GossipEntry]:
         """A few nodes to tell ``receiver_id`` about, failing ones first."""
         candidates = [n for n in self.nodes.values()
                       if not n.myself and not n.handshake and n.id != receiver_id]
@@ -212,13 +237,14 @@ class Membership:
         chosen = (failing + rest)[:wanted]
         now_ms = self.cluster.node.now_ms()
         me = self.myself
-        entries = [(me.id, me.wire_flags(), me.ip, me.port, me.bus_port, 0)]
+        entries: list[bus.GossipEntry] = [
+            (me.id, me.wire_flags(), me.ip, me.port, me.bus_port, 0)]
         for n in chosen:
             age = (now_ms - n.pong_received_ms) // 1000 if n.pong_received_ms else 0xFFFFFFFF
             entries.append((n.id, n.wire_flags(), n.ip, n.port, n.bus_port, age))
         return entries
 
-    def send_ping(self, node, type_=bus.PING):
+    def send_ping(self, node: ClusterNode, type_: int = bus.PING) -> None:
         now_ms = self.cluster.node.now_ms()
         if type_ == bus.PING or type_ == bus.MEET:
             if node.ping_sent_ms == 0:
@@ -227,7 +253,7 @@ class Membership:
         self.cluster.transport.send(node.id, frame)
         self.messages_sent += 1
 
-    def on_gossip_message(self, msg, link):
+    def on_gossip_message(self, msg: bus.Message, link: Any) -> None:
         """PING, PONG or MEET arrived on ``link`` (which can answer with
         ``link.send(frame)``; ``link.peer_ip`` is where it came from, and
         ``link.node_id`` the node an outgoing link was opened to)."""
@@ -304,7 +330,8 @@ class Membership:
             self.dirty = True
         self._process_gossip(sender, msg.body, now_ms)
 
-    def _process_gossip(self, sender, entries, now_ms):
+    def _process_gossip(self, sender: ClusterNode, entries: list[bus.GossipEntry],
+                        now_ms: int) -> None:
         for node_id, flags, ip, port, bus_port, _age in entries:
             if node_id == sender.id:
                 continue
@@ -334,7 +361,7 @@ class Membership:
             node.leaving = bool(flags & bus.F_LEAVING)
             self.add(node)
 
-    def link_up(self, node, now_ms):
+    def link_up(self, node: ClusterNode, now_ms: int) -> None:
         """Our link to ``node`` connected: greet it at once."""
         node.link_ok = True
         node.link_since_ms = now_ms
@@ -344,10 +371,10 @@ class Membership:
         else:
             self.send_ping(node)
 
-    def link_down(self, node):
+    def link_down(self, node: ClusterNode) -> None:
         node.link_ok = False
 
-    def on_fail(self, msg):
+    def on_fail(self, msg: bus.Message) -> None:
         node = self.nodes.get(msg.body)
         if node is None or node.myself or node.fail:
             return
@@ -360,7 +387,7 @@ class Membership:
 
     # ------------------------------------------------------------- cron
 
-    def cron(self, now_ms):
+    def cron(self, now_ms: int) -> None:
         """Every 100 ms: links, pings, failure detection, handshake expiry."""
         cluster = self.cluster
         transport = cluster.transport
@@ -404,7 +431,7 @@ class Membership:
         if changed:
             self.update_reachable()
 
-    def maybe_mark_failed(self, node, now_ms):
+    def maybe_mark_failed(self, node: ClusterNode, now_ms: int) -> None:
         """Rule: PFAIL (as seen by me) + a majority of reports => FAIL."""
         if not node.pfail or node.fail:
             return
@@ -425,7 +452,7 @@ class Membership:
 
     # --------------------------------------------------------- describe
 
-    def nodes_lines(self, for_config=False):
+    def nodes_lines(self, for_config: bool = False) -> list[str]:
         lines = []
         for node in self.nodes.values():
             if for_config and node.handshake:
@@ -435,10 +462,10 @@ class Membership:
                          f"{node.ping_sent_ms} {node.pong_received_ms} {link}")
         return lines
 
-    def config_text(self):
+    def config_text(self) -> str:
         return "\n".join(self.nodes_lines(for_config=True)) + "\n"
 
-    def load_config_text(self, text, now_ms):
+    def load_config_text(self, text: str, now_ms: int) -> str | None:
         """Restore myself and the peers from nodes.conf."""
         me = None
         for line in text.splitlines():
@@ -473,5 +500,5 @@ class Membership:
         return me
 
 
-def _sender_ip(msg, peer_ip):
+def _sender_ip(msg: bus.Message, peer_ip: str) -> str:
     return peer_ip or "127.0.0.1"

@@ -24,14 +24,21 @@ ON REPLJOB: store the job ``active`` (or merge ``nodes_delivered`` if we
 """
 
 from collections import deque
+from typing import TYPE_CHECKING
 
 from ..protocol import bus, errors, resp
-from ..server.core.client import PendingReply
+from ..protocol.jobcodec import JobFields
+from ..server.core.client import Client, PendingReply
 from ..server.core.job import (ACTIVE, BCAST_QUEUED, BCAST_WILLQUEUE,
                                WAIT_REPL, Job, serialize)
 from ..server.core.node import WILLQUEUE_ADVANCE_MS
 from ..server.core.queue import PAUSED_IN
 from .replication_latency import ReplicationLatency
+
+if TYPE_CHECKING:
+    from ..server.core.node import Node
+    from .cluster import Cluster
+    from .membership import ClusterNode
 
 ADD_NODE_PERIOD_MS = 50
 RESEND_PERIOD_MS = 1000
@@ -42,14 +49,17 @@ class PendingAddJob(PendingReply):
     """The reply to a synchronous ADDJOB, waiting for replication."""
 
     __slots__ = ("job", "deadline_ms", "sent_ms")
+    job: Job
+    deadline_ms: int
+    sent_ms: int
 
-    def __init__(self, client, job, deadline_ms, now_ms):
+    def __init__(self, client: Client | None, job: Job, deadline_ms: int, now_ms: int) -> None:
         super().__init__(client)
         self.job = job
         self.deadline_ms = deadline_ms  # 0: wait forever
         self.sent_ms = now_ms  # last REPLJOB to every unconfirmed holder
 
-    def fire(self, node):
+    def fire(self, node: "Node") -> None:
         job = self.job
         if job.waiter is not self:
             return
@@ -68,7 +78,7 @@ class PendingAddJob(PendingReply):
         added = add_nodes(node.cluster, job, 1, noreply=False, resend=resend)
         self.schedule(node, now_ms, added or _may_add_soon(node.cluster, job))
 
-    def schedule(self, node, now_ms, more_nodes=True):
+    def schedule(self, node: "Node", now_ms: int, more_nodes: bool = True) -> None:
         """Wake in 50 ms to add a node, or (when every reachable node
         already has a copy) at the next re-send; never past the timeout."""
         if more_nodes:
@@ -80,7 +90,7 @@ class PendingAddJob(PendingReply):
         node.deadlines.set(self, at)
         node.timers_changed(at)
 
-    def cancel(self, node):
+    def cancel(self, node: "Node") -> None:
         """The client went away: the job would have no one to report to."""
         job = self.job
         if job.waiter is self:
@@ -101,12 +111,13 @@ class AddJobTimer(PendingReply):
     (PendingAddJob.fire)."""
 
     __slots__ = ("waiting",)
+    waiting: deque[PendingAddJob]  # due in order
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__(None)
-        self.waiting = deque()  # PendingAddJob, due in order
+        self.waiting = deque()
 
-    def watch(self, node, pending, now_ms):
+    def watch(self, node: "Node", pending: PendingAddJob, now_ms: int) -> None:
         due = now_ms + ADD_NODE_PERIOD_MS
         waiting = self.waiting
         if ((pending.deadline_ms and pending.deadline_ms < due)
@@ -118,7 +129,7 @@ class AddJobTimer(PendingReply):
             node.deadlines.set(self, due)
             node.timers_changed(due)
 
-    def fire(self, node):
+    def fire(self, node: "Node") -> None:
         waiting = self.waiting
         now_ms = node.now_ms()
         while waiting:
@@ -135,11 +146,11 @@ class AddJobTimer(PendingReply):
             node.deadlines.set(self, due)
             node.timers_changed(due)
 
-    def cancel(self, node):
+    def cancel(self, node: "Node") -> None:
         pass
 
 
-def _may_add_soon(cluster, job):
+def _may_add_soon(cluster: "Cluster", job: Job) -> bool:
     """A reachable node without a copy whose link is not up yet (we just
     met it, or it is restarting): keep trying every 50 ms, so the ADDJOB
     goes on as soon as the link does, not at the next 1 s re-send."""
@@ -147,7 +158,8 @@ def _may_add_soon(cluster, job):
     return any(n.id not in delivered for n in cluster.membership.reachable)
 
 
-def replicate(cluster, job, client, timeout_ms, asynchronous, external):
+def replicate(cluster: "Cluster", job: Job, client: Client, timeout_ms: int,
+              asynchronous: bool, external: bool) -> PendingAddJob | bytes:
     node = cluster.node
     my_id = node.id
     others = job.repl if external else job.repl - 1
@@ -185,12 +197,13 @@ def replicate(cluster, job, client, timeout_ms, asynchronous, external):
     return b"+%s\r\n" % job.id
 
 
-def add_nodes(cluster, job, count, noreply, resend=True):
+def add_nodes(cluster: "Cluster", job: Job, count: int, noreply: bool,
+              resend: bool = True) -> int:
     """Add up to ``count`` reachable nodes to the job's holders and send
     them REPLJOB; with ``resend``, also every holder that has not confirmed
     (the record lists all holders, so they learn about each other)."""
     node = cluster.node
-    new = ()
+    new: tuple[str, ...] = ()
     if count > 0:
         delivered = job.nodes_delivered
         candidates = [n for n in cluster.membership.reachable
@@ -199,9 +212,9 @@ def add_nodes(cluster, job, count, noreply, resend=True):
             node.random.shuffle(candidates)
         new = tuple(n.id for n in candidates[:count])
         job.nodes_delivered += new
-    targets = job.nodes_delivered if resend else new
     confirmed = job.nodes_confirmed or ()
-    targets = [t for t in targets if t != node.id and t not in confirmed]
+    targets = [t for t in (job.nodes_delivered if resend else new)
+               if t != node.id and t not in confirmed]
     if targets:
         record = serialize(job, max(1, job.etime_ms - node.now_ms()))
         mflags = bus.NOREPLY if noreply else 0
@@ -210,7 +223,7 @@ def add_nodes(cluster, job, count, noreply, resend=True):
     return len(new)
 
 
-def _send_first(cluster, job, count, now_ms):
+def _send_first(cluster: "Cluster", job: Job, count: int, now_ms: int) -> None:
     """add_nodes for a job nobody else holds yet (rule 1), in fewer steps:
     the first REPLJOB of every synchronous ADDJOB goes this way."""
     candidates = [n.id for n in cluster.membership.reachable if n.link_ok]
@@ -229,7 +242,8 @@ def _send_first(cluster, job, count, now_ms):
     cluster.enqueue_to(candidates, bus.REPLJOB, 0, record)
 
 
-def on_repljob(cluster, sender, records, mflags):
+def on_repljob(cluster: "Cluster", sender: "ClusterNode", records: list[JobFields],
+               mflags: int) -> None:
     node = cluster.node
     if node.memory_level() > 0 or cluster.leaving():
         return  # no room, or on our way out: let the sender find others
@@ -285,7 +299,8 @@ def on_repljob(cluster, sender, records, mflags):
         cluster.send_jobids(sender.id, bus.GOTJOB, got)
 
 
-def on_gotjob(cluster, sender, items):
+def on_gotjob(cluster: "Cluster", sender: "ClusterNode",
+              items: list[tuple[bytes, int]]) -> None:
     replicating = cluster.replicating
     if not replicating:
         return
@@ -297,7 +312,9 @@ def on_gotjob(cluster, sender, items):
         job = replicating.get(job_id)
         if job is None or job.state != WAIT_REPL:
             continue
-        confirmed = job._rare["nodes_confirmed"]  # (set by replicate(); no property call)
+        rare = job._rare  # (nodes_confirmed, set by replicate(); no property call)
+        assert rare is not None
+        confirmed: set[str] = rare["nodes_confirmed"]
         confirmed.add(sender_id)
         latency = cluster.repl_latency.get(sender_id)
         if latency is None:
@@ -307,7 +324,7 @@ def on_gotjob(cluster, sender, items):
             replication_achieved(cluster, job, now_ms)
 
 
-def replication_achieved(cluster, job, now_ms=None):
+def replication_achieved(cluster: "Cluster", job: Job, now_ms: int | None = None) -> bool:
     """Rule 4.  Returns False if we kept no copy (external replication)."""
     node = cluster.node
     job.state = ACTIVE
@@ -337,7 +354,7 @@ def replication_achieved(cluster, job, now_ms=None):
     return True
 
 
-def replication_aborted(cluster, job):
+def replication_aborted(cluster: "Cluster", job: Job) -> None:
     """The job went away (TTL, DELJOB) while its ADDJOB waited."""
     pending = job.waiter
     job.waiter = None
@@ -346,7 +363,7 @@ def replication_aborted(cluster, job):
         cluster.node.resolve(pending, resp.error(errors.NOREPL_REMOVED))
 
 
-def on_link_up(cluster, node_id):
+def on_link_up(cluster: "Cluster", node_id: str) -> None:
     """Our link to ``node_id`` (re)connected: a REPLJOB for it that was
     lost with the old link (or never sent, the node was down) goes again
     now, rather than at the next re-send."""

@@ -33,21 +33,28 @@
   used when the node that took ADDJOB keeps no copy.
 """
 
+from typing import TYPE_CHECKING
+
 from ..protocol import bus
 from ..server.core.job import (ACKED, ACTIVE, BCAST_QUEUED, BCAST_WILLQUEUE,
-                               QUEUED, WAIT_REPL)
+                               QUEUED, WAIT_REPL, Job)
+from ..server.core.node import Node
 from ..server.core.queue import PAUSED_IN, PAUSED_OUT
+from .membership import ClusterNode
+
+if TYPE_CHECKING:
+    from .cluster import Cluster
 
 CONSUMER_RECENT_MS = 1000  # a GETJOB this recent means consumers poll here
 CONSUMERS_WAIT = 1  # WILLQUEUE's aux: the sender has consumers waiting
 
 
-def broadcast_queued(cluster, job, nack):
+def broadcast_queued(cluster: "Cluster", job: Job, nack: bool) -> None:
     mflags = bus.INCR_NACKS if nack else bus.INCR_DELIV
     cluster.send_to_holders(job, bus.QUEUED, mflags=mflags)
 
 
-def consumers_wait(node, queue_name):
+def consumers_wait(node: Node, queue_name: bytes) -> bool:
     """Whether consumers here could take a job of ``queue_name`` soon."""
     queue = node.queues.get(queue_name)
     return (queue is not None and not queue.paused & PAUSED_OUT
@@ -55,22 +62,22 @@ def consumers_wait(node, queue_name):
                  or node.now_ms() - queue.consumer_ms <= CONSUMER_RECENT_MS))
 
 
-def will_queue(cluster, job):
+def will_queue(cluster: "Cluster", job: Job) -> None:
     aux = CONSUMERS_WAIT if consumers_wait(cluster.node, job.queue) else 0
     cluster.send_to_holders(job, bus.WILLQUEUE, aux)
 
 
-def working(cluster, job):
+def working(cluster: "Cluster", job: Job) -> None:
     cluster.send_to_holders(job, bus.WORKING)
 
 
-def delivered(cluster, job):
+def delivered(cluster: "Cluster", job: Job) -> None:
     """A consumer took the job here: the other holders hold back."""
     if len(job.nodes_delivered) > 1:
         cluster.send_to_holders(job, bus.WORKING)
 
 
-def sender_wins(sender_id, my_id, job_id):
+def sender_wins(sender_id: str, my_id: str, job_id: bytes) -> bool:
     """Compare node IDs mixed with the job's random part, so which node
     keeps a doubly-queued job varies from job to job."""
     mix = job_id[11:35]
@@ -79,7 +86,8 @@ def sender_wins(sender_id, my_id, job_id):
     return a > b
 
 
-def on_queued_or_working(cluster, sender, items, type_, mflags):
+def on_queued_or_working(cluster: "Cluster", sender: ClusterNode, items: list[tuple[bytes, int]],
+                         type_: int, mflags: int) -> None:
     node = cluster.node
     for job_id, _aux in items:
         job = node.jobs.get(job_id)
@@ -105,7 +113,7 @@ def on_queued_or_working(cluster, sender, items, type_, mflags):
             job.nodes_delivered += (sender.id,)
 
 
-def on_willqueue(cluster, sender, items):
+def on_willqueue(cluster: "Cluster", sender: ClusterNode, items: list[tuple[bytes, int]]) -> None:
     node = cluster.node
     for job_id, aux in items:
         job = node.jobs.get(job_id)
@@ -127,7 +135,7 @@ def on_willqueue(cluster, sender, items):
 
 
 
-def on_enqueue(cluster, sender, items):
+def on_enqueue(cluster: "Cluster", sender: ClusterNode, items: list[tuple[bytes, int]]) -> None:
     node = cluster.node
     for job_id, delay_s in items:
         job = node.jobs.get(job_id)

@@ -34,7 +34,9 @@ import hmac
 import ipaddress
 import re
 import struct
+from collections.abc import Sequence
 from itertools import starmap
+from typing import Any
 
 from . import jobcodec
 
@@ -98,8 +100,16 @@ class Message:
 
     __slots__ = ("type", "mflags", "sender", "sender_flags", "port",
                  "bus_port", "body")
+    type: int
+    mflags: int
+    sender: str
+    sender_flags: int
+    port: int
+    bus_port: int
+    body: Any  # by type, as above
 
-    def __init__(self, type_, mflags, sender, sender_flags, port, bus_port, body):
+    def __init__(self, type_: int, mflags: int, sender: str, sender_flags: int, port: int,
+                 bus_port: int, body: Any) -> None:
         self.type = type_
         self.mflags = mflags
         self.sender = sender
@@ -108,7 +118,7 @@ class Message:
         self.bus_port = bus_port
         self.body = body
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<{NAMES[self.type]} from {self.sender[:8]} {self.body!r:.80}>"
 
 
@@ -116,21 +126,28 @@ class Header:
     """What every frame from this node carries about its sender."""
 
     __slots__ = ("node_id", "port", "bus_port", "flags")
+    node_id: bytes
+    port: int
+    bus_port: int
+    flags: int
 
-    def __init__(self, node_id, port, bus_port, flags=0):
+    def __init__(self, node_id: str | bytes, port: int, bus_port: int, flags: int = 0) -> None:
         self.node_id = node_id.encode() if isinstance(node_id, str) else node_id
         self.port = port
         self.bus_port = bus_port
         self.flags = flags
 
 
-def _frame(header, type_, payload, mflags=0):
+def _frame(header: Header, type_: int, payload: bytes, mflags: int = 0) -> bytes:
     return HEADER.pack(MAGIC, VERSION, HEADER.size + len(payload), type_, mflags,
                        header.flags, header.node_id, header.port,
                        header.bus_port) + payload
 
 
-def gossip(header, type_, entries):
+GossipEntry = tuple[str, int, str, int, int, int]
+
+
+def gossip(header: Header, type_: int, entries: Sequence[GossipEntry]) -> bytes:
     """entries: (id str, flags, ip str, port, bus_port, pong_age_s)."""
     parts = [_U16.pack(len(entries))]
     for node_id, flags, ip, port, bus_port, pong_age_s in entries:
@@ -141,23 +158,24 @@ def gossip(header, type_, entries):
     return _frame(header, type_, b"".join(parts))
 
 
-def fail(header, node_id):
+def fail(header: Header, node_id: str) -> bytes:
     return _frame(header, FAIL, node_id.encode())
 
 
-def jobs(header, type_, records, mflags=0):
+def jobs(header: Header, type_: int, records: list[bytes], mflags: int = 0) -> bytes:
     """records: serialized jobs (protocol.jobcodec)."""
     return _frame(header, type_, _U32.pack(len(records)) + b"".join(records), mflags)
 
 
-def jobids(header, type_, items, mflags=0):
+def jobids(header: Header, type_: int, items: list[tuple[bytes, int]],
+           mflags: int = 0) -> bytes:
     """items: (job id bytes, aux) pairs, all of the same type and mflags."""
     # starmap: the pack calls from C, no Python step per item
     return _frame(header, type_, _U32.pack(len(items)) + b"".join(
         starmap(_JOBID.pack, items)), mflags)
 
 
-def queue_op(header, type_, name, aux=0):
+def queue_op(header: Header, type_: int, name: bytes, aux: int = 0) -> bytes:
     return _frame(header, type_, _QUEUE.pack(aux, len(name)) + name)
 
 
@@ -183,7 +201,7 @@ def frame_length(buf: bytes | bytearray | memoryview, offset: int = 0,
     return length
 
 
-def decode(frame):
+def decode(frame: bytes | bytearray | memoryview) -> Message:
     """Decode one whole frame (bytes) into a Message."""
     if frame.__class__ is not bytes:
         frame = bytes(frame)
@@ -208,7 +226,7 @@ def decode(frame):
     return Message(type_, mflags, sender, sflags, port, bus_port, body)
 
 
-def _decode_body(type_, payload):
+def _decode_body(type_: int, payload: memoryview) -> Any:
     size = len(payload)
     if type_ in GOSSIP_TYPES:
         (count,) = _U16.unpack_from(payload)
@@ -238,7 +256,7 @@ def _decode_body(type_, payload):
     raise ValueError("unknown type")
 
 
-def _decode_jobs(frame, pos):
+def _decode_jobs(frame: bytes, pos: int) -> list[jobcodec.JobFields]:
     """The job records of a REPLJOB or YOURJOBS frame, from ``pos``."""
     (count,) = _U32.unpack_from(frame, pos)
     records, end = jobcodec.decode_many(frame, pos + 4, count)
@@ -253,7 +271,7 @@ def _decode_jobs(frame, pos):
 _HEX_DIGITS = frozenset(b"0123456789abcdef")
 
 
-def _check_node_id(raw):
+def _check_node_id(raw: bytes) -> str:
     if len(raw) != NODE_ID_LEN or not _HEX_DIGITS.issuperset(raw):
         raise ValueError("bad node id")
     return raw.decode("ascii")
@@ -274,14 +292,14 @@ _ID_CHAR = b"[" + re.escape(_JOB_ID_CHARS) + b"]"
 _JOB_IDS = re.compile(b"(?:D-%s{8}-%s{24}-%s{4})*" % (_ID_CHAR, _ID_CHAR, _ID_CHAR))
 
 
-def _check_ip(raw):
+def _check_ip(raw: bytes) -> str:
     ip = raw.decode("ascii")
     if ip:
         ipaddress.ip_address(ip)  # ValueError if it is not an address
     return ip
 
 
-def _expect_end(pos, size):
+def _expect_end(pos: int, size: int) -> None:
     if pos != size:
         raise ValueError(f"payload is {size} bytes, expected {pos}")
 

@@ -1,11 +1,13 @@
 """Queue commands: QLEN, QPEEK, QSTAT, QSCAN, PAUSE."""
 
+from typing import Any
+
 from ...protocol import errors, resp
 from ...protocol.args import to_int
 from ...protocol.errors import CommandError
 
 from .job_reply import job_reply
-from .queue import PAUSED_ALL, PAUSED_IN, PAUSED_OUT, PAUSE_NAMES
+from .queue import PAUSED_ALL, PAUSED_IN, PAUSED_OUT, PAUSE_NAMES, Queue
 from .scan import parse_cursor, scan
 from .command import command
 
@@ -130,7 +132,7 @@ def pause(node, client, argv):
     return b"+%s\r\n" % PAUSE_NAMES[state].encode()
 
 
-def set_paused(node, queue, flags):
+def set_paused(node: Any, queue: Queue, flags: int) -> None:
     """Change a queue's pause state; un-pausing output serves waiting clients."""
     was_paused_out = queue.paused & PAUSED_OUT
     queue.paused = flags

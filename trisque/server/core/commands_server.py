@@ -4,6 +4,7 @@ COMMAND, CLIENT, CONFIG, DEBUG, SLOWLOG, LATENCY, MONITOR, SHUTDOWN."""
 import hmac
 import os
 import time
+from typing import Any
 
 from ...protocol import errors, resp
 from ...protocol.args import to_int, upper
@@ -385,7 +386,7 @@ def debug(node, client, argv):
                        f"arguments for '{argv[1].decode(errors='replace')}'")
 
 
-def flushall(node):
+def flushall(node: Any) -> None:
     """Forget every job and queue (DEBUG FLUSHALL, CLUSTER RESET, DEBUG
     LOADAOF).  Clients blocked in GETJOB get a nil reply, as in Disque."""
     for c in list(node.clients.values()):
