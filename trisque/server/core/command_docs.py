@@ -5,7 +5,10 @@ The syntax is given to clients as one argument whose name is the whole
 syntax line, which redis-cli prints as is.
 """
 
-DOCS = {
+from .command import Command
+
+# name -> (group, summary, syntax)
+DOCS: dict[str, tuple[str, str, str]] = {
     # jobs
     "ADDJOB": ("jobs", "Add a job to a queue, replicated to REPLICATE nodes",
                "queue body ms-timeout [REPLICATE count] [DELAY sec] [RETRY sec] "
@@ -68,10 +71,10 @@ DOCS = {
 DOCS["GETJOBS"] = DOCS["GETJOB"]  # another name of it
 
 
-def docs_for(command):
+def docs_for(command: Command) -> tuple[str, str, str]:
     """(group, summary, syntax) of a table entry."""
     entry = DOCS.get(command.name)
     if entry is not None:
         return entry
-    doc = (command.handler.__doc__ or command.name).strip().splitlines()[0]
+    doc: str = (command.handler.__doc__ or command.name).strip().splitlines()[0]
     return ("generic", doc, "")

@@ -1,6 +1,8 @@
 """Queue commands: QLEN, QPEEK, QSTAT, QSCAN, PAUSE."""
 
-from typing import Any
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from ...protocol import errors, resp
 from ...protocol.args import to_int
@@ -11,15 +13,19 @@ from .queue import PAUSED_ALL, PAUSED_IN, PAUSED_OUT, PAUSE_NAMES, Queue
 from .scan import parse_cursor, scan
 from .command import command
 
+if TYPE_CHECKING:
+    from .client import Client
+    from .node import Node
+
 
 @command("QLEN", 2, "readonly fast")
-def qlen(node, client, argv):
+def qlen(node: Node, client: Client, argv: list[bytes]) -> bytes:
     queue = node.queues.get(argv[1])
     return b":%d\r\n" % (len(queue.jobs) if queue is not None else 0)
 
 
 @command("QPEEK", 3, "readonly")
-def qpeek(node, client, argv):
+def qpeek(node: Node, client: Client, argv: list[bytes]) -> bytes:
     """QPEEK queue count: oldest first, or newest first if count < 0."""
     count = to_int(argv[2])
     queue = node.queues.get(argv[1])
@@ -34,7 +40,7 @@ def qpeek(node, client, argv):
 
 
 @command("QSTAT", 2, "readonly fast")
-def qstat(node, client, argv):
+def qstat(node: Node, client: Client, argv: list[bytes]) -> bytes:
     queue = node.queues.get(argv[1])
     if queue is None:
         return resp.null_array(client.disque_proto())
@@ -54,12 +60,12 @@ def qstat(node, client, argv):
 
 
 @command("QSCAN", -1, "readonly")
-def qscan(node, client, argv):
+def qscan(node: Node, client: Client, argv: list[bytes]) -> bytes:
     """QSCAN [cursor] [COUNT n] [BUSYLOOP] [MINLEN n] [MAXLEN n] [IMPORTRATE r]"""
     count = 100
     busyloop = False
     minlen = maxlen = importrate = -1  # -1: no such filter (Disque's, given or not)
-    cursor = None
+    cursor: int | None = None
     i, argc = 1, len(argv)
     while i < argc:
         opt = argv[i].upper()
@@ -86,7 +92,7 @@ def qscan(node, client, argv):
 
     rate = node.cluster.import_rate
 
-    def wanted(queue):
+    def wanted(queue: Queue) -> bool:
         size = len(queue.jobs)
         if minlen != -1 and size < minlen:
             return False
@@ -94,16 +100,16 @@ def qscan(node, client, argv):
             return False
         return importrate == -1 or rate(queue) >= importrate
 
-    cursor, queues = scan(node.queues, cursor or 0, count, busyloop, wanted,
-                          node.queue_deletions)
-    return resp.encode([str(cursor), [q.name for q in queues]], client.disque_proto())
+    next_cursor, queues = scan(node.queues, cursor or 0, count, busyloop, wanted,
+                               node.queue_deletions)
+    return resp.encode([str(next_cursor), [q.name for q in queues]], client.disque_proto())
 
 
 _PAUSE_OPTIONS = {b"NONE": 0, b"IN": PAUSED_IN, b"OUT": PAUSED_OUT, b"ALL": PAUSED_ALL}
 
 
 @command("PAUSE", -3, "readonly fast")
-def pause(node, client, argv):
+def pause(node: Node, client: Client, argv: list[bytes]) -> bytes:
     """PAUSE queue none|in|out|all|state [bcast]..."""
     name = argv[1]
     queue = node.queues.get(name)
@@ -132,7 +138,7 @@ def pause(node, client, argv):
     return b"+%s\r\n" % PAUSE_NAMES[state].encode()
 
 
-def set_paused(node: Any, queue: Queue, flags: int) -> None:
+def set_paused(node: Node, queue: Queue, flags: int) -> None:
     """Change a queue's pause state; un-pausing output serves waiting clients."""
     was_paused_out = queue.paused & PAUSED_OUT
     queue.paused = flags

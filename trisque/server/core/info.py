@@ -1,13 +1,22 @@
 """INFO: Disque's sections and field names."""
 
+from __future__ import annotations
+
 import os
 import platform
 import resource
 import sys
+from typing import TYPE_CHECKING
 
 from .build_form import build_form
 from .command import unique_commands
 from .version import REDIS_VERSION, VERSION
+
+if TYPE_CHECKING:
+    from .node import Node
+
+# One "name:value" line of a section (values are printed as they are).
+InfoField = tuple[str, str | int | float]
 
 SECTIONS = ("server", "clients", "memory", "jobs", "queues", "persistence",
             "stats", "cpu", "cluster", "keyspace")
@@ -18,14 +27,14 @@ DEFAULT = ("server", "clients", "memory", "jobs", "queues", "persistence",
 RUN_ID = os.urandom(20).hex()
 
 
-def human(size):
+def human(size: int) -> str:
     for unit, scale in (("G", 1024**3), ("M", 1024**2), ("K", 1024)):
         if size >= scale:
             return f"{size / scale:.2f}{unit}"
     return f"{size}B"
 
 
-def rss_bytes():
+def rss_bytes() -> int:
     try:
         with open("/proc/self/statm") as f:
             return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
@@ -33,7 +42,7 @@ def rss_bytes():
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
-def section_fields(node, name):
+def section_fields(node: Node, name: str) -> list[InfoField] | None:
     now_ms = node.now_ms()
     stats = node.stats
     config = node.config
@@ -111,7 +120,7 @@ def section_fields(node, name):
     if name == "cluster":
         return list(node.cluster.info_fields())
     if name == "keyspace":
-        return node.keyspace.info_fields(now_ms)
+        return list(node.keyspace.info_fields(now_ms))
     if name == "commandstats":
         return [(f"cmdstat_{c.lname}",
                  f"calls={c.calls},usec={c.ns // 1000},"
@@ -120,7 +129,8 @@ def section_fields(node, name):
     return None
 
 
-def render(node, section):
+def render(node: Node, section: str) -> str:
+    names: tuple[str, ...]
     if section in ("all", "everything"):
         names = SECTIONS + ("commandstats",)
     elif section == "default":

@@ -25,8 +25,9 @@ Cursor layout (fits an unsigned 64-bit integer, as Disque's):
 """
 
 from collections import OrderedDict
-from typing import Any
+from collections.abc import Callable, Hashable, Mapping
 from itertools import islice
+from typing import Any, Literal, TypeVar, overload
 
 from ...protocol.errors import CommandError
 
@@ -41,6 +42,9 @@ MAX_SNAPSHOT_KEYS = 4_000_000  # ...holding at most this many keys in all
 
 _CURSOR_ERROR = "ERR invalid cursor or option name"
 _U64 = 1 << 64
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
 
 
 def parse_cursor(arg: bytes) -> int:
@@ -63,7 +67,10 @@ def parse_cursor(arg: bytes) -> int:
 class _Snapshot:
     __slots__ = ("keys", "deletions")
 
-    def __init__(self, keys, deletions):
+    keys: list[Hashable]
+    deletions: int
+
+    def __init__(self, keys: list[Hashable], deletions: int) -> None:
         self.keys = keys
         self.deletions = deletions
 
@@ -73,7 +80,7 @@ _next_id = [0]
 _total_keys = [0]
 
 
-def _new_snapshot(mapping, deletions):
+def _new_snapshot(mapping: Mapping[Any, object], deletions: int) -> int:
     _next_id[0] = _next_id[0] % (_SNAP_IDS - 1) + 1  # 1 .. 4095
     snap_id = _next_id[0]
     _drop((id(mapping), snap_id))
@@ -86,17 +93,30 @@ def _new_snapshot(mapping, deletions):
     return snap_id
 
 
-def _drop(key):
+def _drop(key: tuple[int, int]) -> None:
     snapshot = _snapshots.pop(key, None)
     if snapshot is not None:
         _total_keys[0] -= len(snapshot.keys)
 
 
-def _cursor(snap_id, deletions, position):
+def _cursor(snap_id: int, deletions: int, position: int) -> int:
     return (snap_id << _SNAP_SHIFT) | ((deletions & _DELETIONS_MASK) << _POSITION_BITS) | position
 
 
-def scan(mapping: Any, cursor: int, count: int, busyloop: bool, wanted: Any, deletions: int,
+@overload
+def scan(mapping: Mapping[K, V], cursor: int, count: int, busyloop: bool,
+         wanted: Callable[[V], object], deletions: int,
+         keys: Literal[False] = False) -> tuple[int, list[V]]: ...
+
+
+@overload
+def scan(mapping: Mapping[K, V], cursor: int, count: int, busyloop: bool,
+         wanted: Callable[[K], object], deletions: int,
+         keys: Literal[True]) -> tuple[int, list[K]]: ...
+
+
+def scan(mapping: Mapping[Any, Any], cursor: int, count: int, busyloop: bool,
+         wanted: Callable[[Any], object], deletions: int,
          keys: bool = False) -> tuple[int, list[Any]]:
     """Return (next cursor, matching values); the next cursor is 0 at the end.
     ``deletions`` counts every removal from ``mapping`` so far.  With
@@ -113,7 +133,7 @@ def scan(mapping: Any, cursor: int, count: int, busyloop: bool, wanted: Any, del
     # tests/server/test_fuzz_live.py)
     budget = min(count * 10, 1 << 48)
 
-    snapshot = None
+    snapshot: _Snapshot | None = None
     if cursor == 0:
         start_deletions = deletions & _DELETIONS_MASK
         if not busyloop and len(mapping) > count:  # may take several calls
@@ -122,16 +142,16 @@ def scan(mapping: Any, cursor: int, count: int, busyloop: bool, wanted: Any, del
         else:
             snap_id = 0
     elif snap_id:
-        key = (id(mapping), snap_id)
-        snapshot = _snapshots.get(key)
+        snap_key = (id(mapping), snap_id)
+        snapshot = _snapshots.get(snap_key)
         if snapshot is not None and snapshot.deletions != start_deletions:
             snapshot = None  # the id was reused by another scan
         if snapshot is not None:
-            _snapshots.move_to_end(key)
+            _snapshots.move_to_end(snap_key)
         else:
             snap_id = 0
 
-    found = []
+    found: list[Any] = []
     if snapshot is not None:
         size = len(snapshot.keys)
         end = size if busyloop else min(size, position + budget)
