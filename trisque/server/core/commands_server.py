@@ -1,10 +1,12 @@
 """Connection and server commands: PING, ECHO, QUIT, TIME, AUTH, HELLO, INFO,
 COMMAND, CLIENT, CONFIG, DEBUG, SLOWLOG, LATENCY, MONITOR, SHUTDOWN."""
 
+from __future__ import annotations
+
 import hmac
 import os
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ...protocol import errors, resp
 from ...protocol.args import to_int, upper
@@ -15,12 +17,16 @@ from . import info as info_module
 from .client import REPLY_OFF, REPLY_ON, REPLY_SKIP, BlockedGet
 from .config import ConfigError
 from .version import VERSION
-from .command import command, unique_commands
+from .command import Command, command, unique_commands
+
+if TYPE_CHECKING:
+    from .client import Client
+    from .node import Node
 
 
 
 @command("PING", -1, "readonly fast")  # -LOADING while loading, as Disque
-def ping(node, client, argv):
+def ping(node: Node, client: Client, argv: list[bytes]) -> bytes:
     if len(argv) > 2:
         raise CommandError(errors.wrong_arity("ping"))
     if len(argv) == 2:
@@ -29,18 +35,18 @@ def ping(node, client, argv):
 
 
 @command("ECHO", 2, "readonly fast")
-def echo(node, client, argv):
+def echo(node: Node, client: Client, argv: list[bytes]) -> bytes:
     return resp.bulk(argv[1])
 
 
 @command("QUIT", -1, "readonly fast loading noauth")
-def quit_(node, client, argv):
+def quit_(node: Node, client: Client, argv: list[bytes]) -> bytes:
     client.close_after_reply = True
     return resp.OK
 
 
 @command("TIME", 1, "readonly fast")
-def time_(node, client, argv):
+def time_(node: Node, client: Client, argv: list[bytes]) -> bytes:
     now = node.clock()
     seconds = int(now)
     return resp.encode([str(seconds), str(int((now - seconds) * 1000000))])
@@ -49,7 +55,7 @@ def time_(node, client, argv):
 WRONGPASS = "WRONGPASS invalid username-password pair or user is disabled."
 
 
-def _password_ok(node, password):
+def _password_ok(node: Node, password: bytes) -> bool:
     """Constant time: the comparison says nothing of how much matched."""
     if not node.config.requirepass:
         raise CommandError("ERR Client sent AUTH, but no password is set")
@@ -57,7 +63,7 @@ def _password_ok(node, password):
 
 
 @command("AUTH", -2, "readonly fast loading noauth")
-def auth(node, client, argv):
+def auth(node: Node, client: Client, argv: list[bytes]) -> bytes | None:
     if len(argv) > 3:
         raise CommandError(errors.SYNTAX)
     # AUTH password, or AUTH default password (Redis 6 form)
@@ -72,13 +78,14 @@ def auth(node, client, argv):
         ok = _password_ok(node, password)
     if not ok:
         client.authenticated = not node.config.requirepass
-        return auth_failure.refuse(node, client, wrong)
+        auth_failure.refuse(node, client, wrong)
+        return None  # (answered after the delay)
     client.authenticated = True
     return resp.OK
 
 
 @command("HELLO", -1, "readonly fast loading noauth")
-def hello(node, client, argv):
+def hello(node: Node, client: Client, argv: list[bytes]) -> bytes | None:
     """Bare HELLO is Disque's: [1, myid, [id, ip, port, priority]...].
     HELLO protover [AUTH user pass] [SETNAME name] is Redis's handshake."""
     if len(argv) == 1:
@@ -98,7 +105,8 @@ def hello(node, client, argv):
         if opt == b"AUTH" and i + 2 < len(argv):
             ok = (argv[i + 1] == b"default") & _password_ok(node, argv[i + 2])
             if not ok:
-                return auth_failure.refuse(node, client, WRONGPASS)
+                auth_failure.refuse(node, client, WRONGPASS)
+                return None  # (answered after the delay)
             client.authenticated = True
             i += 3
         elif opt == b"SETNAME" and i + 1 < len(argv):
@@ -122,7 +130,7 @@ def hello(node, client, argv):
     }, proto)
 
 
-def _valid_name(arg):
+def _valid_name(arg: bytes) -> str:
     name = arg.decode("utf-8", "replace")
     if any(ch <= " " or ch > "~" for ch in name):
         raise CommandError("ERR Client names cannot contain spaces, newlines or special characters.")
@@ -130,7 +138,7 @@ def _valid_name(arg):
 
 
 @command("INFO", -1, "readonly loading")
-def info(node, client, argv):
+def info(node: Node, client: Client, argv: list[bytes]) -> bytes:
     if len(argv) > 2:
         raise CommandError(errors.SYNTAX)
     section = argv[1].decode("utf-8", "replace").lower() if len(argv) > 1 else "default"
@@ -140,7 +148,7 @@ def info(node, client, argv):
 
 
 @command("COMMAND", -1, "readonly loading")
-def command_(node, client, argv):
+def command_(node: Node, client: Client, argv: list[bytes]) -> bytes:
     commands = unique_commands(node.table)
     if len(argv) == 1:
         return resp.encode([_command_info(c) for c in commands], client.proto)
@@ -155,11 +163,12 @@ def command_(node, client, argv):
                            [_command_info(c) for c in commands], client.proto)
     if sub == "DOCS":
         names = {a.upper() for a in argv[2:]}
-        docs = {}
+        docs: dict[str, dict[str, object]] = {}
         for c in commands:
             if not names or c.name.encode() in names:
                 group, summary, syntax = command_docs.docs_for(c)
-                entry = {"summary": summary, "since": "1.0.0", "group": group}
+                entry: dict[str, object] = {"summary": summary, "since": "1.0.0",
+                                            "group": group}
                 if syntax:
                     entry["arguments"] = [{"name": syntax, "type": "string"}]
                 docs[c.lname] = entry
@@ -171,7 +180,7 @@ def command_(node, client, argv):
     raise CommandError("ERR Unknown subcommand or wrong number of arguments.")
 
 
-def _command_info(c):
+def _command_info(c: Command) -> list[object]:
     """Redis 7's ten fields (Disque gave the first six; RESP3 clients such
     as redis-py expect the ACL categories too)."""
     categories = ["@" + f for f in c.flags if f in ("write", "read", "fast", "admin")]
@@ -183,7 +192,7 @@ def _command_info(c):
 
 
 @command("CLIENT", -2, "admin readonly loading")  # client libraries send CLIENT SETINFO on connect
-def client_(node, client, argv):
+def client_(node: Node, client: Client, argv: list[bytes]) -> bytes | None:
     sub = upper(argv[1])
     if sub == "ID" and len(argv) == 2:
         return resp.integer(client.id)
@@ -234,7 +243,7 @@ def client_(node, client, argv):
     raise CommandError("ERR Syntax error, try CLIENT (LIST | KILL ip:port | GETNAME | SETNAME connection-name)")
 
 
-def _client_unblock(node, argv):
+def _client_unblock(node: Node, argv: list[bytes]) -> bytes:
     """CLIENT UNBLOCK id [TIMEOUT|ERROR]: a blocked client (GETJOB,
     BLPOP...) answers now, as if timed out or with Redis's -UNBLOCKED."""
     client_id = to_int(argv[2], errors.NOT_INTEGER)
@@ -252,7 +261,7 @@ def _client_unblock(node, argv):
     return resp.ONE
 
 
-def _client_line(c, now_ms):
+def _client_line(c: Client, now_ms: int) -> str:
     flags = "b" if c.blocked is not None else ("O" if c.monitor else "N")
     fd = getattr(c.transport, "fd", -1)  # -1: no socket (Redis's for its fake clients)
     return (f"id={c.id} addr={c.addr} laddr={c.laddr} fd={fd} name={c.name} "
@@ -262,7 +271,7 @@ def _client_line(c, now_ms):
             f"lib-name={c.lib_name} lib-ver={c.lib_ver} resp={c.proto}")
 
 
-def _client_kill(node, client, argv):
+def _client_kill(node: Node, client: Client, argv: list[bytes]) -> bytes:
     if len(argv) == 3:  # old form: CLIENT KILL addr
         addr = argv[2].decode(errors="replace")
         for c in list(node.clients.values()):
@@ -305,18 +314,18 @@ def _client_kill(node, client, argv):
     return resp.integer(killed)
 
 
-def _kill(node, c):
+def _kill(node: Node, c: Client) -> None:
     c.killed = True
     if node.on_wake is not None:
         node.on_wake(c)
 
 
 @command("CONFIG", -2, "admin readonly loading")
-def config_(node, client, argv):
+def config_(node: Node, client: Client, argv: list[bytes]) -> bytes:
     sub = upper(argv[1])
     config = node.config
     if sub == "GET" and len(argv) >= 3:
-        pairs = {}
+        pairs: dict[str, str] = {}
         for pattern in argv[2:]:
             for name, value in config.get(pattern.decode(errors="replace")):
                 pairs[name] = value
@@ -349,7 +358,7 @@ def config_(node, client, argv):
 
 
 @command("DEBUG", -2, "admin")
-def debug(node, client, argv):
+def debug(node: Node, client: Client, argv: list[bytes]) -> bytes:
     sub = upper(argv[1])
     if sub == "FLUSHALL":  # Disque's: everything on this node, keys too
         flushall(node)
@@ -386,7 +395,7 @@ def debug(node, client, argv):
                        f"arguments for '{argv[1].decode(errors='replace')}'")
 
 
-def flushall(node: Any) -> None:
+def flushall(node: Node) -> None:
     """Forget every job and queue (DEBUG FLUSHALL, CLUSTER RESET, DEBUG
     LOADAOF).  Clients blocked in GETJOB get a nil reply, as in Disque."""
     for c in list(node.clients.values()):
@@ -400,7 +409,7 @@ def flushall(node: Any) -> None:
 
 
 @command("SLOWLOG", -2, "readonly")
-def slowlog(node, client, argv):
+def slowlog(node: Node, client: Client, argv: list[bytes]) -> bytes:
     sub = upper(argv[1])
     if sub == "GET":
         count = to_int(argv[2]) if len(argv) > 2 else 10
@@ -416,7 +425,7 @@ def slowlog(node, client, argv):
 
 
 @command("LATENCY", -2, "admin readonly loading")
-def latency(node, client, argv):
+def latency(node: Node, client: Client, argv: list[bytes]) -> bytes:
     sub = upper(argv[1])
     if sub in ("LATEST", "HISTORY"):
         return resp.EMPTY_ARRAY
@@ -428,7 +437,7 @@ def latency(node, client, argv):
 
 
 @command("MONITOR", 1, "admin readonly")
-def monitor(node, client, argv):
+def monitor(node: Node, client: Client, argv: list[bytes]) -> bytes | None:
     if client.monitor:
         return None  # a second MONITOR is ignored silently, as in Disque
     client.monitor = True
@@ -437,7 +446,7 @@ def monitor(node, client, argv):
 
 
 @command("SHUTDOWN", -1, "admin readonly loading")
-def shutdown(node, client, argv):
+def shutdown(node: Node, client: Client, argv: list[bytes]) -> bytes | None:
     mode = upper(argv[1]) if len(argv) > 1 else ""
     if mode not in ("", "SAVE", "NOSAVE", "REWRITE-AOF") or len(argv) > 2:
         raise CommandError(errors.SYNTAX)
@@ -449,6 +458,6 @@ def shutdown(node, client, argv):
 
 
 @command("BGREWRITEAOF", 1, "admin readonly")
-def bgrewriteaof(node, client, argv):
+def bgrewriteaof(node: Node, client: Client, argv: list[bytes]) -> bytes:
     message = node.log.rewrite()
     return resp.status(message)

@@ -116,7 +116,7 @@ class NoLog:
     def reload(self) -> None:
         pass
 
-    def rewrite(self) -> None:
+    def rewrite(self) -> str:
         from ...protocol.errors import CommandError
         raise CommandError("ERR Background AOF rewrite needs appendonly yes")
 
