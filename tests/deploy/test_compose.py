@@ -2,17 +2,21 @@
 
 A dockerd of the test's own (tests/deploy/engine.py: its own socket and
 data-root under ~/.cache/trisque-docker, addresses in 198.18.0.0/15)
-builds deploy/Dockerfile with no network, from a Debian base image made by
-debootstrap (tests/deploy/base_image.py), and docker-compose 1.29 runs the
-user's compose file with tests/deploy/compose.test.yml on top (the offline
-build and a 2 s node timeout). Through the published ports on 127.0.0.1 and
-redis-py: the three nodes find each other, a job added on node 1 is consumed
-on node 3, the mesh and the jobs survive ``restart node2`` and ``down`` then
-``up`` (volumes: nodes.conf and the AOF), and ``stop node3`` is flagged FAIL
-by the others. Then ``down -v``, the engine stopped.
+builds deploy/Dockerfile with no network, from Debian base images made by
+debootstrap (tests/deploy/base_image.py: the build stage's has gcc and
+python3-dev), and docker-compose 1.29 runs the user's compose file with
+tests/deploy/compose.test.yml on top (the offline build, a compiled core
+required, a 2 s node timeout). Through the published ports on 127.0.0.1 and
+redis-py: each node runs the compiled core and its container has no
+compiler, the three nodes find each other, a job added on node 1 is
+consumed on node 3, the mesh and the jobs survive ``restart node2`` and
+``down`` then ``up`` (volumes: nodes.conf and the AOF), and ``stop node3``
+is flagged FAIL by the others. Then ``down -v``, the engine stopped.
+A second test builds the image from the compiler-less base alone (the
+default build, offline): it falls back to the interpreted core and says so.
 
-The first run makes the Debian root file system (about a minute); later
-runs reuse the cached tarball, the imported image and the built layers.
+The first run makes the Debian root file systems (a few minutes); later
+runs reuse the cached tarballs, the imported images and the built layers.
 Needs root, dockerd, docker, docker-compose and debootstrap (.ci/run
 installs them). Timings are printed (pytest -s).
 """
@@ -28,7 +32,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from tests.deploy.base_image import ensure_base_image
+from tests.deploy.base_image import BASE_IMAGE, ensure_base_image
 from tests.deploy.engine import Engine, EngineError, unusable_reason
 from tests.harness import free_port, wait_for
 
@@ -46,6 +50,8 @@ NODE_TIMEOUT_MS = 2000  # compose.test.yml's TRISQUE_CLUSTER_NODE_TIMEOUT
 COMPOSE_TIMEOUT_S = 600.0
 MESH_TIMEOUT_S = 60.0
 HEALTHY_TIMEOUT_S = 60.0
+FALLBACK_IMAGE = "trisque-test-fallback"
+COMPILED = "compiled (mypyc)"  # INFO server's trisque_build, --version's "core ..."
 
 
 class ComposeCluster:
@@ -122,6 +128,13 @@ class ComposeCluster:
             return None
         return {key.decode(): value for key, value in zip(reply[::2], reply[1::2])}
 
+    def build_form(self, name: str) -> str:
+        """INFO server's trisque_build: which core the node runs."""
+        return str(self.client(name).info("server")["trisque_build"])
+
+    def exec(self, name: str, *argv: str) -> str:
+        return self.compose("exec", "-T", name, *argv)
+
     def logs(self) -> str:
         try:
             return self.compose("logs", "--tail", "40")
@@ -129,7 +142,7 @@ class ComposeCluster:
             return str(exc)
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def engine() -> Iterator[Engine]:
     started = Engine().start()
     try:
@@ -164,7 +177,8 @@ def test_compose_cluster_forms_keeps_its_jobs_and_flags_a_stopped_node(engine: E
     timings.mark("base image (debootstrap once, wheels)")
     cluster = ComposeCluster(engine)
     try:
-        cluster.compose("build")
+        # (and the build stage alone, tagged: compose.test.yml's build-stage)
+        cluster.compose("--profile", "build-stage", "build")
         timings.mark("compose build (no network)")
         cluster.compose("up", "-d")
         wait_for(cluster.meshed, MESH_TIMEOUT_S, interval=0.2, message="a mesh of 3 nodes")
@@ -174,6 +188,11 @@ def test_compose_cluster_forms_keeps_its_jobs_and_flags_a_stopped_node(engine: E
         timings.mark("until healthy")
         ids = cluster.ids()
         assert len(set(ids.values())) == 3
+        # the build stage compiled the core; the runtime image has no compiler
+        assert [cluster.build_form(name) for name in NODES] == [COMPILED] * 3
+        assert f"core {COMPILED}" in cluster.exec("node1", "trisque-server", "--version")
+        assert cluster.exec("node1", "sh", "-c", "command -v gcc cc || echo none").strip() \
+            == "none"
         # configuration from the environment reached the node
         assert cluster.client("node1").execute_command(
             "CONFIG", "GET", "cluster-node-timeout") == [b"cluster-node-timeout",
@@ -249,3 +268,28 @@ def test_compose_cluster_forms_keeps_its_jobs_and_flags_a_stopped_node(engine: E
     assert [engine.docker(*kind, "-q", "--filter", label).split()
             for kind in (["ps", "-a"], ["volume", "ls"], ["network", "ls"])] == [[], [], []]
 
+
+
+def test_image_without_a_compiler_falls_back_to_the_interpreted_core(engine: Engine) -> None:
+    """The default build (BUILD_BASE is BASE) from a base with no compiler,
+    and no network for apt-get to fetch one: the image still builds, with
+    the interpreted core, and says why."""
+    began = time.monotonic()
+    ensure_base_image(engine)
+    args = ["--network", "none", "-f", "deploy/Dockerfile", "--build-arg", f"BASE={BASE_IMAGE}",
+            "--build-arg", "PIP_ARGS=--no-index --find-links /wheels", "."]
+    # the build stage tagged too, so that `image prune` keeps it as the cache
+    for target in (["--target", "build", "-t", f"{FALLBACK_IMAGE}-build-stage"],
+                   ["-t", FALLBACK_IMAGE]):
+        engine.run(["docker", "build", *target, *args], timeout_s=COMPOSE_TIMEOUT_S, cwd=str(ROOT))
+    try:
+        # what the build said, as the image keeps it
+        report = engine.docker("run", "--rm", "--network", "none", "--entrypoint", "cat",
+                               FALLBACK_IMAGE, "/src/dist/build-core.txt")
+        assert "trisque image: could not install gcc libc6-dev python3-dev" in report
+        assert "trisque image: WARNING: the core is INTERPRETED (no C compiler" in report
+        version = engine.docker("run", "--rm", "--network", "none", FALLBACK_IMAGE, "--version")
+        assert "core interpreted" in version
+    finally:
+        engine.docker("image", "prune", "--force")
+        print(f"fallback image build and checks: {time.monotonic() - began:.1f} s")
