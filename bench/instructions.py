@@ -25,6 +25,7 @@ from trisque.protocol.resp import RequestParser
 from trisque.server.core.config import Config
 from trisque.server.core.node import Node
 from trisque.server.core.table import COMMANDS
+from trisque.server.shell import collector
 
 from .client import encode
 
@@ -48,6 +49,7 @@ def run(node, client, requests, pipeline=16):
 def measure(n, phases, shuffle):
     """Microseconds per command of each phase run (up to the last of
     ``phases``; the requests of every phase are built either way)."""
+    collector.tune()  # as trisque-server runs
     node = Node(Config(), "a" * 40, time.time, table=COMMANDS)
     Cluster(node, Transport(), "127.0.0.1", 7711, 17711)
     client = node.add_client()

@@ -72,6 +72,7 @@ def cluster_(node: Any, client: Any, argv: list[bytes]) -> bytes:
             raise CommandError("ERR Wrong argument for CLUSTER LEAVING. Use 'yes' or 'no'")
         if me.leaving != (answer == "YES"):
             me.leaving = answer == "YES"
+            membership.update_reachable()
             membership.dirty = True
             _save(cluster)
         return resp.OK

@@ -155,6 +155,9 @@ class Membership:
         (add, delete, rename, flags) ends here."""
         self.reachable = [n for n in self.nodes.values() if n.reachable()]
         self._size = sum(1 for n in self.nodes.values() if not n.handshake)
+        node = self.cluster.node  # what the core's hot paths read
+        node.cluster_size = self._size
+        node.leaving = self.myself.leaving
 
     def others(self) -> list[ClusterNode]:
         return [n for n in self.nodes.values() if not n.myself]

@@ -9,7 +9,6 @@ still need an ack, and until when.
 
 import binascii
 import os
-import struct
 from typing import Callable, Final
 
 ID_LEN: Final = 40
@@ -22,38 +21,35 @@ class IdGenerator:
 
     prefix: bytes
     random_bytes: Callable[[int], bytes]
-    _heads: list[bytes]
+    _pool: bytes
+    _at: int
     _suffixes: dict[int, bytes]
 
     def __init__(self, node_id: str, random_bytes: Callable[[int], bytes] = os.urandom) -> None:
         self.prefix = b"D-" + node_id[:8].encode() + b"-"
         self.random_bytes = random_bytes
-        # IDs without their TTL suffix, made 4096 at a time, in C: 18
-        # random bytes are 24 base64 characters, and the encoding of the
-        # whole pool is the concatenation of theirs, so struct cuts it in
-        # 24-byte pieces and map puts the prefix before each.  new() pops
-        # one and adds the suffix.
-        self._heads = []
+        # The random middles of 4096 IDs as one base64 text (18 random
+        # bytes are 24 characters, and the encoding of the pool is the
+        # concatenation of theirs): new() cuts the next 24 characters and
+        # joins prefix, middle and TTL suffix in one allocation.
+        self._pool = b""
+        self._at = 0
         self._suffixes = {}  # ttl_s, or -ttl_s without retry -> b"-hhhh"
 
     def new(self, ttl_s: int, retry_s: int) -> bytes:
-        heads = self._heads
-        if not heads:
-            heads = self._heads = self._refill()
+        at = self._at
+        if at >= len(self._pool):
+            self._pool = binascii.b2a_base64(self.random_bytes(_RANDOM_POOL_BYTES),
+                                             newline=False)
+            at = 0
+        self._at = at + 24
         key = ttl_s if retry_s > 0 else -ttl_s
         suffix = self._suffixes.get(key)
         if suffix is None:
             if len(self._suffixes) >= 1024:
                 self._suffixes.clear()
             suffix = self._suffixes[key] = b"-%04x" % ttl_digits(ttl_s, retry_s)
-        return heads.pop() + suffix
-
-    def _refill(self) -> list[bytes]:
-        pool = binascii.b2a_base64(self.random_bytes(_RANDOM_POOL_BYTES), newline=False)
-        return list(map(self.prefix.__add__, _POOL_PIECES.unpack(pool)))
-
-
-_POOL_PIECES: Final = struct.Struct("24s" * (_RANDOM_POOL_BYTES // 18))
+        return b"%s%s%s" % (self.prefix, self._pool[at:at + 24], suffix)
 
 
 def ttl_digits(ttl_s: int, retry_s: int) -> int:

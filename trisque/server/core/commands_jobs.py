@@ -48,13 +48,13 @@ def addjob(node: Node, client: Client, argv: list[bytes]) -> Any:
         raise CommandError(f"ERR job body too big: {len(argv[2])} bytes, "
                            f"max-job-size is {node.config.max_job_size}")
     cluster = node.cluster
-    replicate = min(3, cluster.size())
+    replicate = min(3, node.cluster_size)
     ttl_s = TTL_DEFAULT_S
     retry_s = -1
     delay_s = 0
     maxlen = 0
     asynchronous = False
-    external = node.memory_level() > 0 or cluster.leaving()
+    external = node.memory_level() > 0 or node.leaving
     i, argc = 4, len(argv)
     while i < argc:
         opt = argv[i].upper()
