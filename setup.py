@@ -28,6 +28,12 @@ COMPILED = [
     "trisque/server/core/command.py",
     "trisque/server/core/node.py",
     "trisque/server/core/commands_jobs.py",
+    # replicated ADDJOB: the bus codec and the cluster's replication path
+    "trisque/protocol/bus.py",
+    "trisque/cluster/replication_latency.py",
+    "trisque/cluster/membership.py",
+    "trisque/cluster/replication.py",
+    "trisque/cluster/cluster.py",
 ]
 
 

@@ -44,6 +44,7 @@ class Net:
         self.wire = []  # (from index, to id, frame) not yet delivered
         self.log = []  # (ms since START, from index, to index, type, body)
         self.flush_needed = set()
+        self.held = {}  # index -> frames kept from a frozen node (hold())
         self.nodes = []
         self.clusters = []
         rng = random.Random(seed)
@@ -111,8 +112,18 @@ class Net:
             for src, dst_id, frame in wire:
                 dst = self.index_of[dst_id]
                 self.carried(src, dst, frame)
-                if not drop:
+                if dst in self.held:
+                    self.held[dst].append(frame)
+                elif not drop:
                     self.clusters[dst].receive(frame, None)
+
+    def hold(self, i):
+        """Node ``i`` receives nothing until release(i): the frames for it
+        collect in the list returned, for the test to hand over."""
+        return self.held.setdefault(i, [])
+
+    def release(self, i):
+        self.held.pop(i, None)
 
     def carried(self, src, dst, frame):
         """Every frame on its way, before its receiver gets it: logged."""

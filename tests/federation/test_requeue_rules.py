@@ -20,8 +20,7 @@ def test_a_node_woken_past_the_requeue_time_waits_for_answers_to_willqueue():
     net = Net(3)
     job_id = addjob(net, 0, "q", "body", 0, "REPLICATE", 3, "RETRY", 2)
     assert [net.show(i, job_id) is not None for i in range(3)] == [True] * 3
-    frozen = []
-    net.clusters[2].receive = lambda frame, link: frozen.append(frame)
+    frozen = net.hold(2)
 
     assert net.run(0, "GETJOB", "FROM", "q")[0][1] == job_id
     assert net.run(0, "ACKJOB", job_id) == 1
@@ -31,7 +30,7 @@ def test_a_node_woken_past_the_requeue_time_waits_for_answers_to_willqueue():
     willqueue_before = len(net.sent("WILLQUEUE", src=2))
 
     # Node 2 runs again, its timers before the frames waiting for it.
-    del net.clusters[2].receive
+    net.release(2)
     net.nodes[2].run_timers()
     # (net.run runs the command, then moves the bus.)
     assert net.run(2, "QLEN", "q") == 0, "not queued before the holders answer"

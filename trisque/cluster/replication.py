@@ -76,7 +76,7 @@ class PendingAddJob(PendingReply):
         if resend:
             self.sent_ms = now_ms
         added = add_nodes(node.cluster, job, 1, noreply=False, resend=resend)
-        self.schedule(node, now_ms, added or _may_add_soon(node.cluster, job))
+        self.schedule(node, now_ms, added > 0 or _may_add_soon(node.cluster, job))
 
     def schedule(self, node: "Node", now_ms: int, more_nodes: bool = True) -> None:
         """Wake in 50 ms to add a node, or (when every reachable node

@@ -36,7 +36,7 @@ import re
 import struct
 from collections.abc import Sequence
 from itertools import starmap
-from typing import Any
+from typing import Any, Final
 
 from . import jobcodec
 
@@ -48,11 +48,23 @@ HEADER = struct.Struct("<3sBIHBB40sHH")
 TYPE_OFFSET = 8  # of the message type in a frame (its low byte: types < 256)
 NODE_ID_LEN = 40
 
-# message types
-PING, PONG, MEET, FAIL = 0, 1, 2, 3
-REPLJOB, GOTJOB, ENQUEUE, QUEUED = 4, 5, 6, 7
-SETACK, WILLQUEUE, GOTACK, DELJOB = 8, 9, 10, 11
-NEEDJOBS, YOURJOBS, WORKING, PAUSE = 12, 13, 14, 15
+# message types (Final: constants to the compiled modules that use them)
+PING: Final = 0
+PONG: Final = 1
+MEET: Final = 2
+FAIL: Final = 3
+REPLJOB: Final = 4
+GOTJOB: Final = 5
+ENQUEUE: Final = 6
+QUEUED: Final = 7
+SETACK: Final = 8
+WILLQUEUE: Final = 9
+GOTACK: Final = 10
+DELJOB: Final = 11
+NEEDJOBS: Final = 12
+YOURJOBS: Final = 13
+WORKING: Final = 14
+PAUSE: Final = 15
 NAMES = ("PING", "PONG", "MEET", "FAIL", "REPLJOB", "GOTJOB", "ENQUEUE",
          "QUEUED", "SETACK", "WILLQUEUE", "GOTACK", "DELJOB", "NEEDJOBS",
          "YOURJOBS", "WORKING", "PAUSE")
@@ -63,15 +75,15 @@ JOBID_TYPES = (GOTJOB, ENQUEUE, QUEUED, SETACK, WILLQUEUE, GOTACK, DELJOB, WORKI
 QUEUE_TYPES = (NEEDJOBS, PAUSE)
 
 # mflags
-NOREPLY = 1  # REPLJOB: do not answer GOTJOB (ASYNC)
-INCR_NACKS = 2  # QUEUED: the requeue was a NACK
-INCR_DELIV = 4  # QUEUED: the requeue was an additional delivery
+NOREPLY: Final = 1  # REPLJOB: do not answer GOTJOB (ASYNC)
+INCR_NACKS: Final = 2  # QUEUED: the requeue was a NACK
+INCR_DELIV: Final = 4  # QUEUED: the requeue was an additional delivery
 
 # sender flags (also gossip entry flags)
-F_LEAVING = 1
-F_PFAIL = 2
-F_FAIL = 4
-F_NOADDR = 8
+F_LEAVING: Final = 1
+F_PFAIL: Final = 2
+F_FAIL: Final = 4
+F_NOADDR: Final = 8
 
 _GOSSIP = struct.Struct("<40sHHHIB")
 _JOBID = struct.Struct("<40sI")
@@ -216,6 +228,7 @@ def decode(frame: bytes | bytearray | memoryview) -> Message:
     if not _HEX_DIGITS.issuperset(sender):
         raise BusError("bad sender id")
     sender = sender.decode("ascii")
+    body: Any  # (by type: a compiled local keeps the type of its first value)
     try:
         if type_ in JOBS_TYPES:
             body = _decode_jobs(frame, HEADER.size)

@@ -30,11 +30,15 @@ def stale_sources() -> list[str]:
     shared = sys.modules.get("trisque__mypyc")
     shared_ms = os.path.getmtime(shared.__file__) if shared and shared.__file__ else 0.0
     stale = []
-    for module in COMPILED_MODULES:
-        built = module.__file__ or ""
-        if built.endswith(tuple(EXTENSION_SUFFIXES)):
-            source = built[:built.index(".", built.rindex(os.sep))] + ".py"
-            built_ms = max(os.path.getmtime(built), shared_ms)
-            if os.path.exists(source) and os.path.getmtime(source) > built_ms:
-                stale.append(source)
-    return stale
+    # Every compiled module of the package (setup.py's COMPILED list, the
+    # cluster's too), imported yet or not: an extension file beside its source.
+    package = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    for folder, _dirs, files in os.walk(package):
+        for name in files:
+            if name.endswith(tuple(EXTENSION_SUFFIXES)):
+                built = os.path.join(folder, name)
+                source = built[:built.index(".", built.rindex(os.sep))] + ".py"
+                built_ms = max(os.path.getmtime(built), shared_ms)
+                if os.path.exists(source) and os.path.getmtime(source) > built_ms:
+                    stale.append(source)
+    return sorted(stale)
