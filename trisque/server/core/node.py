@@ -114,6 +114,8 @@ class Node:
     cluster_size: int
     leaving: bool
     log: Any
+    log_failing: str | None
+    keys_ready: bool
     used_memory: int
     peak_memory: int
     stats: Stats
@@ -164,6 +166,11 @@ class Node:
         self.cluster_size = 1
         self.leaving = False
         self.log = NoLog()
+        # Read before and after every command, so kept here, natively: why
+        # the AOF cannot be written (its log sets it), and whether a
+        # command made keys ready that blocked clients wait for.
+        self.log_failing = None
+        self.keys_ready = False
         self.used_memory = BASE_MEMORY
         self.peak_memory = BASE_MEMORY
         self.stats = Stats(self.now_ms())
@@ -321,10 +328,10 @@ class Node:
                 and self.used_memory >= self.config.maxmemory):  # memory_level() 3
             self._reply_error(client, errors.OOM, command)
             return
-        if self.log.failing and ("write" in command.flags or command.name == "PING"):
+        if self.log_failing and ("write" in command.flags or command.name == "PING"):
             # Disque: no writes (nor PING) while the AOF cannot be written.
             self._reply_error(client, "MISCONF Errors writing to the AOF file: "
-                              + self.log.failing, command)
+                              + self.log_failing, command)
             return
         if self.loading and not command.ok_loading:
             self._reply_error(client, errors.LOADING, command)
@@ -337,8 +344,8 @@ class Node:
         self.stats.commands += 1
         client.last_cmd = command.lname
         reply = self._run(client, command, argv)
-        if self.blocking.ready:
-            self.blocking.serve_ready()  # clients blocked on keys it created (BLPOP...)
+        if self.keys_ready:
+            self._serve_keys_ready()
         if reply is not None:
             mode = client.reply_mode
             if mode == REPLY_ON:
@@ -350,6 +357,13 @@ class Node:
                     client.slots = deque((reply,))
             elif mode == REPLY_SKIP:
                 client.reply_mode = REPLY_ON
+
+    def _serve_keys_ready(self) -> None:
+        """Serve the clients blocked on keys the command created (BLPOP...);
+        inside EXEC or a script that waits for the end of the whole."""
+        blocking = self.blocking
+        blocking.serve_ready()
+        self.keys_ready = bool(blocking.ready)
 
     def _run(self, client: Client, command: Command, argv: list[bytes]) -> Any:
         """The handler, timed (INFO commandstats, SLOWLOG); its reply."""

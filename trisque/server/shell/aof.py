@@ -81,7 +81,7 @@ class AppendOnlyLog:
         self.base_size = 0
         self.pending = []  # records not written because of an error
         self.pending_bytes = 0
-        self.failing = None  # strerror of the last failed write, or None
+        self.failing = None
         self.rewriting = None  # the running aof_rewrite.Rewrite
         self.rewrite_scheduled = False
         self.rewrite_not_before = 0.0
@@ -118,6 +118,16 @@ class AppendOnlyLog:
     @property
     def enabled(self):
         return self.state != OFF
+
+    @property
+    def failing(self):
+        """strerror of the last failed write, or None: kept on the node,
+        whose dispatch reads it before every write command (-MISCONF)."""
+        return self.node.log_failing
+
+    @failing.setter
+    def failing(self, reason):
+        self.node.log_failing = reason
 
     def job_stored(self, job):
         """A job is stored here: log it before anyone hears about it."""

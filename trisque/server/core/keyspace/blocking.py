@@ -100,6 +100,7 @@ class KeyBlocking:
         this command (or after the EXEC/script around it)."""
         if key in self.waiting[db.id]:
             self.ready[(db.id, key)] = None
+            self.node.keys_ready = True  # (what node.execute looks at)
 
     def deny(self) -> bool:
         """Whether a blocking command must answer now rather than block
