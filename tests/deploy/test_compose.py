@@ -174,7 +174,7 @@ class Timings:
 def test_compose_cluster_forms_keeps_its_jobs_and_flags_a_stopped_node(engine: Engine) -> None:
     timings = Timings(engine.start_s)
     ensure_base_image(engine)
-    timings.mark("base image (debootstrap once, wheels)")
+    timings.mark("base images (debootstrap, chroot apt-get once; wheels)")
     cluster = ComposeCluster(engine)
     try:
         # (and the build stage alone, tagged: compose.test.yml's build-stage)
