@@ -30,6 +30,7 @@ COMPILED = [
     "trisque/server/core/commands_jobs.py",
     # replicated ADDJOB: the bus codec and the cluster's replication path
     "trisque/protocol/bus.py",
+    "trisque/protocol/jobcodec.py",
     "trisque/cluster/replication_latency.py",
     "trisque/cluster/membership.py",
     "trisque/cluster/replication.py",

@@ -1,5 +1,5 @@
-"""A REPLJOB frame's job IDs are checked all at once (one regex over them
-joined): one bad ID anywhere among many good ones refuses the frame, as
+"""A REPLJOB frame's job IDs are checked all at once (over them joined):
+one bad ID anywhere among many good ones refuses the frame, as
 the per-ID check did."""
 
 import pytest
