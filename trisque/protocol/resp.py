@@ -98,7 +98,7 @@ def encode(value: Any, proto: int = 2) -> bytes:
 
 
 def _encode(value: Any, proto: int, out: list[bytes]) -> None:
-    kind = value.__class__
+    kind = type(value)
     if kind is bytes:
         out.append(b"$%d\r\n%s\r\n" % (len(value), value))
     elif kind is str:
@@ -249,12 +249,12 @@ class RequestParser:
         try:
             request = reader.gets()
             while request is not False:
-                if request.__class__ is not list:
+                if type(request) is not list:
                     # Not an array: inline text after the arrays (Redis
                     # decides inline or multibulk per request), or garbage.
                     return self._reparse(bytes(partial) if checked else data, first, out)
                 for arg in request:
-                    if arg.__class__ is not bytes:
+                    if type(arg) is not bytes:
                         return self._reparse(bytes(partial) if checked else data, first, out)
                 if request:  # ("*0\r\n": ignored, as Redis)
                     out.append(request)

@@ -235,7 +235,7 @@ class Node:
             transactions.unwatch_all(client)
         if client.slots:
             for slot in client.slots:
-                if slot.__class__ is not bytes:
+                if type(slot) is not bytes:
                     self.deadlines.cancel(slot)
                     slot.cancel(self)
             client.slots = None
@@ -269,7 +269,7 @@ class Node:
         released = False
         while slots:
             slot = slots[0]
-            if slot.__class__ is not bytes:
+            if type(slot) is not bytes:
                 if slot.data is None:
                     break
                 slot = slot.data
@@ -293,7 +293,7 @@ class Node:
         client.blocked = None
         client.last_ms = self.now_ms()  # idle time (timeout) counts from here
         self.deadlines.cancel(client)
-        if blocked.__class__ is BlockedGet:
+        if type(blocked) is BlockedGet:
             for name in blocked.queues:
                 queue = self.queues.get(name)
                 if queue is not None:
@@ -351,7 +351,7 @@ class Node:
             if mode == REPLY_ON:
                 if client.slots:
                     client.slots.append(reply)
-                elif reply.__class__ is bytes:
+                elif type(reply) is bytes:
                     client.out.append(reply)
                 else:
                     client.slots = deque((reply,))
@@ -393,7 +393,7 @@ class Node:
             self._feed_monitors(client, argv)
         self.stats.commands += 1
         reply = self._run(client, command, argv)
-        if reply.__class__ is not bytes:
+        if type(reply) is not bytes:
             # Nothing waits inside EXEC or a script (blocking.atomic()): a
             # handler that still did not answer is answered a null.
             reply = resp.null(client.proto) if reply is None else _pending_now(reply)
@@ -653,7 +653,7 @@ class Node:
         """Run every due deadline; return the next one (ms) or None."""
         now_ms = self.now_ms()
         for item in self.deadlines.pop_due(now_ms, MAX_TIMERS_PER_RUN):
-            if item.__class__ is Job:
+            if type(item) is Job:
                 self.process_job(item, now_ms)
             elif isinstance(item, PendingReply):
                 item.fire(self)
@@ -665,7 +665,7 @@ class Node:
         blocked = client.blocked
         if blocked is None:
             return
-        if blocked.__class__ is BlockedGet:
+        if type(blocked) is BlockedGet:
             self.unblock(client)
             self.reply(client, resp.null_array(client.disque_proto()))
         else:
@@ -803,7 +803,7 @@ class Node:
 def _pending_now(pending: Any) -> bytes:
     """A PendingReply's data if it is known already, else a null."""
     data = getattr(pending, "data", None)
-    return data if data.__class__ is bytes else resp.NULL2
+    return data if type(data) is bytes else resp.NULL2
 
 
 def _repr_arg(arg: bytes) -> bytes:
