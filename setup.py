@@ -28,6 +28,7 @@ COMPILED = [
     "trisque/server/core/command.py",
     "trisque/server/core/node.py",
     "trisque/server/core/commands_jobs.py",
+    "trisque/server/core/job_reply.py",
     # replicated ADDJOB: the bus codec and the cluster's replication path
     "trisque/protocol/bus.py",
     "trisque/protocol/jobcodec.py",

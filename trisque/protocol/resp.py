@@ -64,6 +64,10 @@ def status(text: str) -> bytes:
 
 
 def integer(n: int) -> bytes:
+    if n == 1:
+        return ONE  # (ACKJOB's usual answer: no formatting)
+    if n == 0:
+        return ZERO
     return b":%d\r\n" % n
 
 

@@ -134,7 +134,8 @@ def addjob(node: Node, client: Client, argv: list[bytes]) -> Any:
         holders = _ONLY_ME[node.id] = (node.id,)
     job.nodes_delivered = holders  # shared: 48 bytes less per job
     node.register(job)
-    node.log.job_stored(job)
+    if node.log_active:
+        node.log.job_stored(job)
     if delay_s:
         node.schedule(job)
     else:
@@ -236,8 +237,8 @@ def getjob(node: Node, client: Client, argv: list[bytes]) -> bytes | None:
                 out.append(job_reply(node.fetch(queue, now_ms), withcounters))
 
                 count -= 1
-        if count:
-            node.cluster.need_jobs(name)
+        if count and node.cluster_size > 1:
+            node.cluster.need_jobs(name)  # (federation: nobody to ask alone)
         progress = False
     while count and progress:
         progress = False
@@ -247,7 +248,8 @@ def getjob(node: Node, client: Client, argv: list[bytes]) -> bytes | None:
                 queue = node.get_queue(name)
             queue.consumer_ms = now_ms
             if not queue.jobs or queue.paused & PAUSED_OUT:
-                node.cluster.need_jobs(name)
+                if node.cluster_size > 1:
+                    node.cluster.need_jobs(name)
                 continue
             out.append(job_reply(node.fetch(queue, now_ms), withcounters))
             progress = True
@@ -287,7 +289,7 @@ def ackjob(node: Node, client: Client, argv: list[bytes]) -> bytes:
             node.ack(job)
         else:
             node.cluster.try_gc(job)
-    return b":%d\r\n" % known
+    return resp.integer(known)
 
 
 @command("FASTACK", -1, "write fast")

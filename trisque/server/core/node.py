@@ -115,6 +115,7 @@ class Node:
     leaving: bool
     log: Any
     log_failing: str | None
+    log_active: bool
     keys_ready: bool
     used_memory: int
     peak_memory: int
@@ -170,6 +171,7 @@ class Node:
         # the AOF cannot be written (its log sets it), and whether a
         # command made keys ready that blocked clients wait for.
         self.log_failing = None
+        self.log_active = False  # the log records jobs (the AOF's state says)
         self.keys_ready = False
         self.used_memory = BASE_MEMORY
         self.peak_memory = BASE_MEMORY
@@ -491,7 +493,8 @@ class Node:
     def delete_job(self, job: Job) -> None:
         """Evict a job here (DELJOB, FASTACK, GC done) and log it."""
         self.unregister(job)
-        self.log.job_deleted(job)
+        if self.log_active:
+            self.log.job_deleted(job)
 
     # ------------------------------------------------------------- queues
 
@@ -731,7 +734,8 @@ class Node:
         job.qtime_ms = 0
         if job._rare is not None:  # (nodes_confirmed is None unless set)
             job.nodes_confirmed = None
-        self.log.job_deleted(job)
+        if self.log_active:
+            self.log.job_deleted(job)
         if schedule:
             self.schedule(job)
 
