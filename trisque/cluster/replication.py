@@ -252,10 +252,10 @@ def on_repljob(cluster: "Cluster", sender: "ClusterNode", records: list[JobField
     queues = node.queues
     jobs = node.jobs
     tombstones = cluster.tombstones
-    register = node.register
+    deadlines = node.deadlines
     job_stored = node.log.job_stored
-    set_deadline = node.deadlines.set
-    jitter_ms = node.jitter_ms
+    # (node.register and the rest called as such: compiled, a bound method
+    # kept in a local is a slower call than the method itself)
     # node.schedule(job) for a new active job, inline: its requeue (the
     # WILLQUEUE before it, when other nodes count) or its expiry.
     advance_ms = WILLQUEUE_ADVANCE_MS if cluster.size() > 1 else 0
@@ -280,7 +280,7 @@ def on_repljob(cluster: "Cluster", sender: "ClusterNode", records: list[JobField
             # answer QUEUED and keep it from being queued twice.
             if retry_s:
                 job.flags = BCAST_QUEUED | BCAST_WILLQUEUE
-                job.qtime_ms = qtime = now_ms + (delay_s + retry_s) * 1000 + jitter_ms()
+                job.qtime_ms = qtime = now_ms + (delay_s + retry_s) * 1000 + node.jitter_ms()
                 qtime -= advance_ms
                 wake_ms = qtime if qtime < etime_ms else etime_ms
             else:
@@ -291,9 +291,9 @@ def on_repljob(cluster: "Cluster", sender: "ClusterNode", records: list[JobField
             if deliveries:
                 job.deliveries = deliveries
             job.nodes_delivered = nodes if my_id in nodes else nodes + (my_id,)
-            register(job)
+            node.register(job)
             job_stored(job)
-            set_deadline(job, wake_ms)
+            deadlines.set(job, wake_ms)
         got.append((job_id, 0))
     if got and not mflags & bus.NOREPLY:
         cluster.send_jobids(sender.id, bus.GOTJOB, got)
@@ -306,6 +306,7 @@ def on_gotjob(cluster: "Cluster", sender: "ClusterNode",
         return
     sender_id = sender.id
     now_ms = cluster.node.now_ms()
+    latency = cluster.repl_latency.get(sender_id)  # (made at its first GOTJOB that counts)
     for job_id, _aux in items:
         # Every job waiting for copies is in ``replicating`` (registered,
         # in wait-repl) until it is answered one way or another.
@@ -316,7 +317,6 @@ def on_gotjob(cluster: "Cluster", sender: "ClusterNode",
         assert rare is not None
         confirmed: set[str] = rare["nodes_confirmed"]
         confirmed.add(sender_id)
-        latency = cluster.repl_latency.get(sender_id)
         if latency is None:
             latency = cluster.repl_latency[sender_id] = ReplicationLatency()
         latency.record(now_ms - job.ctime // 1_000_000)
