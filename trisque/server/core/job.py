@@ -8,6 +8,8 @@ garbage-collected across the cluster.
 
 from typing import Any
 
+from mypy_extensions import i16, i32, mypyc_attr
+
 from ...protocol import jobcodec
 
 from .deadlines import Ordered
@@ -27,9 +29,10 @@ DELIVERED = 4  # given to a consumer at least once (RETRY 0: never again)
 DUMMY_ACK = 8  # an ack for a job this node never held
 
 # Bytes one job costs beyond its body and queue name: the RSS growth per
-# queued job (python -m bench memory: 504 B/job with 100-byte bodies and a
-# 1-byte queue name, 1M jobs), so used_memory tracks RSS for maxmemory.
-JOB_OVERHEAD = 400
+# queued job (python -m bench memory on the compiled core: 400 B/job with
+# 100-byte bodies and a 1-byte queue name, 1M jobs), so used_memory tracks
+# RSS for maxmemory.
+JOB_OVERHEAD = 300
 
 
 CTIME_EPOCH = 1577836800000 * 1000000  # 2020-01-01, in ctime units
@@ -49,21 +52,28 @@ def _set_rare(job: "Job", name: str, value: Any, default: Any) -> None:
     rare[name] = value
 
 
+# acyclic (see deadlines.Scheduled): a job's attributes hold bytes, ints, a
+# tuple of node IDs and the ``_rare`` dict; the one object there that
+# points back at the job (the ADDJOB waiter) is dropped once replication
+# ends, so no cycle through a job outlives it.
+@mypyc_attr(acyclic=True)
 class Job(Ordered):
     # (wake_ms and _ctime: Ordered's slots)
     __slots__ = (
         "id", "queue", "body", "state", "flags", "repl",
-        "etime_ms", "delay_s", "retry_s",
+        "etime_ms", "retry_s",
         "qtime_ms", "nodes_delivered", "_rare",
     )
     id: bytes
     queue: bytes
     body: bytes
-    state: int
-    flags: int
-    repl: int
+    # Small native ints (compiled: 2 + 2 + 4 bytes instead of three 8-byte
+    # slots): state 0-3, flags a few bits (negative masks fit), repl up to
+    # 65535 (ADDJOB's bound and the codec's u16).
+    state: i16
+    flags: i16
+    repl: i32
     etime_ms: int
-    delay_s: int
     retry_s: int
     qtime_ms: int
     nodes_delivered: tuple[str, ...]
@@ -80,6 +90,15 @@ class Job(Ordered):
         self._ctime = value - CTIME_EPOCH
 
     # Rare fields, in ``_rare`` (see _set_rare)
+    @property
+    def delay_s(self) -> int:  # ADDJOB's DELAY (most jobs have none)
+        rare = self._rare
+        return 0 if rare is None else rare.get("delay_s", 0)
+
+    @delay_s.setter
+    def delay_s(self, value: int) -> None:
+        _set_rare(self, "delay_s", value, 0)
+
     @property
     def nacks(self) -> int:
         rare = self._rare
@@ -135,12 +154,12 @@ class Job(Ordered):
         self.repl = repl
         self._ctime = ctime - CTIME_EPOCH  # ctime: ms * 1e6, strictly increasing per node: FIFO order
         self.etime_ms = etime_ms  # expires (TTL) at
-        self.delay_s = delay_s
         self.retry_s = retry_s
         self.qtime_ms = 0  # next (re)queue time; 0 = never requeue
         self.wake_ms = None  # key in Deadlines while scheduled
         self.nodes_delivered = ()  # node IDs that may hold a copy
-        self._rare = None  # nacks, deliveries, nodes_confirmed, gc_retry, waiter
+        # delay_s, nacks, deliveries, nodes_confirmed, gc_retry, waiter
+        self._rare = None if not delay_s else {"delay_s": delay_s}
 
     def memory(self) -> int:
         return JOB_OVERHEAD + len(self.body) + len(self.queue)
@@ -179,13 +198,14 @@ def serialize(job: Job, etime_ms: int) -> bytes:
         _ids_cache[nodes] = ids
     rare = job._rare
     if rare is None:
-        nacks = deliveries = 0
+        delay_s = nacks = deliveries = 0
     else:
+        delay_s = rare.get("delay_s", 0)
         nacks = rare.get("nacks", 0)
         deliveries = rare.get("deliveries", 0)
     return b"".join((
         _pack_fixed(job.id, job.state, job.flags & _NOT_DUMMY, job.repl,
-                    job._ctime + CTIME_EPOCH, etime_ms, job.delay_s, job.retry_s,
+                    job._ctime + CTIME_EPOCH, etime_ms, delay_s, job.retry_s,
                     nacks, deliveries, len(queue), len(body), len(nodes)),
         queue, body, ids))
 
