@@ -113,7 +113,7 @@ class Node:
     cluster: Any
     cluster_size: int
     leaving: bool
-    log: Any
+    _log: Any
     log_failing: str | None
     log_active: bool
     keys_ready: bool
@@ -166,12 +166,12 @@ class Node:
         # it knows, myself included, and CLUSTER LEAVING.
         self.cluster_size = 1
         self.leaving = False
-        self.log = NoLog()
         # Read before and after every command, so kept here, natively: why
         # the AOF cannot be written (its log sets it), and whether a
         # command made keys ready that blocked clients wait for.
         self.log_failing = None
-        self.log_active = False  # the log records jobs (the AOF's state says)
+        self.log_active = False  # the log records jobs: see the log property
+        self.log = NoLog()
         self.keys_ready = False
         self.used_memory = BASE_MEMORY
         self.peak_memory = BASE_MEMORY
@@ -199,6 +199,19 @@ class Node:
         self.on_log = None  # shell hook: (level name, text) to the server log
 
     # ------------------------------------------------------------- time
+
+    @property
+    def log(self) -> Any:
+        """Where stored and deleted jobs are recorded: the AOF, or NoLog."""
+        return self._log
+
+    @log.setter
+    def log(self, log: Any) -> None:
+        # Its job hooks are skipped while they would do nothing: a log says
+        # so with records_jobs (the AOF keeps log_active current as its
+        # state changes); any other log records.
+        self._log = log
+        self.log_active = getattr(log, "records_jobs", True)
 
     def now_ms(self) -> int:
         return int(self.clock() * 1000)

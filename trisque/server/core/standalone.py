@@ -102,6 +102,7 @@ class NoLog:
 
     enabled = False
     failing: str | None = None  # why the last write failed (MISCONF), or None
+    records_jobs = False  # (node.log_active: the job hooks are not called)
     end = durable = 0  # bytes logged / safe per the fsync policy (shell)
 
     def job_stored(self, job: Job) -> None:

@@ -130,7 +130,7 @@ class AppendOnlyLog:
     @state.setter
     def state(self, value):
         self._state = value
-        self.node.log_active = value is not OFF or self._rewriting is not None
+        self._records_jobs_changed()
 
     @property
     def rewriting(self):
@@ -140,7 +140,17 @@ class AppendOnlyLog:
     @rewriting.setter
     def rewriting(self, value):
         self._rewriting = value
-        self.node.log_active = self._state is not OFF or value is not None
+        self._records_jobs_changed()
+
+    @property
+    def records_jobs(self):
+        """Whether job_stored and job_deleted do anything now."""
+        return self._state is not OFF or self._rewriting is not None
+
+    def _records_jobs_changed(self):
+        node = self.node
+        if node.log is self or getattr(node.log, "real", None) is self:  # (inside EXEC)
+            node.log_active = self.records_jobs
 
     @property
     def failing(self):
