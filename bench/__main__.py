@@ -1,5 +1,6 @@
 """python -m bench [-n REQUESTS] [--rounds R] [--disque PATH] [--floor]
 python -m bench memory [--jobs N] [--body BYTES]
+python -m bench loaded [-n REQUESTS] [--rounds R] [--jobs N] [--disque PATH]
 python -m bench keyspace [-n REQUESTS] [--rounds R] [--part all|throughput|memory]
 python -m bench hostile [--rounds R] [--garbage-mb M] [--idle N]"""
 
@@ -10,7 +11,7 @@ import sys
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("mode", nargs="?", default="throughput",
-                        choices=["throughput", "memory", "keyspace", "hostile"])
+                        choices=["throughput", "memory", "loaded", "keyspace", "hostile"])
     parser.add_argument("-n", "--requests", type=int, default=200000,
                         help="requests per redis-benchmark run (default 200000)")
     parser.add_argument("--rounds", type=int, default=1,
@@ -23,7 +24,7 @@ def main(argv=None):
                         help="also measure bench.floor, the least a Python "
                              "server can do (an upper bound for trisque)")
     parser.add_argument("--jobs", type=int, default=1000000,
-                        help="memory mode: jobs to queue (default 1000000)")
+                        help="memory and loaded modes: jobs to queue (default 1000000)")
     parser.add_argument("--body", type=int, default=100,
                         help="memory mode: body size in bytes (default 100)")
     parser.add_argument("--part", default="all", choices=["all", "throughput", "memory"],
@@ -46,6 +47,9 @@ def main(argv=None):
         if args.part in ("all", "memory"):
             from . import keyspace_memory
             keyspace_memory.run(args.rounds, strings=args.keys, items=args.keys)
+    elif args.mode == "loaded":
+        from . import loaded
+        loaded.run(args.requests, rounds=args.rounds, jobs=args.jobs, disque=args.disque)
     elif args.mode == "memory":
         from . import memory
         memory.run(args.jobs, args.body, disque=args.disque)
