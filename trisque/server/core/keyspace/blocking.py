@@ -31,6 +31,8 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Iterator
 
+from mypy_extensions import mypyc_attr
+
 from ....protocol import resp
 
 if TYPE_CHECKING:
@@ -39,6 +41,7 @@ if TYPE_CHECKING:
     from .db import Db
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # (ZPopWaiter, interpreted)
 class KeyWaiter:
     """``client.blocked`` while a command waits for one of ``keys`` of db
     ``db`` to hold a value of class ``value_class``.  Subclasses say what

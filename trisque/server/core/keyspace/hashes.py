@@ -12,6 +12,8 @@ order, so HGETALL of a small hash is in Redis's order too.
 
 from __future__ import annotations
 
+from mypy_extensions import mypyc_attr
+
 from .types import ValueType, register_type
 
 LISTPACK_ENTRIES = 128  # hash-max-listpack-entries
@@ -33,6 +35,7 @@ class Hash(dict[bytes, bytes]):  # field -> value
         self.deletions = 0  # fields removed so far (HSCAN cursors)
 
 
+@mypyc_attr(native_class=False)  # (mypyc compiles no tuple subclass)
 class FrozenHash(tuple[tuple[bytes, bytes], ...]):  # ((field, value), ...)
     """A hash captured for an AOF rewrite."""
     __slots__ = ()

@@ -39,6 +39,8 @@ from itertools import chain, islice
 from struct import Struct
 from typing import Iterable, Iterator
 
+from mypy_extensions import mypyc_attr
+
 from .types import ValueType, register_type
 
 # Estimated bytes per item beyond its bytes: its length in a node's array
@@ -394,6 +396,7 @@ def list_freeze(value: object) -> object:
     return FrozenList(value)
 
 
+@mypyc_attr(native_class=False)  # (mypyc compiles no tuple subclass)
 class FrozenList(tuple[bytes, ...]):
     """A list's items as an AOF rewrite captured them."""
     __slots__ = ()
