@@ -59,19 +59,22 @@ def decode_many(data: bytes | bytearray | memoryview, offset: int,
     """``count`` records one after the other from ``offset``: (list of
     fields tuples, offset after the last).  One loop, since a bus frame
     carries hundreds."""
-    if not isinstance(data, bytes):
-        data = bytes(data)
-    size = len(data)
-    unpack = _FIXED.unpack_from
+    raw = data if isinstance(data, bytes) else bytes(data)
+    size = len(raw)
     fixed = _FIXED.size
     records: list[JobFields] = []
-    append = records.append
+    # The lengths and offsets declared int: compiled, the slicing and the
+    # arithmetic below are then native (unpack's values are Any).
+    qlen: int
+    blen: int
+    nnodes: int
+    state: int
     for _ in range(count):
         end = offset + fixed
         if end > size:
             raise ValueError("truncated job record")
         (job_id, state, flags, repl, ctime, etime_ms, delay_s, retry_s, nacks,
-         deliveries, qlen, blen, nnodes) = unpack(data, offset)
+         deliveries, qlen, blen, nnodes) = _FIXED.unpack_from(raw, offset)
         if state > 3:
             raise ValueError("bad job state")
         qend = end + qlen
@@ -79,6 +82,6 @@ def decode_many(data: bytes | bytearray | memoryview, offset: int,
         offset = bend + nnodes * NODE_ID_LEN
         if offset > size:
             raise ValueError("truncated job record")
-        append((job_id, state, flags, repl, ctime, etime_ms, delay_s, retry_s, nacks,
-                deliveries, data[end:qend], data[qend:bend], _node_ids(data[bend:offset])))
+        records.append((job_id, state, flags, repl, ctime, etime_ms, delay_s, retry_s, nacks,
+                        deliveries, raw[end:qend], raw[qend:bend], _node_ids(raw[bend:offset])))
     return records, offset
