@@ -29,6 +29,8 @@ COMPILED = [
     "trisque/server/core/node.py",
     "trisque/server/core/commands_jobs.py",
     "trisque/server/core/job_reply.py",
+    # the client event loop: read, parse, run, reply
+    "trisque/server/shell/connection.py",
     # replicated ADDJOB: the bus codec and the cluster's replication path
     "trisque/protocol/bus.py",
     "trisque/protocol/jobcodec.py",

@@ -18,7 +18,8 @@ from .scan import parse_cursor, scan
 from .command import command
 
 TTL_DEFAULT_S: Final = 24 * 3600
-_ONLY_ME: Final[dict[str, tuple[str]]] = {}  # node id -> (node id,): nodes_delivered of jobs only we hold
+_ONLY_ME: Final[dict[str, tuple[str, ...]]] = {}  # node id -> (node id,): shared nodes_delivered
+# (tuple[str, ...]: a compiled tuple[str] is unboxed, and each job got a new 48-byte tuple)
 RETRY_DEFAULT_MAX_S: Final = 300
 _RETRY_FOR_DEFAULT_TTL_S: Final = max(1, min(TTL_DEFAULT_S // 10, RETRY_DEFAULT_MAX_S))
 U32_MAX: Final = 2**32 - 1

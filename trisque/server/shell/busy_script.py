@@ -59,8 +59,11 @@ class BusyServer:
             if not conn.closed and not conn.held and conn.mark <= node.log.durable:
                 conn.flush(node.stats)
         for fd, _events in server.epoll.poll(0):
-            conn = server.conns.get(fd)
-            if conn is None or conn.closed or conn.held or conn.closing or conn.pending:
+            other = server.conns.get(fd)
+            if other is None:
+                continue
+            conn = other
+            if conn.closed or conn.held or conn.closing or conn.pending:
                 continue
             client = conn.client
             if client is caller or client.blocked is not None or client.close_after_reply:
@@ -79,7 +82,7 @@ class BusyServer:
             try:
                 requests = conn.parser.feed(data)
             except ProtocolError as exc:
-                requests = getattr(exc, "requests", ())
+                requests = getattr(exc, "requests", [])
                 self._run(conn, requests)
                 client.out.append(error(f"ERR {exc}"))
                 conn.closing = True

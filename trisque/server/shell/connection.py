@@ -20,11 +20,15 @@ another task could not send, or the AOF now allows its replies to go.
 import collections
 import select
 import socket
+from typing import Any, Final
 
 import trio
 
 from ...protocol.resp import ProtocolError, RequestParser, error
 from ..core import output_limit, protected_mode
+from ..core.client import Client
+from ..core.node import Node, Stats
+from ..core.output_limit import OutputLimit
 
 from . import log
 from .busy_script import BusyServer
@@ -32,9 +36,9 @@ from .listening import accept_forever, open_listener
 from .socket_set import SocketSet
 from .tls import ClientTls, enforce_deadlines
 
-RECV_SIZE = 16 * 1024
-OUTPUT_HIGH_WATER = 1024 * 1024  # stop reading a client with this much unsent
-_NO_CAP = 1 << 62  # client-output-buffer-limit's hard limit off
+RECV_SIZE: Final = 16 * 1024
+OUTPUT_HIGH_WATER: Final = 1024 * 1024  # stop reading a client with this much unsent
+_NO_CAP: Final = 1 << 62  # client-output-buffer-limit's hard limit off
 # Pipelined requests of one client run PIPELINE_BATCH at a time: when
 # another client is waiting by then, the rest wait for the next turn (and
 # nothing more is read meanwhile), so one client pipelining cheap requests
@@ -46,12 +50,12 @@ _NO_CAP = 1 << 62  # client-output-buffer-limit's hard limit off
 # 16 rather than 32: the pair beside the hostile clients went from about
 # 1,550 to 1,850 cycles/s; 8 gave 2,000 but split redis-benchmark's -P 16
 # pipelines under -c 50 (ADDJOB 10%, GETJOB 15% slower).
-PIPELINE_BATCH = 16
+PIPELINE_BATCH: Final = 16
 
-_IN = select.EPOLLIN
-_OUT = select.EPOLLOUT
-_HUP = select.EPOLLHUP | select.EPOLLERR
-_READ = select.EPOLLIN | _HUP
+_IN: Final = int(select.EPOLLIN)
+_OUT: Final = int(select.EPOLLOUT)
+_HUP: Final = int(select.EPOLLHUP | select.EPOLLERR)
+_READ: Final = int(select.EPOLLIN | _HUP)
 
 
 class Connection:
@@ -60,12 +64,26 @@ class Connection:
     __slots__ = ("server", "sock", "fd", "client", "parser", "pending", "outbuf",
                  "closed", "mark", "events", "held", "queued", "closing",
                  "pending_bytes", "soft_since_ms")
+    server: "ClientServer"
+    sock: Any  # socket.socket, or tls.TlsSocket on the TLS port
+    fd: int
+    client: Client  # set by ClientServer._add, right after
+    parser: RequestParser
+    pending: collections.deque[list[bytes]]
+    outbuf: bytes
+    closed: bool
+    mark: int
+    events: int
+    held: bool
+    queued: bool
+    closing: bool
+    pending_bytes: int
+    soft_since_ms: int | None
 
-    def __init__(self, server, sock, max_bulk_len):
+    def __init__(self, server: "ClientServer", sock: Any, max_bulk_len: int) -> None:
         self.server = server
         self.sock = sock
         self.fd = sock.fileno()
-        self.client = None
         self.parser = RequestParser(max_bulk_len)
         self.pending = collections.deque()  # requests not yet run
         self.outbuf = b""
@@ -82,11 +100,11 @@ class Connection:
         self.pending_bytes = 0
         self.soft_since_ms = None  # unsent output at or over the soft limit since
 
-    def wake(self):
+    def wake(self) -> None:
         """Have the event loop look at this client again."""
         self.server.wake(self)
 
-    def flush(self, stats):
+    def flush(self, stats: Stats) -> None:
         """Send as much output as the kernel takes without waiting."""
         client = self.client
         out = client.out
@@ -112,7 +130,20 @@ class Connection:
 class ClientServer:
     """Accepts clients on the configured addresses and serves them."""
 
-    def __init__(self, node):
+    node: Node
+    dirty: list[Connection]
+    listeners: list[socket.socket]
+    tls: ClientTls | None
+    tls_listeners: list[socket.socket]
+    epoll: SocketSet
+    conns: dict[int, Connection]
+    ready: list[Connection]
+    replying: list[Connection]
+    released: trio.Event | None
+    output_limit: OutputLimit
+    over_soft: dict[Connection, None]
+
+    def __init__(self, node: Node) -> None:
         self.node = node
         self.dirty = []  # connections with output produced by others
         node.on_wake = self.mark_dirty
@@ -133,10 +164,10 @@ class ClientServer:
 
     # ----------------------------------------------------------- output
 
-    def _set_output_limit(self, words):
+    def _set_output_limit(self, words: list[str]) -> None:
         self.output_limit = output_limit.normal(words)
 
-    def _output_over_limit(self, conn, unsent):
+    def _output_over_limit(self, conn: Connection, unsent: int) -> bool:
         """``unsent`` bytes reach a limit: start the soft clock, or close
         the client now (True) past the hard limit or the soft one's time."""
         now_ms = self.node.now_ms()
@@ -159,11 +190,11 @@ class ClientServer:
         self._close(conn)
         return True
 
-    def _below_soft(self, conn):
+    def _below_soft(self, conn: Connection) -> None:
         conn.soft_since_ms = None
         self.over_soft.pop(conn, None)
 
-    async def _soft_limit_cron(self):
+    async def _soft_limit_cron(self) -> None:
         """A client may sit over the soft limit without any output event
         (it reads nothing, we send nothing): look at those 4 times a second."""
         while True:
@@ -175,12 +206,12 @@ class ClientServer:
                 unsent = len(conn.outbuf) + sum(len(r) for r in conn.client.out)
                 self._output_over_limit(conn, unsent)
 
-    def mark_dirty(self, client):
+    def mark_dirty(self, client: Client) -> None:
         conn = client.transport
         if conn is not None:
             self.dirty.append(conn)
 
-    def flush_dirty(self):
+    def flush_dirty(self) -> None:
         if not self.dirty:
             return
         dirty, self.dirty = self.dirty, []
@@ -196,7 +227,7 @@ class ClientServer:
                     conn.mark = end
                 self._resume(conn)
 
-    def _resume(self, conn):
+    def _resume(self, conn: Connection) -> None:
         if conn.closed:
             return
         aof = self.node.log
@@ -210,17 +241,17 @@ class ClientServer:
                 or conn.closing or conn.closed or not conn.events & _IN):
             conn.wake()
 
-    def hold(self):
+    def hold(self) -> None:
         """Leave every request waiting (read nor run) until release()."""
         self.released = trio.Event()
         self.epoll.wake()
 
-    def release(self):
+    def release(self) -> None:
         released, self.released = self.released, None
         if released is not None:
             released.set()
 
-    def wake(self, conn):
+    def wake(self, conn: Connection) -> None:
         if not conn.queued:
             conn.queued = True
             self.ready.append(conn)
@@ -228,7 +259,7 @@ class ClientServer:
 
     # --------------------------------------------------------- listening
 
-    def bind(self, addresses, port, backlog):
+    def bind(self, addresses: list[str], port: int, backlog: int) -> None:
         """Open the listening sockets now, so a bind error stops start-up."""
         for address in addresses:
             self.listeners.append(open_listener(address, port, backlog))
@@ -240,7 +271,7 @@ class ClientServer:
         for address in addresses:
             self.tls_listeners.append(open_listener(address, port, backlog))
 
-    async def serve(self, nursery):
+    async def serve(self, nursery: trio.Nursery) -> None:
         for sock in self.listeners:
             nursery.start_soon(accept_forever, sock, "client connection", self._accepted)
         for sock in self.tls_listeners:
@@ -254,7 +285,7 @@ class ClientServer:
     def _accepted_tls(self, sock: socket.socket, addr: object) -> None:
         self._accepted(sock, addr, tls=True)
 
-    def _accepted(self, sock, addr, tls=False):
+    def _accepted(self, sock: Any, addr: Any, tls: bool = False) -> None:
         node = self.node
         # (a refusal on the TLS port is a close: the client expects a
         # handshake, not plaintext)
@@ -278,13 +309,14 @@ class ClientServer:
                 conn = self.conns.get(sock.fileno())
                 if conn is not None and conn.sock is sock:
                     self._close(conn)
+            assert self.tls is not None
             sock = self.tls.wrap(sock, _addr(addr), too_slow)
         try:
             self._add(sock, addr)
         except OSError:
             sock.close()
 
-    def _add(self, sock, addr):
+    def _add(self, sock: Any, addr: Any) -> None:
         node = self.node
         sock.setblocking(False)
         if sock.family != socket.AF_UNIX:
@@ -297,7 +329,7 @@ class ClientServer:
         self.epoll.register(conn.fd, _IN)
         conn.events = _IN
 
-    def _close(self, conn):
+    def _close(self, conn: Connection) -> None:
         conn.closed = True
         if conn.soft_since_ms is not None:
             self._below_soft(conn)
@@ -310,10 +342,16 @@ class ClientServer:
             pass
         self.node.remove_client(conn.client)
         conn.sock.close()
+        # The client and its connection refer to each other: unlinked, they
+        # and their buffers go now, not at a collection (a garbage sender's
+        # 16 MB of parser buffer may wait a long time for one: collector.py)
+        conn.client.transport = None
+        conn.pending.clear()
+        conn.outbuf = b""
 
     # ------------------------------------------------------ the clients
 
-    async def _event_loop(self):
+    async def _event_loop(self) -> None:
         epoll = self.epoll
         conns = self.conns
         service = self._service
@@ -359,7 +397,7 @@ class ClientServer:
             for conn in list(conns.values()):
                 self._close(conn)
 
-    def _service(self, conn, events):
+    def _service(self, conn: Connection, events: int) -> None:
         """One turn of a client: read, run, reply."""
         if conn.held:
             if events & _HUP:
@@ -389,7 +427,7 @@ class ClientServer:
                     self._protocol_error(conn, exc)
                     return
         pending = conn.pending
-        if pending and client.blocked is None:
+        if pending and _free(client):
             # run what we can: stop at a blocking command
             client.last_ms = node.now_ms()
             execute = node.execute
@@ -405,7 +443,7 @@ class ClientServer:
             cap = self.output_limit.hard_bytes or _NO_CAP
             budget = PIPELINE_BATCH
             try:
-                while pending and client.blocked is None:
+                while pending and _free(client):
                     execute(client, pending.popleft())
                     if client.close_after_reply or client.killed:
                         pending.clear()
@@ -452,7 +490,7 @@ class ClientServer:
                 return True
         return False
 
-    def _query_over_limit(self, conn, buffered):
+    def _query_over_limit(self, conn: Connection, buffered: int) -> None:
         """Redis's client-query-buffer-limit: closed, without a reply."""
         node = self.node
         node.stats.query_limit_kills += 1
@@ -462,7 +500,7 @@ class ClientServer:
                     f"{node.config.client_query_buffer_limit})")
         self._close(conn)
 
-    def _output(self, conn):
+    def _output(self, conn: Connection) -> None:
         aof = self.node.log
         if conn.mark > aof.durable:
             # appendfsync always: replies wait for the fsync of the records
@@ -492,7 +530,7 @@ class ClientServer:
         if (client.close_after_reply or conn.closing) and not outbuf:
             self._close(conn)
             return
-        if conn.pending and client.blocked is None:
+        if conn.pending and _free(client):
             # a batch stopped at PIPELINE_BATCH: the rest (read already, as
             # in one batch before) runs next turn, toward the output limit
             conn.wake()
@@ -506,12 +544,12 @@ class ClientServer:
         if events != conn.events:
             self._watch(conn, events)
 
-    def _watch(self, conn, events):
+    def _watch(self, conn: Connection, events: int) -> None:
         if events != conn.events:
             self.epoll.modify(conn.fd, events)
             conn.events = events
 
-    def _protocol_error(self, conn, exc):
+    def _protocol_error(self, conn: Connection, exc: ProtocolError) -> None:
         """Run what came before the bad bytes, then say why and close."""
         client = conn.client
         node = self.node
@@ -520,7 +558,7 @@ class ClientServer:
         out = client.out
         produced = len(conn.outbuf) + sum(map(len, out))
         cap = self.output_limit.hard_bytes or _NO_CAP
-        while pending and client.blocked is None and produced < cap:
+        while pending and _free(client) and produced < cap:
             counted = len(out)
             node.execute(client, pending.popleft())
             produced += sum(map(len, out[counted:]))
@@ -535,7 +573,14 @@ class ClientServer:
         self._output(conn)
 
 
-def _refuse(sock, message):
+def _free(client: Client) -> bool:
+    """Not blocked.  (A function, not the test inline: the compiler would
+    take client.blocked to stay None after such a test, but a request run
+    in between may block the client.)"""
+    return client.blocked is None
+
+
+def _refuse(sock: socket.socket, message: bytes) -> None:
     """Say why (what the kernel takes at once) and close; input already
     there is read first, so the close is a FIN rather than a reset that
     could discard the message."""
@@ -550,7 +595,7 @@ def _refuse(sock, message):
         sock.close()
 
 
-def _addr(addr):
+def _addr(addr: Any) -> str:
     if isinstance(addr, tuple):
         host, port = addr[0], addr[1]
         return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"

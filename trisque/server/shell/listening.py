@@ -2,6 +2,7 @@
 
 import errno
 import socket
+from typing import Any, Callable
 
 import trio
 
@@ -12,7 +13,7 @@ from . import log
 _TRANSIENT = (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM)
 
 
-def open_listener(address, port, backlog):
+def open_listener(address: str, port: int, backlog: int) -> socket.socket:
     """A non-blocking TCP socket listening on ``address`` (IPv4 or IPv6)."""
     family = socket.AF_INET6 if ":" in address else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
@@ -29,7 +30,8 @@ def open_listener(address, port, backlog):
     return sock
 
 
-async def accept_forever(listener, what, on_accept):
+async def accept_forever(listener: socket.socket, what: str,
+                         on_accept: Callable[[socket.socket, Any], None]) -> None:
     """Hand every connection ``listener`` accepts to ``on_accept(sock,
     addr)``; ``what`` names them in log lines."""
     while True:
