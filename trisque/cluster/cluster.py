@@ -55,9 +55,19 @@ def _split_records(records: list[bytes]) -> list[list[bytes]]:
     return parts
 
 
-# One outbox batch: [message type, mflags, items (job records, or
-# (job id, aux) pairs)]; consecutive messages alike share one frame.
-Batch = list[Any]
+class Batch:
+    """Messages to one peer of one type and mflags, in a row: one frame.
+    (A class, not a list: compiled, its fields are read natively.)"""
+
+    __slots__ = ("type", "mflags", "items")
+    type: int
+    mflags: int
+    items: list[Any]  # job records, or (job id, aux) pairs
+
+    def __init__(self, type_: int, mflags: int) -> None:
+        self.type = type_
+        self.mflags = mflags
+        self.items = []
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # test transports extend it
@@ -117,7 +127,7 @@ class Cluster:
         self.transport = transport
         self.local_ip = ip
         self.membership = Membership(self, node.id, ip, port, bus_port, node.now_ms())
-        self.outbox = {}  # node id -> [[type, mflags, items]...], in order
+        self.outbox = {}  # node id -> its batches, in order
         self.frames_received = [0] * len(bus.NAMES)  # by message type (/metrics)
         self.repl_latency = {}  # node id -> ReplicationLatency (/metrics)
         self.federation = federation.Federation(self)
@@ -295,9 +305,8 @@ class Cluster:
     def enqueue_to(self, node_ids: list[str], type_: int, mflags: int, item: bytes) -> None:
         """The same message to several other nodes (a REPLJOB record to
         each new holder): _enqueue's work, one call for all."""
-        outbox_list = self._outbox_list
         for node_id in node_ids:
-            outbox_list(node_id, type_, mflags).append(item)
+            self._outbox_list(node_id, type_, mflags).append(item)
         self._count_queued(len(node_ids))
 
     def _count_queued(self, n: int) -> None:
@@ -315,16 +324,15 @@ class Cluster:
         if batches is None:
             if not outbox:
                 self.transport.flush_soon()
-            items: list[Any] = []
-            outbox[node_id] = [[type_, mflags, items]]
-            return items
+            batch = Batch(type_, mflags)
+            outbox[node_id] = [batch]
+            return batch.items
         last = batches[-1]
-        if last[0] == type_ and last[1] == mflags:
-            tail: list[Any] = last[2]
-            return tail
-        items = []
-        batches.append([type_, mflags, items])
-        return items
+        if last.type == type_ and last.mflags == mflags:
+            return last.items
+        batch = Batch(type_, mflags)
+        batches.append(batch)
+        return batch.items
 
     def flush(self) -> None:
         """Encode and hand to the transport what this turn produced."""
@@ -348,7 +356,8 @@ class Cluster:
         header = self.header()
         send = self.transport.send
         for node_id, batches in outbox.items():
-            for type_, mflags, items in batches:
+            for batch in batches:
+                type_, mflags, items = batch.type, batch.mflags, batch.items
                 if type_ in bus.JOBS_TYPES:
                     if len(items) > 1 and sum(map(len, items)) > JOBS_FRAME_BYTES:
                         for part in _split_records(items):
