@@ -139,7 +139,7 @@ class KeyBlocking:
                     if value is None:
                         break  # emptied (and deleted) by those before
                     waiter = client.blocked
-                    if not isinstance(waiter, KeyWaiter) or value.__class__ is not waiter.value_class:
+                    if not isinstance(waiter, KeyWaiter) or type(value) is not waiter.value_class:
                         continue  # waits for another type: stays blocked
                     reply = waiter.serve(node, client, db, key, value)
                     node.unblock(client)

@@ -73,7 +73,7 @@ def _hset(node: Node, client: Client, argv: list[bytes]) -> int:
         h = Hash()
         added, _ = _set_fields(h, argv, 2)
         ks.store(db, key, h)
-    elif value.__class__ is Hash:
+    elif type(value) is Hash:
         added, delta = _set_fields(value, argv, 2)
         changed(node, db, key, delta, False)
     else:
@@ -113,7 +113,7 @@ def hget(node: Node, client: Client, argv: list[bytes]) -> bytes:
     h = db.keys.get(key)
     if h is None or (db.expires and ks.lookup(db, key) is None):
         return resp.null(client.proto)
-    if h.__class__ is not Hash:
+    if type(h) is not Hash:
         raise CommandError(WRONGTYPE)
     value = h.get(argv[2])
     if value is None:
@@ -236,7 +236,7 @@ def hincrbyfloat(node: Node, client: Client, argv: list[bytes]) -> bytes:
     increment = parse_long_double(argv[3])
     if increment is None:
         raise CommandError("ERR value is not a valid float")
-    if increment.__class__ is float:
+    if type(increment) is float:
         raise CommandError("ERR value is NaN or Infinity")
     key, field = argv[1], argv[2]
     h = _hash(node, client, key)
@@ -245,7 +245,7 @@ def hincrbyfloat(node: Node, client: Client, argv: list[bytes]) -> bytes:
     if current is None:
         raise CommandError("ERR hash value is not a float")
     result = add_long_double(current, increment)
-    if result.__class__ is float:  # inf or nan
+    if type(result) is float:  # inf or nan
         raise CommandError("ERR increment would produce NaN or Infinity")
     data = format_long_double(result)
     _store_field(node, client, key, h, field, data)

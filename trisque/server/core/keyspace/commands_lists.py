@@ -57,7 +57,7 @@ def _list_or_none(ks: Keyspace, db: Db, key: bytes) -> List | None:
     value = db.keys.get(key)
     if value is not None and db.expires:
         value = ks.lookup(db, key)
-    if value is None or value.__class__ is List:
+    if value is None or type(value) is List:
         return value
     raise CommandError(WRONGTYPE)
 
@@ -91,7 +91,7 @@ def timeout_ms_arg(arg: bytes) -> int:
         ms = INT64_MIN
     else:
         product = round_long_double(value * 1000)  # (C's long double product)
-        ms = INT64_MIN if product.__class__ is float else ceil(product)
+        ms = INT64_MIN if type(product) is float else ceil(product)
         if not INT64_MIN <= ms <= INT64_MAX:
             ms = INT64_MIN
     if ms < 0:
@@ -166,7 +166,7 @@ def _push(node: Node, client: Client, argv: list[bytes], left: bool, existing: b
             return resp.ZERO  # LPUSHX/RPUSHX: only onto a list
         lst = List()
         ks.store(db, key, lst)  # (blocked clients of key: served after)
-    elif lst.__class__ is not List:
+    elif type(lst) is not List:
         raise CommandError(WRONGTYPE)
     if len(argv) == 3:
         item = argv[2]
@@ -260,7 +260,7 @@ def _pop(node: Node, client: Client, argv: list[bytes], left: bool) -> bytes:
         lst = ks.lookup(db, key)
     if lst is None:
         return resp.null(client.proto)
-    if lst.__class__ is not List:
+    if type(lst) is not List:
         raise CommandError(WRONGTYPE)
     # (lst.popleft() / lst.pop(), inline: hot)
     if left:
@@ -568,7 +568,7 @@ class MoveWaiter(KeyWaiter):
         assert isinstance(value, List)
         ks = node.keyspace
         dst = ks.lookup(db, self.dst)
-        if dst is not None and dst.__class__ is not List:
+        if dst is not None and type(dst) is not List:
             return _WRONGTYPE_REPLY  # Redis 7.0: unblocked with the error, nothing moved
         item = _move(node, ks, db, key, value, self.dst, dst,
                      self.left_from, self.left_to)

@@ -287,7 +287,7 @@ def incrbyfloat(node: Node, client: Client, argv: list[bytes]) -> bytes:
     if current is None or increment is None:
         raise CommandError(_NOT_FLOAT)
     result = add_long_double(current, increment)
-    if result.__class__ is float:  # inf or nan
+    if type(result) is float:  # inf or nan
         raise CommandError("ERR increment would produce NaN or Infinity")
     data = format_long_double(result)
     ks = node.keyspace

@@ -33,7 +33,7 @@ def lookup_typed(node: Node, client: Client, key: bytes, cls: type[T]) -> T | No
     """The value at ``key`` if it is a ``cls``; None if there is none."""
     ks = node.keyspace
     value = ks.lookup(ks.dbs[client.db], key)
-    if value is None or value.__class__ is cls:
+    if value is None or type(value) is cls:
         return value
     raise CommandError(WRONGTYPE)
 

@@ -185,8 +185,8 @@ class Keyspace:
                 continue
             items = list(db.keys.items())
             for i, (key, value) in enumerate(items):
-                if value.__class__ is not bytes:
-                    items[i] = (key, TYPES[value.__class__].freeze(value))
+                if type(value) is not bytes:
+                    items[i] = (key, TYPES[type(value)].freeze(value))
             captured.append((db.id, items, dict(db.expires)))
 
         def chunks() -> Iterator[bytes]:
@@ -194,7 +194,7 @@ class Keyspace:
             for db_id, items, expires in captured:
                 parts = [command(b"SELECT", b"%d" % db_id)]
                 for n, (key, frozen) in enumerate(items, 1):
-                    for argv in TYPES[frozen.__class__].records(key, frozen):
+                    for argv in TYPES[type(frozen)].records(key, frozen):
                         parts.append(command(*argv))
                     when = expires.get(key)
                     if when is not None:

@@ -102,23 +102,23 @@ def parse_long_double(data: bytes | bytearray) -> Fraction | float | None:
             return None  # overflow or underflow: ERANGE, refused
         exact = Fraction(data.decode("ascii"))
     value = round_long_double(exact)
-    if value.__class__ is float or (value == 0 and exact != 0):
+    if type(value) is float or (value == 0 and exact != 0):
         return None  # ERANGE (overflow to HUGE_VAL, or underflow to zero)
     return value
 
 
 def add_long_double(a: Fraction | float, b: Fraction | float) -> Fraction | float:
     """a + b in long double; NaN comes back as float nan."""
-    if a.__class__ is float or b.__class__ is float:
+    if type(a) is float or type(b) is float:
         # An infinity: finite parts do not matter (and may not fit a float).
-        return (a if a.__class__ is float else 0.0) + (b if b.__class__ is float else 0.0)
+        return (a if type(a) is float else 0.0) + (b if type(b) is float else 0.0)
     return round_long_double(Fraction(a) + Fraction(b))
 
 
 def format_long_double(value: Fraction | float) -> bytes:
     """Redis's ld2string in LD_STR_HUMAN mode: ``%.17Lf`` without trailing
     zeros (nor a trailing point), ``-0`` written ``0``."""
-    if value.__class__ is float:
+    if type(value) is float:
         return b"inf" if value > 0 else b"-inf"
     scaled = round(Fraction(value) * 10**17)  # half to even, as glibc
     sign = b"-" if scaled < 0 else b""

@@ -54,8 +54,8 @@ def register_type(value_type: ValueType) -> None:
 
 
 def type_of(value: object) -> ValueType:
-    return TYPES[value.__class__]
+    return TYPES[type(value)]
 
 
 def memory_of(value: object) -> int:
-    return TYPES[value.__class__].memory(value)
+    return TYPES[type(value)].memory(value)
