@@ -147,6 +147,25 @@ def _encode(value: Any, proto: int, out: list[bytes]) -> None:
 
 # ----------------------------------------------------------------- parsing
 
+def _may_hold_large_count(data: bytes) -> bool:
+    """Whether a multibulk count of 7 digits or more may be in ``data``.
+    An unpipelined request has one '*' (its own header): its digits are
+    looked at in place, where the regex search cost ~600 instructions a
+    request; a chunk with several is searched."""
+    first = data.find(b"*")
+    if first < 0:
+        return False
+    if data.find(b"*", first + 1) >= 0:
+        return _LARGE_COUNT.search(data) is not None
+    end = first + 8
+    if end > len(data):
+        return False
+    for i in range(first + 1, end):
+        if not 48 <= data[i] <= 57:
+            return False
+    return True
+
+
 class RequestParser:
     """Turns a byte stream from one client into argument lists.
 
@@ -240,7 +259,7 @@ class RequestParser:
         # freed).  So the headers are checked before hiredis gets the bytes
         # whenever we are inside a request, or the chunk may hold a large
         # count (one regex search; real clients almost never match).
-        checked = bool(partial) or _LARGE_COUNT.search(data) is not None
+        checked = bool(partial) or _may_hold_large_count(data)
         if checked:
             partial += data  # = every byte hiredis has of what it has not returned
             try:
