@@ -29,6 +29,7 @@ COMPILED = [
     "trisque/server/core/node.py",
     "trisque/server/core/commands_jobs.py",
     "trisque/server/core/job_reply.py",
+    "trisque/server/core/config.py",
     # the client event loop: read, parse, run, reply
     "trisque/server/shell/connection.py",
     # replicated ADDJOB: the bus codec and the cluster's replication path

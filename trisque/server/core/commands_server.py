@@ -333,9 +333,9 @@ def config_(node: Node, client: Client, argv: list[bytes]) -> bytes:
             return resp.encode(pairs, 3)
         return resp.encode([x for kv in pairs.items() for x in kv])
     if sub == "SET" and len(argv) >= 4 and len(argv) % 2 == 0:
-        for name, value in zip(argv[2::2], argv[3::2]):
+        for raw_name, raw_value in zip(argv[2::2], argv[3::2]):
             try:
-                config.set(name.decode(errors="replace"), value.decode(errors="replace"))
+                config.set(raw_name.decode(errors="replace"), raw_value.decode(errors="replace"))
             except ConfigError as exc:
                 raise CommandError(f"ERR {exc}") from None
         return resp.OK

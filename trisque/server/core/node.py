@@ -38,6 +38,7 @@ from .job import (ACKED, ACTIVE, BCAST_QUEUED, BCAST_WILLQUEUE, DELIVERED,
 from .queue import PAUSED_IN, PAUSED_OUT, QUEUE_OVERHEAD, Queue
 from .job_reply import job_reply
 from .command import Command
+from .config import Config
 from .standalone import Standalone, NoLog
 
 
@@ -95,7 +96,7 @@ class Stats:
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # the simulator's ObservedNode
 class Node:
-    config: Any
+    config: Config
     id: str
     clock: Callable[[], float]
     random: _random.Random
@@ -140,7 +141,7 @@ class Node:
     on_busy: Any
     on_log: Any
 
-    def __init__(self, config: Any, node_id: str, clock: Callable[[], float],
+    def __init__(self, config: Config, node_id: str, clock: Callable[[], float],
                  rng: _random.Random | None = None, *, table: dict[bytes, Command],
                  random_bytes: Callable[[int], bytes] | None = None) -> None:
         self.config = config
