@@ -6,10 +6,7 @@ import os
 import sys
 from importlib.machinery import EXTENSION_SUFFIXES
 
-from ...protocol import jobid, resp
-from . import client, command, commands_jobs, deadlines, job, node, queue
-
-COMPILED_MODULES = (resp, jobid, deadlines, job, queue, client, command, node, commands_jobs)
+from . import node
 
 
 def is_compiled() -> bool:
