@@ -105,7 +105,7 @@ def addjob(node: Node, client: Client, argv: list[bytes]) -> Any:
     others_needed = replicate if external else replicate - 1
     if others_needed and others_needed > (reachable := cluster.reachable_count()):
         if external and others_needed - 1 == reachable:
-            reason = "I'm leaving the cluster" if cluster.leaving() else "I'm out of memory"
+            reason = "I'm leaving the cluster" if node.leaving else "I'm out of memory"
             raise CommandError(
                 "NOREPL Not enough reachable nodes for the requested replication "
                 "level, since I'm unable to hold a copy of the message for the "
@@ -263,7 +263,7 @@ def getjob(node: Node, client: Client, argv: list[bytes]) -> bytes | None:
         return b"*%d\r\n%s" % (len(out), b"".join(out))
     if nohang or node.blocking.atomic_depth:  # inside EXEC/a script: NOHANG
         return resp.null_array(client.disque_proto())
-    if node.cluster.leaving():
+    if node.leaving:
         raise CommandError(errors.LEAVING)
     unique = list(dict.fromkeys(names))
     for name in unique:
@@ -304,7 +304,7 @@ def fastack(node: Node, client: Client, argv: list[bytes]) -> bytes:
         if job is not None:
             node.delete_job(job)
             known += 1
-    return b":%d\r\n" % known
+    return resp.integer(known)
 
 
 def _enqueue_generic(node: Node, argv: list[bytes], nack: bool) -> bytes:
@@ -315,7 +315,7 @@ def _enqueue_generic(node: Node, argv: list[bytes], nack: bool) -> bytes:
         job = node.jobs.get(job_id)
         if job is not None and job.state == ACTIVE and node.enqueue(job, nack):
             enqueued += 1
-    return b":%d\r\n" % enqueued
+    return resp.integer(enqueued)
 
 
 @command("ENQUEUE", -1, "write denyoom fast")
@@ -337,7 +337,7 @@ def dequeue(node: Node, client: Client, argv: list[bytes]) -> bytes:
         job = node.jobs.get(job_id)
         if job is not None and node.dequeue(job):
             dequeued += 1
-    return b":%d\r\n" % dequeued
+    return resp.integer(dequeued)
 
 
 @command("DELJOB", -1, "write fast")
@@ -350,7 +350,7 @@ def deljob(node: Node, client: Client, argv: list[bytes]) -> bytes:
         if job is not None:
             node.delete_job(job)
             evicted += 1
-    return b":%d\r\n" % evicted
+    return resp.integer(evicted)
 
 
 @command("WORKING", 2, "write fast")
@@ -374,7 +374,7 @@ def working(node: Node, client: Client, argv: list[bytes]) -> bytes:
         job.qtime_ms = now_ms + job.retry_s * 1000 + node.jitter_ms()
         node.schedule(job)
     node.cluster.working(job)
-    return b":%d\r\n" % job.retry_s
+    return resp.integer(job.retry_s)
 
 
 @command("SHOW", 2, "readonly fast")

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 @command("QLEN", 2, "readonly fast")
 def qlen(node: Node, client: Client, argv: list[bytes]) -> bytes:
     queue = node.queues.get(argv[1])
-    return b":%d\r\n" % (len(queue.jobs) if queue is not None else 0)
+    return resp.integer(len(queue.jobs) if queue is not None else 0)
 
 
 @command("QPEEK", 3, "readonly")

@@ -124,7 +124,7 @@ def hello(node: Node, client: Client, argv: list[bytes]) -> bytes | None:
         "version": VERSION,
         "proto": proto,
         "id": client.id,
-        "mode": "cluster" if node.cluster.size() > 1 else "standalone",
+        "mode": "cluster" if node.cluster_size > 1 else "standalone",
         "role": "master",
         "modules": [],
     }, proto)
