@@ -166,6 +166,13 @@ def test_qscan_filters(core):
     (("0", "IMPORTRATE", "x"), "ERR value is not an integer or out of range"),
     ((" 1",), "ERR invalid cursor or option name"),
     (("18446744073709551616",), "ERR invalid cursor or option name"),
+    # an option without its value is read as the cursor
+    (("0", "COUNT"), "ERR syntax error"),
+    (("MINLEN",), "ERR invalid cursor or option name"),
+    (("0", "BUSYLOOP", "IMPORTRATE"), "ERR syntax error"),
+    # the first bad argument is the one reported
+    (("0", "MINLEN", "x", "1"), "ERR value is not an integer or out of range"),
+    (("0", "1", "MINLEN", "x"), "ERR syntax error"),
 ])
 def test_qscan_errors(core, args, error):
     assert str(core("QSCAN", *args)) == error
@@ -275,6 +282,13 @@ def test_jscan_reply_all(core):
     (("0", "QUEUE"), "ERR syntax error"),
     (("0", "0"), "ERR syntax error"),
     (("0", "FOO"), "ERR syntax error"),
+    (("0", "REPLY"), "ERR syntax error"),
+    (("STATE",), "ERR invalid cursor or option name"),
+    (("COUNT",), "ERR invalid cursor or option name"),
+    (("0", "STATE", "queued", "STATE"), "ERR syntax error"),
+    (("0", "STATE", "foo", "1"), "ERR Invalid job state name"),
+    (("0", "1", "REPLY", "foo"), "ERR syntax error"),
+    (("0", "count", "x"), "ERR value is not an integer or out of range"),
 ])
 def test_jscan_errors(core, args, error):
     assert str(core("JSCAN", *args)) == error

@@ -14,7 +14,7 @@ from .job import ACKED, ACTIVE, BCAST_WILLQUEUE, QUEUED, STATE_BY_NAME, STATE_NA
 from .job_reply import job_reply
 from .node import Node
 from .queue import PAUSED_IN, PAUSED_OUT, Queue
-from .scan import parse_cursor, scan
+from .scan import parse_scan_args, scan
 from .command import command
 
 TTL_DEFAULT_S: Final = 24 * 3600
@@ -413,41 +413,29 @@ def job_info(node: Node, job: Job) -> dict[str, Any]:
 @command("JSCAN", -1, "readonly")
 def jscan(node: Node, client: Client, argv: list[bytes]) -> bytes:
     """JSCAN [cursor] [COUNT n] [BUSYLOOP] [QUEUE q] [STATE s]... [REPLY all|id]"""
-    count = 100
-    busyloop = False
-    queue = None
-    states = set()
+    queue: bytes | None = None
+    states: set[int] = set()
     reply_all = False
-    cursor = None
-    i, argc = 1, len(argv)
-    while i < argc:
-        opt = argv[i].upper()
-        has_value = i + 1 < argc
-        if opt == b"COUNT" and has_value:
-            count = to_int(argv[i + 1])
-            i += 1
-        elif opt == b"BUSYLOOP":
-            busyloop = True
-        elif opt == b"QUEUE" and has_value:
-            queue = argv[i + 1]
-            i += 1
-        elif opt == b"STATE" and has_value:
-            state = STATE_BY_NAME.get(argv[i + 1].lower())
+
+    def own_option(name: bytes, value: bytes) -> bool:
+        nonlocal queue, reply_all
+        if name == b"QUEUE":
+            queue = value
+        elif name == b"STATE":
+            state = STATE_BY_NAME.get(value.lower())
             if state is None:
                 raise CommandError("ERR Invalid job state name")
             states.add(state)
-            i += 1
-        elif opt == b"REPLY" and has_value:
-            kind = argv[i + 1].upper()
+        elif name == b"REPLY":
+            kind = value.upper()
             if kind not in (b"ID", b"ALL"):
                 raise CommandError("ERR Invalid REPLY type, try ID or ALL")
             reply_all = kind == b"ALL"
-            i += 1
         else:
-            if cursor is not None:
-                raise CommandError(errors.SYNTAX)
-            cursor = parse_cursor(argv[i])
-        i += 1
+            return False
+        return True
+
+    cursor, count, busyloop = parse_scan_args(argv, own_option)
 
     def wanted(job: Job) -> bool:
         if job.flags & 8:  # dummy acks are bookkeeping, not jobs
@@ -456,7 +444,7 @@ def jscan(node: Node, client: Client, argv: list[bytes]) -> bytes:
             return False
         return not states or job.state in states
 
-    cursor, jobs = scan(node.jobs, cursor or 0, count, busyloop, wanted,
+    cursor, jobs = scan(node.jobs, cursor, count, busyloop, wanted,
                         node.deletions)
     items: list[Any]
     if reply_all:

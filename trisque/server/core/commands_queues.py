@@ -10,7 +10,7 @@ from ...protocol.errors import CommandError
 
 from .job_reply import job_reply
 from .queue import PAUSED_ALL, PAUSED_IN, PAUSED_OUT, PAUSE_NAMES, Queue
-from .scan import parse_cursor, scan
+from .scan import parse_scan_args, scan
 from .command import command
 
 if TYPE_CHECKING:
@@ -62,33 +62,16 @@ def qstat(node: Node, client: Client, argv: list[bytes]) -> bytes:
 @command("QSCAN", -1, "readonly")
 def qscan(node: Node, client: Client, argv: list[bytes]) -> bytes:
     """QSCAN [cursor] [COUNT n] [BUSYLOOP] [MINLEN n] [MAXLEN n] [IMPORTRATE r]"""
-    count = 100
-    busyloop = False
-    minlen = maxlen = importrate = -1  # -1: no such filter (Disque's, given or not)
-    cursor: int | None = None
-    i, argc = 1, len(argv)
-    while i < argc:
-        opt = argv[i].upper()
-        has_value = i + 1 < argc
-        if opt == b"COUNT" and has_value:
-            count = to_int(argv[i + 1])
-            i += 1
-        elif opt == b"BUSYLOOP":
-            busyloop = True
-        elif opt == b"MINLEN" and has_value:
-            minlen = to_int(argv[i + 1])
-            i += 1
-        elif opt == b"MAXLEN" and has_value:
-            maxlen = to_int(argv[i + 1])
-            i += 1
-        elif opt == b"IMPORTRATE" and has_value:
-            importrate = to_int(argv[i + 1])
-            i += 1
-        else:
-            if cursor is not None:
-                raise CommandError(errors.SYNTAX)
-            cursor = parse_cursor(argv[i])
-        i += 1
+    filters = {b"MINLEN": -1, b"MAXLEN": -1, b"IMPORTRATE": -1}  # -1: none (Disque's, given or not)
+
+    def filter_option(name: bytes, value: bytes) -> bool:
+        if name not in filters:
+            return False
+        filters[name] = to_int(value)
+        return True
+
+    cursor, count, busyloop = parse_scan_args(argv, filter_option)
+    minlen, maxlen, importrate = filters[b"MINLEN"], filters[b"MAXLEN"], filters[b"IMPORTRATE"]
 
     rate = node.cluster.import_rate
 
@@ -100,7 +83,7 @@ def qscan(node: Node, client: Client, argv: list[bytes]) -> bytes:
             return False
         return importrate == -1 or rate(queue) >= importrate
 
-    next_cursor, queues = scan(node.queues, cursor or 0, count, busyloop, wanted,
+    next_cursor, queues = scan(node.queues, cursor, count, busyloop, wanted,
                                node.queue_deletions)
     return resp.encode([str(next_cursor), [q.name for q in queues]], client.disque_proto())
 

@@ -29,6 +29,8 @@ from collections.abc import Callable, Hashable, Mapping
 from itertools import islice
 from typing import Any, Literal, TypeVar, overload
 
+from ...protocol import errors
+from ...protocol.args import to_int
 from ...protocol.errors import CommandError
 
 _POSITION_BITS = 32
@@ -62,6 +64,37 @@ def parse_cursor(arg: bytes) -> int:
     if b"_" in arg or abs(cursor) >= _U64:
         raise CommandError(_CURSOR_ERROR)
     return cursor % _U64
+
+
+def parse_scan_args(argv: list[bytes],
+                    own_option: Callable[[bytes, bytes], bool]) -> tuple[int, int, bool]:
+    """(cursor, count, busyloop) from QSCAN's or JSCAN's arguments:
+    ``[cursor] [COUNT n] [BUSYLOOP]`` in any order and case, with the
+    command's own ``NAME value`` options among them.  ``own_option`` is
+    offered each other name (uppercased) that has a value after it, in
+    argument order (so the first bad argument is the one reported); it
+    returns False for a name it does not know.  Anything not taken is the
+    cursor, and a second one is a syntax error."""
+    count = 100
+    busyloop = False
+    cursor: int | None = None
+    i, argc = 1, len(argv)
+    while i < argc:
+        opt = argv[i].upper()
+        has_value = i + 1 < argc
+        if opt == b"COUNT" and has_value:
+            count = to_int(argv[i + 1])
+            i += 1
+        elif opt == b"BUSYLOOP":
+            busyloop = True
+        elif has_value and own_option(opt, argv[i + 1]):
+            i += 1
+        else:
+            if cursor is not None:
+                raise CommandError(errors.SYNTAX)
+            cursor = parse_cursor(argv[i])
+        i += 1
+    return cursor or 0, count, busyloop
 
 
 class _Snapshot:
