@@ -1,25 +1,42 @@
 """A small RESP client on raw sockets (hiredis parses the replies): one
 connection for the batch cycle, and a closed-loop load generator that
-replays pre-encoded requests the way redis-benchmark does."""
+replays pre-encoded requests the way redis-benchmark does.
 
+``replay`` and ``cycle`` run bench/loadgen.c (built on demand with the C
+compiler) when there is one, and the Python loops here otherwise: on a
+2-core machine the loader competes with the server for CPU, so the rows
+that replay real job IDs need a loader as lean as redis-benchmark (see
+bench/README.md, "The load generator")."""
+
+import dataclasses
+import hashlib
+import os
 import selectors
+import shutil
 import socket
+import subprocess
+import tempfile
 import time
+from typing import Any
 
 import hiredis
 
+LOADGEN_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "loadgen.c")
+LOADGEN_CACHE = os.path.join(os.path.expanduser("~"), ".cache", "trisque-bench")
+C_LOADER = "loadgen (C)"
+PYTHON_LOADER = "bench.client (Python)"
 
-def encode(*args):
+
+def encode(*args: object) -> bytes:
     """One request as RESP multibulk bytes."""
     out = [b"*%d\r\n" % len(args)]
     for arg in args:
-        if not isinstance(arg, bytes):
-            arg = str(arg).encode()
-        out.append(b"$%d\r\n%s\r\n" % (len(arg), arg))
+        data = arg if isinstance(arg, bytes) else str(arg).encode()
+        out.append(b"$%d\r\n%s\r\n" % (len(data), data))
     return b"".join(out)
 
 
-def connect(port):
+def connect(port: int) -> socket.socket:
     sock = socket.create_connection(("127.0.0.1", port))
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     return sock
@@ -28,15 +45,15 @@ def connect(port):
 class Connection:
     """Blocking request/replies on one socket."""
 
-    def __init__(self, port):
+    def __init__(self, port: int) -> None:
         self.sock = connect(port)
         self.reader = hiredis.Reader()
 
-    def call(self, data, count):
+    def call(self, data: bytes, count: int) -> list[Any]:
         """Send pre-encoded ``data`` holding ``count`` requests; return the
         ``count`` replies."""
         self.sock.sendall(data)
-        replies = []
+        replies: list[Any] = []
         reader = self.reader
         while True:
             reply = reader.gets()
@@ -52,11 +69,12 @@ class Connection:
                 raise ConnectionError("server closed the connection")
             reader.feed(chunk)
 
-    def close(self):
+    def close(self) -> None:
         self.sock.close()
 
 
-def load(port, requests, clients=50, pipeline=1):
+def load(port: int, requests: list[bytes], clients: int = 50,
+         pipeline: int = 1) -> tuple[float, list[Any]]:
     """Send every pre-encoded request in ``requests`` over ``clients``
     connections, each keeping ``pipeline`` requests in flight (it writes a
     batch and waits for all of its replies before the next, as
@@ -64,16 +82,16 @@ def load(port, requests, clients=50, pipeline=1):
     replies being the list of every reply, in no particular order."""
     per_client = [requests[i::clients] for i in range(clients)]
     selector = selectors.DefaultSelector()
-    states = []
+    states: list[list[Any]] = []
     for mine in per_client:
         if not mine:
             continue
         batches = [(b"".join(mine[i:i + pipeline]), len(mine[i:i + pipeline]))
                    for i in range(0, len(mine), pipeline)]
-        state = [connect(port), hiredis.Reader(),
+        state: list[Any] = [connect(port), hiredis.Reader(),
                  batches, 0, 0]  # sock, reader, batches, next batch, awaited
         states.append(state)
-    replies = []
+    replies: list[Any] = []
     start = time.perf_counter()
     for state in states:
         _send_next(state)
@@ -105,8 +123,128 @@ def load(port, requests, clients=50, pipeline=1):
     return len(requests) / elapsed, replies
 
 
-def _send_next(state):
+def _send_next(state: list[Any]) -> None:
     data, count = state[2][state[3]]
     state[3] += 1
     state[4] = count
     state[0].sendall(data)
+
+
+@dataclasses.dataclass(frozen=True)
+class LoadResult:
+    """What a replay measured: requests per second and a summary of the
+    replies (the C loader keeps no reply values, only these counts)."""
+
+    rate: float
+    replies: int
+    errors: int
+    int_sum: int
+    nils: int
+    loader: str
+
+
+def loadgen_binary() -> str | None:
+    """Path of the compiled bench/loadgen.c, built into ~/.cache/trisque-bench
+    under the hash of its source (so an edit rebuilds it); None when no C
+    compiler is found."""
+    compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if not compiler:
+        return None
+    with open(LOADGEN_SOURCE, "rb") as f:
+        source = f.read()
+    digest = hashlib.sha256(source).hexdigest()[:16]
+    path = os.path.join(LOADGEN_CACHE, f"loadgen-{digest}")
+    if os.path.exists(path):
+        return path
+    os.makedirs(LOADGEN_CACHE, exist_ok=True)
+    # Built under a temporary name and renamed: concurrent builds (two
+    # test workers) each finish with a whole binary.
+    fd, tmp = tempfile.mkstemp(dir=LOADGEN_CACHE, prefix=".loadgen-")
+    os.close(fd)
+    try:
+        subprocess.run([compiler, "-O2", "-o", tmp, LOADGEN_SOURCE],
+                       check=True, capture_output=True)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return path
+
+
+def choose_loader(loader: str = "auto") -> str:
+    """``"c"``, ``"python"`` or ``"auto"`` (C when a compiler is found) ->
+    the loader's name (C_LOADER or PYTHON_LOADER)."""
+    if loader == "python":
+        return PYTHON_LOADER
+    if loadgen_binary():
+        return C_LOADER
+    if loader == "c":
+        raise RuntimeError("--loader c: no C compiler (cc, gcc or $CC) to build bench/loadgen.c")
+    return PYTHON_LOADER
+
+
+def _run_loadgen(*args: object) -> dict[str, float]:
+    """Run loadgen and read its result line (key=value pairs)."""
+    binary = loadgen_binary()
+    if binary is None:
+        raise RuntimeError("no C compiler to build bench/loadgen.c")
+    out = subprocess.run([binary, *map(str, args)], check=True,
+                         capture_output=True, text=True).stdout
+    return {key: float(value) for key, value in
+            (field.split("=", 1) for field in out.split())}
+
+
+def replay(port: int, requests: list[bytes], clients: int = 50, pipeline: int = 1,
+           loader: str = "auto") -> LoadResult:
+    """``load`` by the chosen loader (see ``choose_loader``), summarised."""
+    name = choose_loader(loader)
+    if name == PYTHON_LOADER:
+        rate, replies = load(port, requests, clients, pipeline)
+        return LoadResult(rate, len(replies),
+                          sum(isinstance(r, hiredis.ReplyError) for r in replies),
+                          sum(r for r in replies if isinstance(r, int)),
+                          sum(r is None for r in replies), name)
+    with tempfile.NamedTemporaryFile(prefix="trisque-loadgen-", suffix=".resp") as f:
+        f.write(b"".join(requests))
+        f.flush()
+        got = _run_loadgen("replay", port, clients, pipeline, f.name)
+    return LoadResult(got["requests"] / got["elapsed"], int(got["replies"]),
+                      int(got["errors"]), int(got["int_sum"]), int(got["nils"]), name)
+
+
+def cycle(port: int, jobs: int, batch: int, kind: str, loader: str = "auto") -> float:
+    """Jobs per second through one connection, ``batch`` at a time: for
+    ``kind`` "redis" pipelined LPUSH x batch then RPOP cycle batch; for
+    any other (a Disque-compatible server) pipelined ADDJOB x batch,
+    GETJOB NOHANG COUNT batch, ACKJOB of the IDs that came back."""
+    if choose_loader(loader) == C_LOADER:
+        got = _run_loadgen("cycle", port, jobs, batch,
+                           "lists" if kind == "redis" else "jobs")
+        return max(1, jobs // batch) * batch / got["elapsed"]
+    conn = Connection(port)
+    body = b"x" * 12
+    rounds = max(1, jobs // batch)
+    if kind == "redis":
+        push = b"".join(encode("LPUSH", "cycle", body) for _ in range(batch))
+        pop = encode("RPOP", "cycle", batch)
+    else:
+        push = b"".join(encode("ADDJOB", "cycle", body, 0) for _ in range(batch))
+        get = encode("GETJOB", "NOHANG", "COUNT", batch, "FROM", "cycle")
+    start = time.perf_counter()
+    for _ in range(rounds):
+        if kind == "redis":
+            conn.call(push, batch)
+            got = conn.call(pop, 1)[0]
+            if len(got) != batch:
+                raise RuntimeError(f"RPOP gave {len(got)} of {batch}")
+        else:
+            conn.call(push, batch)
+            got = conn.call(get, 1)[0]
+            if len(got) != batch:
+                raise RuntimeError(f"GETJOB gave {len(got)} of {batch}")
+            acked = conn.call(encode("ACKJOB", *[job[1] for job in got]), 1)[0]
+            if acked != batch:
+                raise RuntimeError(f"ACKJOB acked {acked} of {batch}")
+    elapsed = time.perf_counter() - start
+    conn.close()
+    return rounds * batch / elapsed

@@ -11,7 +11,9 @@ and -P 16 (``--pipeline``):
 
 ADDJOB q <body> 0             redis-benchmark, into a queue of its own
 GETJOB NOHANG FROM q          redis-benchmark, taking exactly those jobs
-ACKJOB <id>                   bench.client.load, the IDs of those jobs
+ACKJOB <id>                   bench.client.replay (bench/loadgen.c, or the
+                              Python loader without a C compiler), the IDs
+                              of those jobs
 GETJOB NOHANG FROM bulk       loaded server only: from the million, as a
                               user would (the empty server's figure to
                               compare with is its GETJOB from q); those
@@ -43,10 +45,11 @@ BULK = "bulk"
 def _ack_all(server, ids, pipeline):
     """ACKJOB each of ``ids``; requests per second.  Every reply must be 1."""
     reqs = [client.encode("ACKJOB", job_id) for job_id in ids]
-    rate, replies = client.load(server.port, reqs, CLIENTS, pipeline)
-    if sum(replies) != len(ids):
-        raise RuntimeError(f"{server.kind}: ACKJOB acked {sum(replies)} of {len(ids)}")
-    return rate
+    acked = client.replay(server.port, reqs, CLIENTS, pipeline)
+    if acked.int_sum != len(ids) or acked.errors:
+        raise RuntimeError(f"{server.kind}: ACKJOB acked {acked.int_sum} of {len(ids)}"
+                           f" ({acked.errors} errors)")
+    return acked.rate
 
 
 def _qlen(server, queue):
@@ -118,7 +121,8 @@ def run(requests=100000, rounds=3, jobs=1000000, disque=None, pipeline=16):
 
 def table(median, samples, kinds, requests, jobs, pipeline, rss):
     lines = [f"requests/s, -c {CLIENTS} -P {pipeline} -n {requests}; loaded = "
-             f"{jobs:,} queued 100-byte jobs in '{BULK}' (kept at that)"]
+             f"{jobs:,} queued 100-byte jobs in '{BULK}' (kept at that); ACKJOB "
+             f"by {client.choose_loader()}, the rest by redis-benchmark"]
     head = f"{'':28}"
     for kind in kinds:
         head += f"{kind + ' empty':>15}{'loaded':>10}{'ratio':>7}"

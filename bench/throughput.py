@@ -10,17 +10,18 @@ GETJOB NOHANG FROM q            vs  RPOP q
     so every GETJOB returns a job and every RPOP an element)
 ACKJOB <id>                     vs  RPOP q
     redis-benchmark cannot name real job IDs, so the real acks come from
-    bench.client.load: the IDs of exactly the jobs the GETJOB run fetched
-    (listed with JSCAN STATE active), one per request, replayed over 50
-    connections with the same pipelining as redis-benchmark.  Every reply
-    is checked to be 1.  As a cross-check, both redis-benchmark and our
-    loader also send ACKJOB for well-formed IDs no node knows, so the two
-    loaders can be compared on the same command.
+    our loader (bench.client.replay: bench/loadgen.c when there is a C
+    compiler, else the Python loop; --loader picks): the IDs of exactly
+    the jobs the GETJOB run fetched (listed with JSCAN STATE active), one
+    per request, replayed over 50 connections with the same pipelining as
+    redis-benchmark.  Every reply is checked to be 1.  As a cross-check,
+    redis-benchmark and each loader also send ACKJOB for well-formed IDs no
+    node knows, so the loaders can be compared on the same command.
 
-Then a batch cycle with one client (bench.client.Connection), 100 jobs at
-a time: trisque pipelined ADDJOB x100, GETJOB COUNT 100, ACKJOB of the 100
-IDs; Redis pipelined LPUSH x100, RPOP q 100 (Redis has nothing to ack, so
-this ratio is conservative for trisque).
+Then a batch cycle with one client (bench.client.cycle, by each loader),
+100 jobs at a time: trisque pipelined ADDJOB x100, GETJOB COUNT 100,
+ACKJOB of the 100 IDs; Redis pipelined LPUSH x100, RPOP q 100 (Redis has
+nothing to ack, so this ratio is conservative for trisque).
 """
 
 import csv
@@ -29,7 +30,6 @@ import os
 import platform
 import statistics
 import subprocess
-import time
 
 from . import client, servers
 
@@ -43,8 +43,18 @@ ROWS = [
     ("GETJOB NOHANG vs RPOP", "GETJOB", "RPOP", 0.5, 0.20),
     ("ACKJOB real jobs vs RPOP", "ACKJOB", "RPOP", 0.5, 0.30),
     ("ACKJOB unknown id vs RPOP", "ACKJOB?", "RPOP", None, None),
-    ("  same, our loader", "ACKJOB?L", "RPOP", None, None),
+    ("  same, loadgen (C)", "ACKJOB?C", "RPOP", None, None),
+    ("  same, Python loader", "ACKJOB?P", "RPOP", None, None),
 ]
+# The loaders' figure suffixes, for the cross-check and cycle rows.
+SUFFIX = {client.C_LOADER: "C", client.PYTHON_LOADER: "P"}
+
+
+def loaders_to_compare():
+    """Every loader this machine can run (the C one needs a compiler)."""
+    if client.loadgen_binary():
+        return [client.C_LOADER, client.PYTHON_LOADER]
+    return [client.PYTHON_LOADER]
 
 
 def redis_benchmark(port, requests, pipeline, *command):
@@ -68,8 +78,9 @@ def active_job_ids(server):
             return ids
 
 
-def jobs_round(trisque, requests, pipeline):
-    """ADDJOB, GETJOB NOHANG, ACKJOB (real and unknown IDs) on trisque."""
+def jobs_round(trisque, requests, pipeline, loader):
+    """ADDJOB, GETJOB NOHANG, ACKJOB (real IDs by ``loader``, unknown IDs
+    by redis-benchmark and every loader) on trisque."""
     port = trisque.port
     figures = {}
     figures["ADDJOB"] = redis_benchmark(port, requests, pipeline,
@@ -85,16 +96,20 @@ def jobs_round(trisque, requests, pipeline):
         raise RuntimeError(f"GETJOB run left {left} queued, {len(ids)} active "
                            f"jobs (expected 0 and {added})")
     reqs = [client.encode("ACKJOB", job_id) for job_id in ids]
-    figures["ACKJOB"], replies = client.load(port, reqs, CLIENTS, pipeline)
-    if sum(replies) != len(ids) or trisque.info()["registered_jobs"] != 0:
-        raise RuntimeError("ACKJOB run did not ack every job exactly once")
+    acked = client.replay(port, reqs, CLIENTS, pipeline, loader)
+    figures["ACKJOB"] = acked.rate
+    if (acked.int_sum != len(ids) or acked.replies != len(ids) or acked.errors
+            or trisque.info()["registered_jobs"] != 0):
+        raise RuntimeError(f"ACKJOB run did not ack every job exactly once: {acked}")
     figures["ACKJOB?"] = redis_benchmark(port, requests, pipeline,
                                          "ACKJOB", UNKNOWN_ID)
     unknown = [client.encode("ACKJOB", "D-00000000-%024d-0001" % i)
                for i in range(requests)]
-    figures["ACKJOB?L"], replies = client.load(port, unknown, CLIENTS, pipeline)
-    if any(replies):
-        raise RuntimeError("an unknown job ID was acked")
+    for name in loaders_to_compare():
+        result = client.replay(port, unknown, CLIENTS, pipeline, name)
+        if result.int_sum or result.errors or result.replies != requests:
+            raise RuntimeError(f"{name}: an unknown job ID was acked: {result}")
+        figures["ACKJOB?" + SUFFIX[name]] = result.rate
     return figures
 
 
@@ -110,38 +125,13 @@ def lists_round(redis_server, requests, pipeline):
     return figures
 
 
-def cycle(port, jobs, batch, kind):
-    """Jobs per second through add -> get -> ack, ``batch`` at a time."""
-    conn = client.Connection(port)
-    body = b"x" * 12
-    rounds = max(1, jobs // batch)
-    if kind == "redis":
-        push = b"".join(client.encode("LPUSH", "cycle", body) for _ in range(batch))
-        pop = client.encode("RPOP", "cycle", batch)
-    else:
-        push = b"".join(client.encode("ADDJOB", "cycle", body, 0) for _ in range(batch))
-        get = client.encode("GETJOB", "NOHANG", "COUNT", batch, "FROM", "cycle")
-    start = time.perf_counter()
-    for _ in range(rounds):
-        if kind == "redis":
-            conn.call(push, batch)
-            got = conn.call(pop, 1)[0]
-            assert len(got) == batch
-        else:
-            conn.call(push, batch)
-            got = conn.call(get, 1)[0]
-            assert len(got) == batch
-            acked = conn.call(client.encode("ACKJOB", *[job[1] for job in got]), 1)[0]
-            assert acked == batch
-    elapsed = time.perf_counter() - start
-    conn.close()
-    return rounds * batch / elapsed
-
-
-def run(requests=200000, disque=None, cycle_jobs=None, rounds=1, floor=False):
+def run(requests=200000, disque=None, cycle_jobs=None, rounds=1, floor=False,
+        loader="auto"):
     """Every figure ``rounds`` times (servers alternating, so machine load
-    hits both alike); the table shows the median of each."""
+    hits both alike); the table shows the median of each.  ``loader``
+    ("auto", "c", "python") replays the real ACKJOBs."""
     cycle_jobs = cycle_jobs or requests
+    loader = client.choose_loader(loader)
     load_before = os.getloadavg()
     samples = {}  # (pipeline, kind, figure) -> [requests/s per round]
     with servers.start_redis() as redis_server, servers.start_trisque() as trisque:
@@ -155,18 +145,19 @@ def run(requests=200000, disque=None, cycle_jobs=None, rounds=1, floor=False):
                 for pipeline in (1, PIPELINE):
                     print(f"round {r + 1}/{rounds}: -P {pipeline} ...", flush=True)
                     measured = {"redis": lists_round(redis_server, requests, pipeline),
-                                "trisque": jobs_round(trisque, requests, pipeline)}
+                                "trisque": jobs_round(trisque, requests, pipeline, loader)}
                     for kind, server in others.items():
-                        measured[kind] = jobs_round(server, requests, pipeline)
+                        measured[kind] = jobs_round(server, requests, pipeline, loader)
                     for kind, figures in measured.items():
                         for name, value in figures.items():
                             samples.setdefault((pipeline, kind, name), []).append(value)
                 print(f"round {r + 1}/{rounds}: batch cycle ...", flush=True)
                 ports = {"redis": redis_server.port, "trisque": trisque.port}
                 ports.update((kind, server.port) for kind, server in others.items())
-                for kind, port in ports.items():
-                    samples.setdefault(("cycle", kind, "cycle"), []).append(
-                        cycle(port, cycle_jobs, 100, kind))
+                for name in loaders_to_compare():
+                    for kind, port in ports.items():
+                        samples.setdefault(("cycle", kind, SUFFIX[name]), []).append(
+                            client.cycle(port, cycle_jobs, 100, kind, name))
         finally:
             for server in others.values():
                 server.stop()
@@ -175,11 +166,13 @@ def run(requests=200000, disque=None, cycle_jobs=None, rounds=1, floor=False):
     for (pipeline, kind, name), value in median.items():
         if pipeline != "cycle":
             results.setdefault(pipeline, {}).setdefault(kind, {})[name] = value
-    cycles = {kind: value for (pipeline, kind, _), value in median.items()
-              if pipeline == "cycle"}
+    cycles = {}  # loader suffix -> kind -> jobs/s
+    for (pipeline, kind, name), value in median.items():
+        if pipeline == "cycle":
+            cycles.setdefault(name, {})[kind] = value
     print()
     print(machine(load_before, rounds))
-    print(table(results, cycles, requests, cycle_jobs, list(others)))
+    print(table(results, cycles, requests, cycle_jobs, list(others), loader))
 
 
 def machine(load_before, rounds):
@@ -192,7 +185,7 @@ def machine(load_before, rounds):
             f"before, {load_after[0]:.2f} after; median of {rounds} round(s)")
 
 
-def table(results, cycles, requests, cycle_jobs, others):
+def table(results, cycles, requests, cycle_jobs, others, loader):
     head = f"{'':28}{'trisque':>10}{'redis':>10}{'ratio':>7}{'target':>8}"
     for kind in others:
         head += f"{kind:>10}{'ratio':>7}"
@@ -202,6 +195,8 @@ def table(results, cycles, requests, cycle_jobs, others):
         lines.append(f"-P {pipeline}")
         figures = results[pipeline]
         for label, ours, theirs, target1, target16 in ROWS:
+            if ours not in figures["trisque"]:
+                continue  # a loader this machine cannot run
             target = target1 if pipeline == 1 else target16
             base = figures["redis"][theirs]
             value = figures["trisque"][ours]
@@ -215,10 +210,18 @@ def table(results, cycles, requests, cycle_jobs, others):
                 line += f"{other:10,.0f}{other / base:7.2f}"
             lines.append(line)
     lines.append(f"cycle, 1 client, batches of 100, {cycle_jobs} jobs (jobs/s)")
-    line = (f"  {'add->get->ack vs push->pop':26}{cycles['trisque']:10,.0f}"
-            f"{cycles['redis']:10,.0f}{cycles['trisque'] / cycles['redis']:7.2f}"
-            f"{'':8}")
-    for kind in others:
-        line += f"{cycles[kind]:10,.0f}{cycles[kind] / cycles['redis']:7.2f}"
-    lines.append(line)
+    for name, suffix in SUFFIX.items():
+        if suffix not in cycles:
+            continue
+        by_kind = cycles[suffix]
+        label = f"add->get->ack, {'C' if suffix == 'C' else 'Python'}"
+        line = (f"  {label:26}{by_kind['trisque']:10,.0f}"
+                f"{by_kind['redis']:10,.0f}{by_kind['trisque'] / by_kind['redis']:7.2f}"
+                f"{'':8}")
+        for kind in others:
+            line += f"{by_kind[kind]:10,.0f}{by_kind[kind] / by_kind['redis']:7.2f}"
+        lines.append(line)
+    lines.append(f"loaders: redis-benchmark for ADDJOB, GETJOB, RPOP, LPUSH and the first "
+                 f"unknown-id row; {loader} for ACKJOB real jobs; the cross-check and "
+                 f"cycle rows name theirs (redis: push->pop)")
     return "\n".join(lines)
