@@ -7,7 +7,7 @@ helpers (``bulk``, ``integer``) and rare ones the generic ``encode``.
 """
 
 import re
-from typing import Any, Final
+from typing import Any, Callable, Final
 
 import hiredis
 from mypy_extensions import mypyc_attr
@@ -149,21 +149,27 @@ def _encode(value: Any, proto: int, out: list[bytes]) -> None:
 
 def _may_hold_large_count(data: bytes) -> bool:
     """Whether a multibulk count of 7 digits or more may be in ``data``.
-    An unpipelined request has one '*' (its own header): its digits are
-    looked at in place, where the regex search cost ~600 instructions a
-    request; a chunk with several is searched."""
-    first = data.find(b"*")
-    if first < 0:
-        return False
-    if data.find(b"*", first + 1) >= 0:
+    An unpipelined request has one '*', its own header at the start: its
+    digits are looked at in place.  A chunk with another '*' is searched.
+    (Compiled, ``42 in data[1:]`` is a slice and a memchr, ~350
+    instructions; data.find, ``b"*" in`` (it tries the bytes as an int
+    first and formats a TypeError) and the regex search each cost 1,300 to
+    2,400.)"""
+    if 42 in data[1:]:
         return _LARGE_COUNT.search(data) is not None
-    end = first + 8
-    if end > len(data):
+    if len(data) < 8 or data[0] != 42:
         return False
-    for i in range(first + 1, end):
+    for i in range(1, 8):
         if not 48 <= data[i] <= 57:
             return False
     return True
+
+
+def _ends_with(data: bytes, arg: bytes) -> bool:
+    """Whether ``data`` ends with ``arg`` and CRLF (a slice and a compare
+    compiled: ~600 instructions fewer than data.endswith(arg, 0, -2))."""
+    end = len(data) - 2
+    return data[end - len(arg):end] == arg
 
 
 class RequestParser:
@@ -175,7 +181,12 @@ class RequestParser:
     """
 
     max_bulk_len: int
-    _reader: Any
+    # hiredis.Reader's feed, gets and has_data, bound once per reader: a
+    # method call looks the name up on the type each time (~140
+    # instructions, four calls a request)
+    _give: Callable[[bytes], None]
+    _gets: Callable[[], Any]
+    _has_data: Callable[[], bool]
     _inline_text: bytes
     _partial: bytearray
     _in_multibulk: bool
@@ -185,7 +196,7 @@ class RequestParser:
 
     def __init__(self, max_bulk_len: int = 512 * 1024 * 1024) -> None:
         self.max_bulk_len = max_bulk_len
-        self._reader = hiredis.Reader()
+        self._new_reader()
         self._inline_text = b""  # unparsed inline text (never shared with hiredis)
         self._partial = bytearray()  # bytes of the multibulk hiredis holds
         # Where _scan stopped in the incomplete request at the start of
@@ -200,6 +211,12 @@ class RequestParser:
         # does not start with '*'.
         self._maybe_chunk = None
         self._maybe_last = None
+
+    def _new_reader(self) -> None:
+        reader = hiredis.Reader()
+        self._give = reader.feed
+        self._gets = reader.gets
+        self._has_data = reader.has_data
 
     def buffered(self) -> int:
         """Bytes held of requests not complete yet (the query buffer).  The
@@ -249,7 +266,7 @@ class RequestParser:
 
     def _feed_multibulk(self, data: bytes, out: list[list[bytes]]) -> bytes:
 
-        reader = self._reader
+        gets = self._gets
         # What hiredis holds of a request begun in an earlier read; copied
         # only for _reparse (a big request spans hundreds of reads).
         partial = self._partial
@@ -266,11 +283,11 @@ class RequestParser:
                 complete = self._scan(partial)  # where an incomplete tail starts
             except ProtocolError:  # after the requests before the bad header
                 return self._reparse(bytes(partial), first, out)
-        reader.feed(data)
+        self._give(data)
         last: list[bytes] | None = None  # the last complete request of this chunk
 
         try:
-            request = reader.gets()
+            request = gets()
             while request is not False:
                 if type(request) is not list:
                     # Not an array: inline text after the arrays (Redis
@@ -282,14 +299,14 @@ class RequestParser:
                 if request:  # ("*0\r\n": ignored, as Redis)
                     out.append(request)
                 last = request
-                request = reader.gets()
+                request = gets()
         except hiredis.ProtocolError:
             return self._reparse(bytes(partial) if checked else data, first, out)
         if checked:
             del partial[:complete]  # _scan knew exactly where the chunk ended
             if not partial:
                 self._in_multibulk = False  # every request in it was complete
-        elif not (last and data.endswith(last[-1], 0, -2)) or reader.has_data():
+        elif not (last and _ends_with(data, last[-1])) or self._has_data():
             # hiredis holds part of a request (the chunk has no complete
             # one, or does not end with it): check its headers now, so a
             # client cannot make us buffer a bulk we would refuse anyway,
@@ -316,13 +333,13 @@ class RequestParser:
         Rare, so plain Python; hiredis starts afresh after it."""
         del out[first:]
         start = self._scan(stream, out)
-        self._reader = hiredis.Reader()
+        self._new_reader()
         self._partial.clear()
         self._resume = None
         rest = stream[start:]
         if rest[:1] == b"*":  # an incomplete request at the end
             self._partial += rest
-            self._reader.feed(rest)
+            self._give(rest)
             return b""
         self._in_multibulk = False
         return rest
