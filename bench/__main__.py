@@ -1,4 +1,4 @@
-"""python -m bench [-n REQUESTS] [--rounds R] [--disque PATH] [--floor] [--loader c|python]
+"""python -m bench [-n REQUESTS] [--rounds R] [--disque PATH] [--floor] [--loader c|python|...]
 python -m bench memory [--jobs N] [--body BYTES]
 python -m bench loaded [-n REQUESTS] [--rounds R] [--jobs N] [--disque PATH]
 python -m bench keyspace [-n REQUESTS] [--rounds R] [--part all|throughput|memory]
@@ -23,10 +23,12 @@ def main(argv=None):
     parser.add_argument("--floor", action="store_true",
                         help="also measure bench.floor, the least a Python "
                              "server can do (an upper bound for trisque)")
-    parser.add_argument("--loader", default="auto", choices=["auto", "c", "python"],
+    parser.add_argument("--loader", default="auto",
+                        choices=["auto", "c", "c-like-redis-benchmark", "python"],
                         help="throughput mode: who replays the real ACKJOBs: "
-                             "bench/loadgen.c (c), bench.client's Python loop, "
-                             "or C when a compiler is found (auto, the default)")
+                             "bench/loadgen.c (c; c-like-redis-benchmark: with "
+                             "redis-benchmark's event-loop shape), bench.client's "
+                             "Python loop, or C when a compiler is found (auto)")
     parser.add_argument("--jobs", type=int, default=1000000,
                         help="memory and loaded modes: jobs to queue (default 1000000)")
     parser.add_argument("--body", type=int, default=100,

@@ -24,7 +24,13 @@ import hiredis
 LOADGEN_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "loadgen.c")
 LOADGEN_CACHE = os.path.join(os.path.expanduser("~"), ".cache", "trisque-bench")
 C_LOADER = "loadgen (C)"
+# loadgen with redis-benchmark's loop shape: a batch written on the next
+# writable event, interests swapped by epoll_ctl (see bench/loadgen.c)
+C_LIKE_REDIS_BENCHMARK = "loadgen (C, redis-benchmark's loop)"
 PYTHON_LOADER = "bench.client (Python)"
+# --loader's short names
+LOADERS = {"c": C_LOADER, "c-like-redis-benchmark": C_LIKE_REDIS_BENCHMARK,
+           "python": PYTHON_LOADER}
 
 
 def encode(*args: object) -> bytes:
@@ -172,14 +178,18 @@ def loadgen_binary() -> str | None:
 
 
 def choose_loader(loader: str = "auto") -> str:
-    """``"c"``, ``"python"`` or ``"auto"`` (C when a compiler is found) ->
-    the loader's name (C_LOADER or PYTHON_LOADER)."""
-    if loader == "python":
-        return PYTHON_LOADER
+    """A key of LOADERS, one of its values, or ``"auto"`` (C when a compiler
+    is found, else Python) -> the loader's name."""
+    name = LOADERS.get(loader, loader)
+    if name == PYTHON_LOADER:
+        return name
+    if name not in (C_LOADER, C_LIKE_REDIS_BENCHMARK, "auto"):
+        raise ValueError(f"unknown loader {loader!r}")
     if loadgen_binary():
-        return C_LOADER
-    if loader == "c":
-        raise RuntimeError("--loader c: no C compiler (cc, gcc or $CC) to build bench/loadgen.c")
+        return C_LOADER if name == "auto" else name
+    if name != "auto":
+        raise RuntimeError(f"loader {loader}: no C compiler (cc, gcc or $CC) "
+                           "to build bench/loadgen.c")
     return PYTHON_LOADER
 
 
@@ -207,7 +217,8 @@ def replay(port: int, requests: list[bytes], clients: int = 50, pipeline: int = 
     with tempfile.NamedTemporaryFile(prefix="trisque-loadgen-", suffix=".resp") as f:
         f.write(b"".join(requests))
         f.flush()
-        got = _run_loadgen("replay", port, clients, pipeline, f.name)
+        style = ["like-redis-benchmark"] if name == C_LIKE_REDIS_BENCHMARK else []
+        got = _run_loadgen("replay", port, clients, pipeline, f.name, *style)
     return LoadResult(got["requests"] / got["elapsed"], int(got["replies"]),
                       int(got["errors"]), int(got["int_sum"]), int(got["nils"]), name)
 
@@ -217,7 +228,7 @@ def cycle(port: int, jobs: int, batch: int, kind: str, loader: str = "auto") -> 
     ``kind`` "redis" pipelined LPUSH x batch then RPOP cycle batch; for
     any other (a Disque-compatible server) pipelined ADDJOB x batch,
     GETJOB NOHANG COUNT batch, ACKJOB of the IDs that came back."""
-    if choose_loader(loader) == C_LOADER:
+    if choose_loader(loader) != PYTHON_LOADER:  # one connection: one C loop
         got = _run_loadgen("cycle", port, jobs, batch,
                            "lists" if kind == "redis" else "jobs")
         return max(1, jobs // batch) * batch / got["elapsed"]

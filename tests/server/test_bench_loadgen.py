@@ -20,7 +20,8 @@ def server():
     srv.cleanup()
 
 
-def test_replay_counts_replies_and_integers(server):
+@pytest.mark.parametrize("loader", [client.C_LOADER, client.C_LIKE_REDIS_BENCHMARK])
+def test_replay_counts_replies_and_integers(server, loader):
     conn = server.client()
     ids = [conn.execute_command("ADDJOB", "lg", f"body{i}", 0) for i in range(7)]
     requests = [client.encode("ACKJOB", job_id) for job_id in ids]
@@ -29,8 +30,8 @@ def test_replay_counts_replies_and_integers(server):
                  client.encode("NOSUCHCOMMAND"),                      # error
                  client.encode("PING")]
     # 3 clients, 2 in flight each: uneven batches, a client with a short last one
-    result = client.replay(server.port, requests, clients=3, pipeline=2, loader="c")
-    assert result.loader == client.C_LOADER
+    result = client.replay(server.port, requests, clients=3, pipeline=2, loader=loader)
+    assert result.loader == loader
     assert result.replies == len(requests)
     assert result.int_sum == 7  # each real job acked once, the unknown IDs 0
     assert result.errors == 1
