@@ -16,7 +16,7 @@ from .core.version import VERSION
 from .core.config import Config, ConfigError
 from .core.node import Node
 from .core.table import COMMANDS
-from .shell import collector, log, open_files
+from .shell import collector, heap, log, open_files
 from .shell.connection import ClientServer
 from .shell.tls import bus_tls, client_tls, reload_on_change
 
@@ -92,6 +92,7 @@ async def run(config):
     from .shell.aof import attach_log
 
     collector.tune()
+    heap.tune()  # large blocks in their own mappings: no holes in the heap
     node = Node(config, os.urandom(20).hex(), time.time, table=COMMANDS)
     config.on_change["loglevel"] = log.set_level
     open_files.fit_maxclients(config)  # a descriptor per client, or fewer clients
