@@ -24,10 +24,10 @@ def main(argv=None):
                         help="also measure bench.floor, the least a Python "
                              "server can do (an upper bound for trisque)")
     parser.add_argument("--loader", default="auto",
-                        choices=["auto", "c", "c-like-redis-benchmark", "python"],
+                        choices=["auto", "c", "c-lean", "python"],
                         help="throughput mode: who replays the real ACKJOBs: "
-                             "bench/loadgen.c (c; c-like-redis-benchmark: with "
-                             "redis-benchmark's event-loop shape), bench.client's "
+                             "bench/loadgen.c (c: redis-benchmark's loop shape; "
+                             "c-lean: each batch written at once), bench.client's "
                              "Python loop, or C when a compiler is found (auto)")
     parser.add_argument("--jobs", type=int, default=1000000,
                         help="memory and loaded modes: jobs to queue (default 1000000)")

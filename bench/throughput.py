@@ -44,17 +44,22 @@ ROWS = [
     ("ACKJOB real jobs vs RPOP", "ACKJOB", "RPOP", 0.5, 0.30),
     ("ACKJOB unknown id vs RPOP", "ACKJOB?", "RPOP", None, None),
     ("  same, loadgen (C)", "ACKJOB?C", "RPOP", None, None),
+    ("  same, loadgen lean loop", "ACKJOB?L", "RPOP", None, None),
     ("  same, Python loader", "ACKJOB?P", "RPOP", None, None),
 ]
 # The loaders' figure suffixes, for the cross-check and cycle rows.
-SUFFIX = {client.C_LOADER: "C", client.PYTHON_LOADER: "P"}
+SUFFIX = {client.C_LIKE_REDIS_BENCHMARK: "C", client.C_LEAN: "L",
+          client.PYTHON_LOADER: "P"}
 
 
-def loaders_to_compare():
-    """Every loader this machine can run (the C one needs a compiler)."""
-    if client.loadgen_binary():
-        return [client.C_LOADER, client.PYTHON_LOADER]
-    return [client.PYTHON_LOADER]
+def loaders_to_compare(cycle=False):
+    """Every loader this machine can run (the C ones need a compiler); for
+    the one-connection cycle both C loops are the same."""
+    if not client.loadgen_binary():
+        return [client.PYTHON_LOADER]
+    if cycle:
+        return [client.C_LIKE_REDIS_BENCHMARK, client.PYTHON_LOADER]
+    return [client.C_LIKE_REDIS_BENCHMARK, client.C_LEAN, client.PYTHON_LOADER]
 
 
 def redis_benchmark(port, requests, pipeline, *command):
@@ -154,7 +159,7 @@ def run(requests=200000, disque=None, cycle_jobs=None, rounds=1, floor=False,
                 print(f"round {r + 1}/{rounds}: batch cycle ...", flush=True)
                 ports = {"redis": redis_server.port, "trisque": trisque.port}
                 ports.update((kind, server.port) for kind, server in others.items())
-                for name in loaders_to_compare():
+                for name in loaders_to_compare(cycle=True):
                     for kind, port in ports.items():
                         samples.setdefault(("cycle", kind, SUFFIX[name]), []).append(
                             client.cycle(port, cycle_jobs, 100, kind, name))

@@ -20,7 +20,7 @@ def server():
     srv.cleanup()
 
 
-@pytest.mark.parametrize("loader", [client.C_LOADER, client.C_LIKE_REDIS_BENCHMARK])
+@pytest.mark.parametrize("loader", [client.C_LEAN, client.C_LIKE_REDIS_BENCHMARK])
 def test_replay_counts_replies_and_integers(server, loader):
     conn = server.client()
     ids = [conn.execute_command("ADDJOB", "lg", f"body{i}", 0) for i in range(7)]
