@@ -362,8 +362,9 @@ class ClientServer:
     async def _event_loop(self) -> None:
         epoll = self.epoll
         conns = self.conns
-        service = self._service
-        output = self._output
+        # (self._service(...) and node.execute(...) are direct C calls
+        # compiled; through a bound method local each went through the
+        # generic call and argument parsing)
         replying = self.replying
         try:
             while True:
@@ -373,7 +374,7 @@ class ClientServer:
                 for fd, events in await epoll.wait(bool(self.ready)):
                     conn = conns.get(fd)
                     if conn is not None:
-                        service(conn, events)
+                        self._service(conn, events)
                 if self.ready:
                     if replying:
                         # The replies to the requests just read go out
@@ -381,13 +382,13 @@ class ClientServer:
                         # go on (PIPELINE_BATCH): one client's batch does
                         # not hold up another's round trip.
                         for conn in replying:
-                            output(conn)
+                            self._output(conn)
                         replying.clear()
                     ready, self.ready = self.ready, []
                     for conn in ready:
                         conn.queued = False
                         if not conn.closed:
-                            service(conn, 0)
+                            self._service(conn, 0)
                 if replying:
                     # Every reply of the turn goes out together, after all
                     # the reading and running (Redis does it before it
@@ -397,7 +398,7 @@ class ClientServer:
                     # on this VM): unpipelined ADDJOB went from 18.7k to
                     # 40.7k/s (redis-benchmark -c 50), PING stayed at 71k/s.
                     for conn in replying:
-                        output(conn)
+                        self._output(conn)
                     replying.clear()
                 if self.dirty:
                     self.flush_dirty()
@@ -443,7 +444,6 @@ class ClientServer:
         if pending and _free(client):
             # run what we can: stop at a blocking command
             client.last_ms = node.now_ms()
-            execute = node.execute
             aof = node.log
             logging = node.log_active  # (no log: nothing to defer, no attributes to touch)
             logged = 0
@@ -463,7 +463,7 @@ class ClientServer:
                 while at < len(pending) and _free(client):
                     argv = pending[at]
                     at += 1
-                    execute(client, argv)
+                    node.execute(client, argv)
                     if client.close_after_reply or client.killed:
                         at = len(pending)  # the rest is dropped
                         break
@@ -530,7 +530,7 @@ class ClientServer:
 
     def _output(self, conn: Connection) -> None:
         aof = self.node.log
-        if conn.mark > aof.durable:
+        if conn.mark and conn.mark > aof.durable:  # (mark 0: nothing was logged)
             # appendfsync always: replies wait for the fsync of the records
             # they confirm (in a worker thread); this client reads and runs
             # nothing meanwhile, the others go on.
