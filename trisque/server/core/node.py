@@ -499,7 +499,9 @@ class Node:
         if job.state == QUEUED:
             self._remove_from_queue(job)
         self.deadlines.cancel(job)
-        if self.jobs.pop(job.id, None) is not None:
+        jobs = self.jobs
+        if job.id in jobs:  # (two lookups of a cached hash: dict.pop is a method call compiled)
+            del jobs[job.id]
             self._memory_changed(-job.memory())
             self.deletions += 1
         if job._rare is not None and job.waiter is not None:  # (see Job._rare)
