@@ -29,7 +29,9 @@ def run(requests: int, rounds: int, pipeline: int, disque: str) -> None:
             order = ["trisque", "disque"] if r % 4 < 2 else ["disque", "trisque"]
             for kind in order:
                 figures = throughput.jobs_round(pair[kind], requests, pipeline, loader)
-                figures["ACKJOB real " + throughput.SUFFIX[loader]] = figures.pop("ACKJOB")
+                suffix = throughput.SUFFIX[loader]
+                figures["ACKJOB real " + suffix] = figures.pop("ACKJOB")
+                figures[f"ACKJOB {suffix} cpu_us"] = figures.pop("ACKJOB cpu_us")
                 for name, value in figures.items():
                     samples.setdefault((kind, name), []).append(value)
             print(f"round {r + 1}/{rounds}", flush=True)
@@ -40,11 +42,16 @@ def run(requests: int, rounds: int, pipeline: int, disque: str) -> None:
           f"real ACKJOB loaders: C = {client.C_LIKE_REDIS_BENCHMARK}, "
           f"P = {client.PYTHON_LOADER}; ACKJOB? = unknown ids by redis-benchmark, "
           f"?C ?L ?P by loadgen, its lean loop, Python")
+    print("requests/s, and the server's CPU us per real ACKJOB (ratio Disque / "
+          "trisque there, so > 1 means trisque is cheaper, as for the rates)")
     for name in sorted({name for _, name in samples}):
         ours, theirs = samples[("trisque", name)], samples[("disque", name)]
+        if name.endswith("cpu_us"):
+            ours, theirs = theirs, ours  # cost, not rate: the inverse ratio
         rounds_ratio = " ".join(f"{a / b:.2f}" for a, b in zip(ours, theirs))
-        print(f"{name:15} trisque {statistics.median(ours):9,.0f}  disque "
-              f"{statistics.median(theirs):9,.0f}  ratio "
+        tri, dis = samples[("trisque", name)], samples[("disque", name)]
+        print(f"{name:15} trisque {statistics.median(tri):9,.1f}  disque "
+              f"{statistics.median(dis):9,.1f}  ratio "
               f"{statistics.median(ours) / statistics.median(theirs):.2f}  "
               f"rounds {rounds_ratio}")
 
