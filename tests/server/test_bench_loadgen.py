@@ -9,7 +9,7 @@ import pytest
 from bench import client
 from tests.harness import Server
 
-pytestmark = pytest.mark.skipif(
+needs_cc = pytest.mark.skipif(
     not (shutil.which("cc") or shutil.which("gcc")), reason="no C compiler")
 
 
@@ -20,6 +20,7 @@ def server():
     srv.cleanup()
 
 
+@needs_cc
 @pytest.mark.parametrize("loader", [client.C_LEAN, client.C_LIKE_REDIS_BENCHMARK])
 def test_replay_counts_replies_and_integers(server, loader):
     conn = server.client()
@@ -42,6 +43,7 @@ def test_replay_counts_replies_and_integers(server, loader):
     conn.close()
 
 
+@needs_cc
 def test_replay_agrees_with_the_python_loader(server):
     conn = server.client()
     ids = [conn.execute_command("ADDJOB", "agree", "b", 0) for i in range(40)]
@@ -56,6 +58,7 @@ def test_replay_agrees_with_the_python_loader(server):
     conn.close()
 
 
+@needs_cc
 def test_cycle_acks_every_job(server):
     rate = client.cycle(server.port, 300, 50, "trisque", loader="c")
     assert rate > 0
@@ -63,3 +66,15 @@ def test_cycle_acks_every_job(server):
     assert conn.execute_command("QLEN", "cycle") == 0
     assert conn.info()["registered_jobs"] == 0
     conn.close()
+
+
+def test_without_a_compiler_the_python_loader_measures(server, monkeypatch, tmp_path):
+    monkeypatch.setattr(client.shutil, "which", lambda name: None)
+    monkeypatch.delenv("CC", raising=False)
+    monkeypatch.setattr(client, "LOADGEN_CACHE", str(tmp_path))
+    assert client.loadgen_binary() is None
+    assert client.choose_loader() == client.PYTHON_LOADER
+    with pytest.raises(RuntimeError, match="no C compiler"):
+        client.choose_loader("c")
+    result = client.replay(server.port, [client.encode("PING")] * 5, clients=2)
+    assert (result.loader, result.replies, result.errors) == (client.PYTHON_LOADER, 5, 0)
