@@ -218,6 +218,14 @@ def table(results, cycles, requests, cycle_jobs, others, loader):
                 other = figures[kind][ours]
                 line += f"{other:10,.0f}{other / base:7.2f}"
             lines.append(line)
+        # the servers' own CPU per real ack; its ratio column is the
+        # other server's over trisque's (> 1: trisque is cheaper)
+        cpu = {kind: figures[kind]["ACKJOB cpu_us"] for kind in ["trisque", *others]}
+        line = f"  {'server CPU us/real ACKJOB':26}{cpu['trisque']:10.1f}{'':25}"
+        for kind in others:
+            ratio = f"{cpu[kind] / cpu['trisque']:7.2f}" if cpu["trisque"] else f"{'-':>7}"
+            line += f"{cpu[kind]:10.1f}{ratio}"
+        lines.append(line)
     lines.append(f"cycle, 1 client, batches of 100, {cycle_jobs} jobs (jobs/s)")
     for name, suffix in SUFFIX.items():
         if suffix not in cycles:
@@ -232,5 +240,6 @@ def table(results, cycles, requests, cycle_jobs, others, loader):
         lines.append(line)
     lines.append(f"loaders: redis-benchmark for ADDJOB, GETJOB, RPOP, LPUSH and the first "
                  f"unknown-id row; {loader} for ACKJOB real jobs; the cross-check and "
-                 f"cycle rows name theirs (redis: push->pop)")
+                 f"cycle rows name theirs (redis: push->pop); server CPU from /proc ticks "
+                 f"(10 ms: coarse below -n 100000)")
     return "\n".join(lines)
