@@ -21,6 +21,7 @@ from setuptools.command.build_ext import build_ext
 COMPILED = [
     "trisque/protocol/resp.py",
     "trisque/protocol/jobid.py",
+    "trisque/protocol/args.py",
     "trisque/server/core/deadlines.py",
     "trisque/server/core/job.py",
     "trisque/server/core/queue.py",

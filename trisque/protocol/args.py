@@ -6,10 +6,25 @@ INT64_MAX = 2**63 - 1
 INT64_MIN = -2**63
 
 
+def decimal(arg: bytes) -> int:
+    """The value of 1 to 18 decimal digits (never out of range), else -1:
+    to_int's usual case, and ADDJOB's numbers.  A loop the compiler makes
+    native, where int(arg) is a generic call (1.5k instructions an ADDJOB)."""
+    if not 0 < len(arg) < 19:
+        return -1
+    value = 0
+    for digit in arg:
+        if not 48 <= digit <= 57:
+            return -1
+        value = value * 10 + digit - 48
+    return value
+
+
 def to_int(arg: bytes, message: str = NOT_INTEGER) -> int:
     """Parse a strict decimal 64-bit integer, as Redis's string2ll."""
-    if arg.__class__ is bytes and arg.isdigit() and len(arg) < 19:  # usual case
-        return int(arg)
+    value = decimal(arg)
+    if value >= 0:
+        return value
     try:
         value = int(arg)
     except ValueError:

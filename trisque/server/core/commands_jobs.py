@@ -6,7 +6,7 @@ are Disque's, in RESP2 shapes unless the client opted in to RESP3 types
 from typing import Any, Final
 
 from ...protocol import errors, jobid, resp
-from ...protocol.args import to_int
+from ...protocol.args import decimal, to_int
 from ...protocol.errors import CommandError
 
 from .client import BlockedGet, Client
@@ -83,7 +83,7 @@ def addjob(node: Node, client: Client, argv: list[bytes]) -> Any:
         else:
             raise CommandError(errors.SYNTAX)
         i += 1
-    timeout_ms = _decimal(argv[3])
+    timeout_ms = decimal(argv[3])
     if timeout_ms < 0:
         timeout_ms = parse_timeout_ms(argv[3])
     if argc > 4:
@@ -144,22 +144,8 @@ def addjob(node: Node, client: Client, argv: list[bytes]) -> Any:
     return b"+%s\r\n" % job.id
 
 
-def _decimal(arg: bytes) -> int:
-    """The value of 1 to 18 decimal digits, else -1 (then to_int decides):
-    a loop the compiler makes native, where int(arg) is a generic call
-    (1.5k instructions an ADDJOB)."""
-    if not 0 < len(arg) < 19:
-        return -1
-    value = 0
-    for digit in arg:
-        if not 48 <= digit <= 57:
-            return -1
-        value = value * 10 + digit - 48
-    return value
-
-
 def _bounded(arg: bytes, low: int, high: int | None, message: str) -> int:
-    value = _decimal(arg)
+    value = decimal(arg)
     if value < 0:
         try:
             value = to_int(arg)
