@@ -7,6 +7,11 @@ BIN     = $(VENV)/bin
 # trisque itself (enough to run nodes); then the test and spark extras
 STAMP   = $(VENV)/.installed
 DEV     = $(VENV)/.installed-dev
+# What the install depends on: pyproject.toml without the settings of the
+# tools make test runs (mypy's strict list, ruff, pytest), so editing those
+# installs nothing again.  Rewritten only when it changes, and dated as
+# pyproject.toml (a first one beside an up-to-date venv installs nothing).
+SPEC    = $(VENV)/.install-spec
 # The core setup.py compiles with mypyc (its COMPILED list): built again
 # when one changes, since an editable install's compiled modules shadow them.
 CORE   := $(shell sed -n 's/^    "\(trisque\/[a-z_/]*\.py\)",$$/\1/p' setup.py)
@@ -14,7 +19,13 @@ BUILT   = $(VENV)/.built-core
 
 .PHONY: run cluster test test-pure bench pipeline-example docs clean
 
-$(STAMP): pyproject.toml setup.py
+$(SPEC): FORCE
+	@mkdir -p $(VENV)
+	@awk '/^\[/ { tool = /^\[\[?tool\.(mypy|ruff|pytest)/ } !tool' pyproject.toml > $@.new
+	@if cmp -s $@.new $@; then rm $@.new; else mv $@.new $@; touch -r pyproject.toml $@; fi
+FORCE:
+
+$(STAMP): $(SPEC)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e .
@@ -24,8 +35,9 @@ $(DEV): $(STAMP)
 	$(BIN)/pip install -q -e '.[test,spark]'  # spark: pyspark sdist, ~70 s once, then pip's cache
 	touch $(DEV) $(BUILT)  # (that install compiled the core)
 
-# An edited core module: compiled again in place, with the test extra's mypy
-$(BUILT): $(CORE) | $(DEV)
+# An edited core module (or setup.py's list of them): compiled again in
+# place, with the test extra's mypy
+$(BUILT): $(CORE) setup.py | $(DEV)
 	$(BIN)/python setup.py -q build_ext --inplace
 	touch $(BUILT)
 
