@@ -188,3 +188,31 @@ def test_a_million_jittered_deadlines_stay_fast():
     assert count == n - len(cancelled)
     assert all(item.wake_ms is None for item in items)
     assert elapsed < 60, elapsed
+
+
+def test_jobs_leaving_the_middle_of_a_long_lane_in_order():
+    """A short queue's jobs expire behind a long queue's in one lane; taken
+    one after another they leave holes found next to the last one (with
+    other jobs between them, and a compaction on the way), and the lane
+    still gives back exactly the rest, in order."""
+    deadlines = Deadlines()
+    model = {}
+    jobs = [JobItem(f"j{n}", n) for n in range(3000)]
+    for job in jobs:  # created in order, same TTL: one lane, by creation time
+        deadlines.set(job, 1_000_000 + job._ctime)
+        model[job] = 1_000_000 + job._ctime
+    assert len(deadlines._lanes) == 1
+    lane = deadlines._lanes[0]
+    # the "short queue": every third job past the first thousand, taken in
+    # order; a few out of order and a few twice (already gone)
+    taken = jobs[1000::3]
+    order = taken[:50] + taken[60:] + taken[50:60][::-1] + taken[:5]
+    for job in order:
+        deadlines.cancel(job)
+        model.pop(job, None)
+        assert job.wake_ms is None
+    assert lane.holes or lane.head == 0  # (holes, or squeezed out by a compaction)
+    check(deadlines, model)
+    due = pop_and_check(deadlines, model, 10**12, 10**6)
+    assert [job.name for job in due] == [job.name for job in jobs if job not in set(taken)]
+    assert not model and len(deadlines) == 0
