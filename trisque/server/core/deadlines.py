@@ -49,7 +49,6 @@ STALE_MIN = 64  # stale bucket keys in the heap before it is worth rebuilding
 COMPACT_MIN = 64  # holes in a lane before it is worth squeezing them out
 NEAR_HEAD = 32  # a removal this close to the head shifts instead of a hole
 _WAKE = attrgetter("wake_ms")
-_CTIME = attrgetter("_ctime")  # jobs' creation time, see _find_in_run
 
 
 # acyclic: no reference cycle runs through these attributes, so compiled
@@ -95,7 +94,7 @@ def _find_in_run(items: list[Any], item: Scheduled, lo: int, hi: int) -> int:
     creation time first, and check it."""
     if hi - lo > 8 and isinstance(item, Ordered):
         try:
-            i = bisect_left(items, item._ctime, lo, hi, key=_CTIME)
+            i = _bisect_ctime(items, item._ctime, lo, hi)
         except (AttributeError, TypeError):  # not all jobs
             pass
         else:
@@ -124,13 +123,12 @@ def _near(items: list[Any], item: Scheduled, start: int) -> int:
     return -1
 
 
-def _bisect_ctime(items: list[Any], ctime: int, lo: int) -> int:
-    """bisect_left on the creation times of ``items[lo:]`` (all Ordered).
+def _bisect_ctime(items: list[Any], ctime: int, lo: int, hi: int) -> int:
+    """bisect_left on the creation times of ``items[lo:hi]`` (all Ordered).
     Compiled, a native loop: bisect's key= called a getter that boxed each
     creation time, and a job taken from a short queue on a node holding a
     million others is found near the end of the long expiry lane they share
     (python -m bench.loaded --core: GETJOB from it 1.66x the empty node's)."""
-    hi = len(items)
     while lo < hi:
         mid = (lo + hi) >> 1
         other: Ordered = items[mid]
@@ -275,7 +273,7 @@ class Deadlines:
             if i < 0 and lane.by_ctime:  # out-of-order acks: ~20% of their CPU before
                 if not isinstance(item, Ordered):  # not a job: not in this lane
                     continue
-                i = _bisect_ctime(items, item._ctime, head)
+                i = _bisect_ctime(items, item._ctime, head, len(items))
                 if i == len(items) or items[i] is not item:
                     i = -1
             if i < 0:
