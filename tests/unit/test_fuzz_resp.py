@@ -86,3 +86,61 @@ def test_mutated_requests_only_protocol_errors(reqs, mutations, cuts):
             assert request and all(isinstance(a, bytes) for a in request)
     except ProtocolError as exc:
         assert str(exc).startswith("Protocol error")
+
+
+def _one_request_at_a_time(data, max_bulk_len):
+    """The requests in ``data`` read the slow, exact way (what the parser
+    falls back to): each array by its headers, each inline line by itself;
+    (requests, Redis's error or None)."""
+    from trisque.protocol.resp import split_inline
+    scanner = RequestParser(max_bulk_len=max_bulk_len)
+    out = []
+    pos = 0
+    try:
+        while pos < len(data):
+            if data[pos] == 42:  # '*'
+                start = scanner._scan(data[pos:], out)
+                if start == 0:
+                    break  # incomplete
+                pos += start
+            else:
+                end = data.find(b"\n", pos)
+                if end < 0:
+                    break
+                line = data[pos:end].removesuffix(b"\r")
+                pos = end + 1
+                if split_inline(line):
+                    out.append(split_inline(line))
+    except ProtocolError as exc:
+        return out, str(exc)
+    return out, None
+
+
+# Whole pieces of a stream: requests, empty and null arrays, inline lines,
+# bodies that look like large counts, and what Redis refuses (a nested
+# array, an integer element, a non-canonical length, a large count).
+_PIECES = [encode([b"PING"]), encode([b"SET", b"k", b"v" * 30]), encode([b"ECHO", b"x" * 300]),
+           encode([b"ECHO", b"*1234567\r\n$1\r\n"]), encode([b"A", b""]), b"*0\r\n", b"*-1\r\n",
+           b"PING\r\n", b"\r\n", b"*2\r\n$4\r\nECHO\r\n:5\r\n", b"*1234567\r\n",
+           b"*1\r\n$04\r\nPING\r\n", b"*2\r\n*1\r\n$1\r\na\r\n$1\r\nb\r\n", b"*1\r\n$x\r\n"]
+
+
+@FUZZ
+@given(st.lists(st.sampled_from(_PIECES), min_size=1, max_size=12),
+       st.lists(st.integers(min_value=0), max_size=8), st.sampled_from([10, 100, 1 << 29]))
+def test_any_chunking_reads_as_one_request_at_a_time(pieces, cuts, max_bulk_len):
+    """However a stream is split into reads, the parser returns the same
+    requests, and refuses at the same place with the same error, as
+    reading it one request at a time."""
+    data = b"".join(pieces)
+    parser = RequestParser(max_bulk_len=max_bulk_len)
+    out = []
+    error = None
+    try:
+        for chunk in chunked(data, cuts):
+            if chunk:
+                out.extend(parser.feed(chunk))
+    except ProtocolError as exc:
+        out.extend(exc.requests)
+        error = str(exc)
+    assert (out, error) == _one_request_at_a_time(data, max_bulk_len)
