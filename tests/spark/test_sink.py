@@ -5,11 +5,14 @@ routing by a queue column, rows as JSON, a failing partition, a node of a
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
+from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 from tests.cluster.conftest import build_cluster
@@ -110,8 +113,29 @@ def test_partition_that_raises_loses_no_jobs(spark: Any, node: Server) -> None:
     assert bodies(jobs_on(node.client(), "q")) == sorted(b"%d" % i for i in range(4000))
 
 
+def null_last_row_once(flag: Path, last: int, timeout_s: float) -> Column:
+    """The id as a string, and for id ``last`` a null, but only once
+    ``flag`` exists (or timeout_s has passed): the partition holding
+    ``last`` fails when the test says.  A Python UDF, so that the task's
+    own Python worker waits (local[2]: the same machine, the same files)."""
+    path = str(flag)
+
+    @F.udf("string", useArrow=False)  # the Arrow form needs pandas
+    def body(i: int) -> str | None:
+        if i != last:
+            return str(i)
+        deadline = time.monotonic() + timeout_s
+        while not os.path.exists(path) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return None
+    return body(F.col("id"))
+
+
+HOLD_WAIT_S = 60.0  # how long partition 1 waits for partition 0 to be held
+
+
 def test_partition_still_writing_after_abort_takes_its_jobs_back(
-        spark: Any, node: Server) -> None:
+        spark: Any, node: Server, tmp_path: Path) -> None:
     """The race the CI run hit, forced: partition 0 writes through a proxy
     that holds its ADDJOBs until partition 1 has failed the write and the
     driver's abort has run (save() raised), then lets them through: its
@@ -119,16 +143,26 @@ def test_partition_still_writing_after_abort_takes_its_jobs_back(
     The abort marker on the node makes it stop and take them back (without
     the marker it wrote all 2000, and they stayed).
 
+    Partition 1 meets its null only once partition 0 is held: its last
+    row's body comes from a UDF that waits for a flag file, touched when
+    the proxy holds a request (else partition 1 may fail, and Spark cancel
+    partition 0, before partition 0 sent anything: nothing held).
+
     Spark kills a failed job's other tasks and their Python workers
     spark.python.task.killTimeout (2 s) later; the CI run's partition 0
     finished inside that window.  conftest makes it 30 s, so that a loaded
     machine's slow abort does not kill the worker before the race plays
     out."""
     proxy = HoldingProxy(node.port, b"ADDJOB")
+    held = tmp_path / "partition-0-held"
+
+    def flag_when_held() -> None:
+        if proxy.held.wait(HOLD_WAIT_S):
+            held.touch()
+    threading.Thread(target=flag_when_held, daemon=True).start()
     try:
         df = spark.range(4000, numPartitions=2).select(
-            F.when(F.col("id") == 3999, F.lit(None)).otherwise(
-                F.col("id").cast("string")).alias("body"))
+            null_last_row_once(held, 3999, HOLD_WAIT_S).alias("body"))
         # Task k starts at node k mod 2: partition 0 at the proxy.
         nodes = f"127.0.0.1:{proxy.port},127.0.0.1:{node.port}"
         with pytest.raises(Exception, match="column 'body' holds a null"):
