@@ -18,6 +18,7 @@ from pyspark.sql import functions as F
 from tests.cluster.conftest import build_cluster
 from tests.harness import Server, wait_for
 from tests.spark.util import HoldingProxy, bodies, jobs_on, nodes_option
+from trisque.pipeline.sink import RECORD_PREFIX
 
 ROWS = 10_000
 
@@ -132,6 +133,7 @@ def null_last_row_once(flag: Path, last: int, timeout_s: float) -> Column:
 
 
 HOLD_WAIT_S = 60.0  # how long partition 1 waits for partition 0 to be held
+RECORD_WAIT_S = 20.0  # for partition 0 to write 2000 jobs and record them
 
 
 def test_partition_still_writing_after_abort_takes_its_jobs_back(
@@ -176,6 +178,58 @@ def test_partition_still_writing_after_abort_takes_its_jobs_back(
         # stops at its next check and takes back what it added).
         assert calls.get("cmdstat_addjob", 0) >= 100, "partition 0 wrote nothing after abort"
         assert left == 0, f"{left} jobs of the late partition stayed"
+    finally:
+        proxy.close()
+
+
+def test_partition_done_before_abort_marks_is_taken_back_by_its_record(
+        spark: Any, node: Server, tmp_path: Path) -> None:
+    """The other side of that race, forced: partition 0 finishes after the
+    write failed but before abort sets the marker on its node, so its last
+    look finds no marker, and its commit message never reaches abort.  The
+    proxy holds partition 0's ADDJOBs until partition 1 has failed, then
+    abort's SET of the marker on partition 0's node until partition 0's
+    record there names every job it added (its last look went in the same
+    pipeline).  Abort reads the record and takes them back (without
+    records all 2000 stayed: the CI run's test_partition_that_raises_
+    loses_no_jobs, alone, failed so 7 times in 7)."""
+    proxy = HoldingProxy(node.port, b"ADDJOB", b"$2\r\nPX\r\n")  # abort's SET ... PX
+    addjob, marker = proxy.gates.values()
+    held = tmp_path / "partition-0-held"
+    client = node.client()
+    recorded: list[str] = []
+
+    def partition_0_recorded_all() -> bool:
+        mine = {i for i, job in jobs_on(client, "late").items() if int(job["body"]) < 2000}
+        recorded[:] = [i for key in client.keys(RECORD_PREFIX + "*")
+                       for element in client.lrange(key, 0, -1) for i in element.decode().split()]
+        return len(mine) == 2000 and mine <= set(recorded)
+
+    def play_the_race() -> None:
+        try:
+            if addjob.held.wait(HOLD_WAIT_S):
+                held.touch()  # partition 1 fails now
+            if marker.held.wait(HOLD_WAIT_S):  # abort is setting the marker
+                addjob.release()
+                wait_for(partition_0_recorded_all, RECORD_WAIT_S, 0.05)
+        finally:
+            proxy.release()
+    race = threading.Thread(target=play_the_race, daemon=True)
+    race.start()
+    try:
+        df = spark.range(4000, numPartitions=2).select(
+            null_last_row_once(held, 3999, HOLD_WAIT_S).alias("body"))
+        # Task k starts at node k mod 2: partition 0 at the proxy; abort
+        # marks the proxy's node first.
+        nodes = f"127.0.0.1:{proxy.port},127.0.0.1:{node.port}"
+        with pytest.raises(Exception, match="column 'body' holds a null"):
+            write(df, nodes=nodes, queue="late", chunk=100)
+        race.join(HOLD_WAIT_S)
+        assert addjob.held.is_set() and marker.held.is_set(), "the race was not forced"
+        assert partition_0_recorded_all() or len(recorded) == 0, "records left after abort"
+        left = settle(spark, node, "late")
+        assert left == 0, f"{left} jobs of the finished partition stayed"
+        assert client.keys(RECORD_PREFIX + "*") == [], "abort leaves no record"
     finally:
         proxy.close()
 

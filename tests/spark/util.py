@@ -36,17 +36,29 @@ def nodes_option(*servers: Any) -> str:
     return ",".join(f"127.0.0.1:{s.port}" for s in servers)
 
 
-class HoldingProxy:
-    """A TCP proxy to one node that holds every connection's traffic from
-    the first request carrying ``hold`` (e.g. b"ADDJOB") until release():
-    a writer task going through it stalls mid-write, at the test's will.
-    Other requests (PING, SET, GET, FASTACK) pass meanwhile."""
+class Gate:
+    """Requests carrying ``token`` wait at a HoldingProxy until release()."""
 
-    def __init__(self, port: int, hold: bytes) -> None:
-        self.target = ("127.0.0.1", port)
-        self.hold = hold
-        self.released = threading.Event()
+    def __init__(self, token: bytes) -> None:
+        self.token = token
         self.held = threading.Event()  # set once a request was held
+        self.released = threading.Event()
+
+    def release(self) -> None:
+        self.released.set()
+
+
+class HoldingProxy:
+    """A TCP proxy to one node that holds a connection's traffic from the
+    first request carrying one of ``tokens`` (e.g. b"ADDJOB") until that
+    token's gate is released: a writer task going through it stalls
+    mid-write, at the test's will.  Other requests (PING, SET, GET,
+    FASTACK) pass meanwhile."""
+
+    def __init__(self, port: int, *tokens: bytes) -> None:
+        self.target = ("127.0.0.1", port)
+        self.gates = {token: Gate(token) for token in tokens}
+        self.held = self.gates[tokens[0]].held  # the first token's
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
         self.sockets: list[socket.socket] = []
@@ -74,9 +86,10 @@ class HoldingProxy:
                 data = source.recv(1 << 16)
                 if not data:
                     break
-                if upstream and self.hold in data and not self.released.is_set():
-                    self.held.set()
-                    self.released.wait(120)
+                for gate in self.gates.values() if upstream else ():
+                    if gate.token in data and not gate.released.is_set():
+                        gate.held.set()
+                        gate.released.wait(120)
                 sink.sendall(data)
         except OSError:
             pass
@@ -88,7 +101,8 @@ class HoldingProxy:
                     pass
 
     def release(self) -> None:
-        self.released.set()
+        for gate in self.gates.values():
+            gate.release()
 
     def close(self) -> None:
         self.release()

@@ -5,11 +5,17 @@ The driver's commit reports counts; abort FASTACKs what the failed
 attempt added, best effort.
 
 A task may still be running when the write fails (Spark does not wait for
-it), and its commit message never reaches abort.  So abort also sets a
-marker, ``trisque:write-aborted:<write id>``, on every node of the list;
-a task checks the marker on its node about once a second between chunks
-and once after its last chunk, and when it is set takes back (FASTACK)
-what it added and fails."""
+it), and its commit message never reaches abort.  So a task also records
+the IDs it added on the node it writes to, in a list
+``trisque:write-jobs:<write id>[:<batch>]`` (each chunk's IDs go with the
+next chunk's requests), and abort sets a marker,
+``trisque:write-aborted:<write id>``, on every node of the list, then
+takes back (FASTACK) what the records there name.  A task checks the
+marker about once a second between chunks and once after its last chunk,
+its last IDs recorded in the same pipeline: if the marker is set, it takes
+back what it added and fails; if not, abort (which sets the marker on that
+node before it reads the records there) will find its record.  A committed
+write's records are deleted."""
 
 from __future__ import annotations
 
@@ -39,6 +45,7 @@ FAILOVERS_PER_NODE = 3  # how often a task may go round the node list
 REFUSED_PAUSE_S = 0.5  # before sending refused jobs again: let the cluster settle
 ABORT_MARKER_PREFIX = "trisque:write-aborted:"
 ABORT_MARKER_TTL_MS = 3_600_000  # an hour: longer than any straggling task
+RECORD_PREFIX = "trisque:write-jobs:"
 MARKER_CHECK_S = 1.0  # a task looks for the marker between chunks at most this often
 
 
@@ -48,6 +55,13 @@ def abort_marker(write_id: str) -> str:
 
 def new_write_id() -> str:
     return uuid.uuid4().hex
+
+
+def record_key(write_id: str, batch: Optional[str]) -> str:
+    """The list of the IDs a write's tasks added, on each node they wrote
+    to (one per micro-batch of a stream: a failed batch must not take back
+    the jobs of batches committed before it)."""
+    return RECORD_PREFIX + write_id + (f":{batch}" if batch is not None else "")
 
 
 @dataclass
@@ -71,15 +85,26 @@ def task_partition() -> int:
     return context.partitionId() if context is not None else 0
 
 
+def task_batch() -> Optional[str]:
+    """The micro-batch a streaming task writes (a local property Spark
+    sets for the batch's tasks); None in a batch query."""
+    context = TaskContext.get()
+    return context.getLocalProperty("streaming.sql.batchId") if context is not None else None
+
+
 class PartitionWriter:
     """One task's connection, with failover, and what it added."""
 
-    def __init__(self, options: SinkOptions, partition: int) -> None:
+    def __init__(self, options: SinkOptions, partition: int, write_id: str = "",
+                 batch: Optional[str] = None) -> None:
         self.options = options
         self.nodes: list[Address] = parse_nodes(options.nodes)
         self.partition = partition
+        self.write_id = write_id
+        self.record_key = record_key(write_id, batch)
         self.failovers = 0
         self.ids: list[str] = []
+        self.unrecorded: list[str] = []  # added, not yet in a record on a node
         self.index, self.conn = connect_first(self.nodes, partition % len(self.nodes),
                                               options.socket_timeout_s)
 
@@ -98,11 +123,13 @@ class PartitionWriter:
         some of its jobs may exist twice."""
         pending = list(requests)
         while pending:
+            record = self.record_requests()
             try:
-                replies = self.conn.pipeline(pending)
+                replies = self.conn.pipeline(record + pending)[len(record):]
             except NodeUnavailable as e:
                 self.failover(str(e))
                 continue
+            self.unrecorded = []
             retry = []
             for request, reply in zip(pending, replies):
                 if isinstance(reply, hiredis.ReplyError):
@@ -114,22 +141,33 @@ class PartitionWriter:
                 else:
                     assert isinstance(reply, bytes)
                     self.ids.append(reply.decode())
+                    self.unrecorded.append(self.ids[-1])
             if retry:
                 time.sleep(REFUSED_PAUSE_S)
                 self.failover(f"{len(retry)} jobs refused for now")
             pending = retry
 
-    def aborted(self, write_id: str) -> bool:
-        """Whether the driver's abort marked this write on our node (on
-        any node of the list if ours went away).  An error reply (a node
-        without the keyspace) counts as not marked."""
+    def record_requests(self) -> list[bytes]:
+        """RPUSH of the IDs not recorded yet (one element), and its TTL."""
+        if not self.unrecorded:
+            return []
+        return [encode("RPUSH", self.record_key, " ".join(self.unrecorded)),
+                encode("PEXPIRE", self.record_key, ABORT_MARKER_TTL_MS)]
+
+    def aborted(self) -> bool:
+        """Records what is not recorded yet, then looks whether the
+        driver's abort marked this write, on our node (on any node of the
+        list if ours went away).  An error reply (a node without the
+        keyspace) counts as not marked."""
         while True:
+            record = self.record_requests()
             try:
-                reply = self.conn.pipeline([encode("GET", abort_marker(write_id))])[0]
+                replies = self.conn.pipeline(record + [encode("GET", abort_marker(self.write_id))])
             except NodeUnavailable as e:
                 self.failover(str(e))
                 continue
-            return isinstance(reply, bytes)
+            self.unrecorded = []
+            return isinstance(replies[-1], bytes)
 
     def abandon(self) -> None:
         """This attempt failed: take back what it added (best effort)."""
@@ -143,7 +181,7 @@ class PartitionWriter:
 def write_partition(options: SinkOptions, write_id: str,
                     batches: Iterator[pa.RecordBatch]) -> SinkCommit:
     encoder = RequestEncoder(options)
-    writer = PartitionWriter(options, task_partition())
+    writer = PartitionWriter(options, task_partition(), write_id, task_batch())
     chunk = options.chunk
     checked = time.monotonic()
     try:
@@ -152,12 +190,12 @@ def write_partition(options: SinkOptions, write_id: str,
             for i in range(0, len(requests), chunk):
                 writer.send(requests[i:i + chunk])
                 if time.monotonic() - checked >= MARKER_CHECK_S:
-                    if writer.aborted(write_id):
+                    if writer.aborted():
                         raise WriteAborted(f"write {write_id} aborted by the driver")
                     checked = time.monotonic()
-        # Last look: a write that failed elsewhere meanwhile never gets our
-        # commit message, so what we added would stay.
-        if writer.ids and writer.aborted(write_id):
+        # Last look: a write that failed elsewhere meanwhile may never get
+        # our commit message; abort finds our record, or we see its marker.
+        if writer.ids and writer.aborted():
             raise WriteAborted(f"write {write_id} aborted by the driver")
     except BaseException:
         writer.abandon()
@@ -175,28 +213,50 @@ def report(messages: Sequence[Optional[WriterCommitMessage]], what: str) -> str:
     return line
 
 
-def mark_aborted(nodes: Sequence[Address], write_id: str, timeout_s: float) -> list[str]:
-    """SET the abort marker on every node, for tasks still writing;
-    returns the nodes that did not take it, with why."""
+def mark_aborted(nodes: Sequence[Address], write_id: str, key: str,
+                 timeout_s: float) -> tuple[list[str], list[str]]:
+    """SET the abort marker on every node, for tasks still writing, and
+    take (read and delete) the records there, in that order on each node;
+    returns the IDs recorded and the nodes that did not take the marker,
+    with why."""
+    ids: list[str] = []
     missed: list[str] = []
-    request = encode("SET", abort_marker(write_id), 1, "PX", ABORT_MARKER_TTL_MS)
+    requests = [encode("SET", abort_marker(write_id), 1, "PX", ABORT_MARKER_TTL_MS),
+                encode("LRANGE", key, 0, -1), encode("DEL", key)]
     for address in nodes:
         try:
             with Connection(address, timeout_s) as conn:
-                reply = conn.pipeline([request])[0]
-            if isinstance(reply, hiredis.ReplyError):
-                missed.append(f"{format_address(address)}: {reply}")
+                marked, recorded, _ = conn.pipeline(requests)
         except NodeUnavailable as e:
             missed.append(str(e))
-    return missed
+            continue
+        if isinstance(marked, hiredis.ReplyError):
+            missed.append(f"{format_address(address)}: {marked}")
+        if isinstance(recorded, list):
+            ids += [i for element in recorded for i in element.decode().split()]
+    return ids, missed
 
 
-def abort_all(options: SinkOptions, write_id: str,
+def forget_records(options: SinkOptions, key: str) -> None:
+    """A committed write's records are not needed: deleted, best effort
+    (they expire anyway)."""
+    for address in parse_nodes(options.nodes):
+        try:
+            with Connection(address, options.socket_timeout_s) as conn:
+                conn.pipeline([encode("DEL", key)])
+        except NodeUnavailable:
+            pass
+
+
+def abort_all(options: SinkOptions, write_id: str, batch: Optional[str],
               messages: Sequence[Optional[WriterCommitMessage]]) -> None:
     nodes = parse_nodes(options.nodes)
-    # The marker first, so tasks still running stop and take theirs back.
-    missed = mark_aborted(nodes, write_id, options.socket_timeout_s)
-    ids = [i for m in messages if isinstance(m, SinkCommit) for i in m.ids]
+    # The marker first, so tasks still running stop and take theirs back;
+    # then what the tasks recorded, and what the finished ones reported.
+    recorded, missed = mark_aborted(nodes, write_id, record_key(write_id, batch),
+                                    options.socket_timeout_s)
+    reported = [i for m in messages if isinstance(m, SinkCommit) for i in m.ids]
+    ids = list(dict.fromkeys(reported + recorded))
     failed = fastack(ids, nodes, 0, options.socket_timeout_s)
     marked = f"marked on {len(nodes) - len(missed)} of {len(nodes)} nodes"
     if missed:
@@ -214,10 +274,11 @@ class BatchSink(DataSourceArrowWriter):
         return write_partition(self.options, self.write_id, iterator)
 
     def commit(self, messages: list[Optional[WriterCommitMessage]]) -> None:
+        forget_records(self.options, record_key(self.write_id, None))
         report(messages, "committed")
 
     def abort(self, messages: list[Optional[WriterCommitMessage]]) -> None:
-        abort_all(self.options, self.write_id, messages)
+        abort_all(self.options, self.write_id, None, messages)
 
 
 class StreamSink(DataSourceStreamArrowWriter):
@@ -232,7 +293,8 @@ class StreamSink(DataSourceStreamArrowWriter):
         return write_partition(self.options, self.write_id, iterator)
 
     def commit(self, messages: list[Optional[WriterCommitMessage]], batchId: int) -> None:
+        forget_records(self.options, record_key(self.write_id, str(batchId)))
         report(messages, f"batch {batchId} committed")
 
     def abort(self, messages: list[Optional[WriterCommitMessage]], batchId: int) -> None:
-        abort_all(self.options, self.write_id, messages)
+        abort_all(self.options, self.write_id, str(batchId), messages)
