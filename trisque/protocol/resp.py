@@ -520,7 +520,7 @@ def _after_requests(data: bytes, out: list[list[bytes]], first: int) -> int:
 
 
 def _after_empty(data: bytes, pos: int) -> int:
-    """Past the empty requests (``*0\r\n``, which hiredis returns as []
+    """Past the empty requests (``*0\\r\\n``, which hiredis returns as []
     and feed() drops) at ``pos``."""
     while data[pos:pos + 4] == EMPTY_ARRAY:
         pos += 4
@@ -528,7 +528,7 @@ def _after_empty(data: bytes, pos: int) -> int:
 
 
 def _header_length(n: int) -> int:
-    """Bytes of a ``*n\r\n`` or ``$n\r\n`` header."""
+    """Bytes of a ``*n\\r\\n`` or ``$n\\r\\n`` header."""
     length = 4
     while n >= 10:
         n //= 10
