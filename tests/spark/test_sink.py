@@ -136,6 +136,18 @@ HOLD_WAIT_S = 60.0  # how long partition 1 waits for partition 0 to be held
 RECORD_WAIT_S = 20.0  # for partition 0 to write 2000 jobs and record them
 
 
+def write_failing_through(spark: Any, proxy: HoldingProxy, node: Server, held: Path) -> None:
+    """Two partitions of 2000 rows into queue 'late', partition 0 through
+    ``proxy`` (task k starts at node k mod 2; abort marks the nodes in
+    order, the proxy's first); partition 1 fails on its last row once
+    ``held`` exists."""
+    df = spark.range(4000, numPartitions=2).select(
+        null_last_row_once(held, 3999, HOLD_WAIT_S).alias("body"))
+    nodes = f"127.0.0.1:{proxy.port},127.0.0.1:{node.port}"
+    with pytest.raises(Exception, match="column 'body' holds a null"):
+        write(df, nodes=nodes, queue="late", chunk=100)
+
+
 def test_partition_still_writing_after_abort_takes_its_jobs_back(
         spark: Any, node: Server, tmp_path: Path) -> None:
     """The race the CI run hit, forced: partition 0 writes through a proxy
@@ -163,12 +175,7 @@ def test_partition_still_writing_after_abort_takes_its_jobs_back(
             held.touch()
     threading.Thread(target=flag_when_held, daemon=True).start()
     try:
-        df = spark.range(4000, numPartitions=2).select(
-            null_last_row_once(held, 3999, HOLD_WAIT_S).alias("body"))
-        # Task k starts at node k mod 2: partition 0 at the proxy.
-        nodes = f"127.0.0.1:{proxy.port},127.0.0.1:{node.port}"
-        with pytest.raises(Exception, match="column 'body' holds a null"):
-            write(df, nodes=nodes, queue="late", chunk=100)
+        write_failing_through(spark, proxy, node, held)
         assert proxy.held.is_set(), "partition 0 was not held: the race was not forced"
         proxy.release()
         left = settle(spark, node, "late")
@@ -217,13 +224,7 @@ def test_partition_done_before_abort_marks_is_taken_back_by_its_record(
     race = threading.Thread(target=play_the_race, daemon=True)
     race.start()
     try:
-        df = spark.range(4000, numPartitions=2).select(
-            null_last_row_once(held, 3999, HOLD_WAIT_S).alias("body"))
-        # Task k starts at node k mod 2: partition 0 at the proxy; abort
-        # marks the proxy's node first.
-        nodes = f"127.0.0.1:{proxy.port},127.0.0.1:{node.port}"
-        with pytest.raises(Exception, match="column 'body' holds a null"):
-            write(df, nodes=nodes, queue="late", chunk=100)
+        write_failing_through(spark, proxy, node, held)
         race.join(HOLD_WAIT_S)
         assert addjob.held.is_set() and marker.held.is_set(), "the race was not forced"
         assert partition_0_recorded_all() or len(recorded) == 0, "records left after abort"
