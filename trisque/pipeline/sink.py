@@ -32,7 +32,7 @@ from pyspark.sql.datasource import (DataSourceArrowWriter, DataSourceStreamArrow
                                     WriterCommitMessage)
 
 from .bodies import RequestEncoder
-from .connection import Address, Connection, NodeUnavailable, encode
+from .connection import Address, Connection, NodeUnavailable, Reply, encode
 from .lease import fastack
 from .connection import format_address
 from .nodes import connect_first, parse_nodes
@@ -87,7 +87,8 @@ def task_partition() -> int:
 
 def task_batch() -> Optional[str]:
     """The micro-batch a streaming task writes (a local property Spark
-    sets for the batch's tasks); None in a batch query."""
+    sets for the batch's tasks; a batch write inside foreachBatch sees it
+    too, so only the stream sink asks)."""
     context = TaskContext.get()
     return context.getLocalProperty("streaming.sql.batchId") if context is not None else None
 
@@ -123,13 +124,7 @@ class PartitionWriter:
         some of its jobs may exist twice."""
         pending = list(requests)
         while pending:
-            record = self.record_requests()
-            try:
-                replies = self.conn.pipeline(record + pending)[len(record):]
-            except NodeUnavailable as e:
-                self.failover(str(e))
-                continue
-            self.unrecorded = []
+            replies = self.pipeline_recorded(pending)
             retry = []
             for request, reply in zip(pending, replies):
                 if isinstance(reply, hiredis.ReplyError):
@@ -147,27 +142,30 @@ class PartitionWriter:
                 self.failover(f"{len(retry)} jobs refused for now")
             pending = retry
 
-    def record_requests(self) -> list[bytes]:
-        """RPUSH of the IDs not recorded yet (one element), and its TTL."""
-        if not self.unrecorded:
-            return []
-        return [encode("RPUSH", self.record_key, " ".join(self.unrecorded)),
-                encode("PEXPIRE", self.record_key, ABORT_MARKER_TTL_MS)]
+    def pipeline_recorded(self, requests: Sequence[bytes]) -> list[Reply]:
+        """The replies to ``requests``, sent on our node (the next one if
+        ours goes away) after an RPUSH of the IDs not recorded yet (one
+        element) and its TTL."""
+        while True:
+            record = []
+            if self.unrecorded:
+                record = [encode("RPUSH", self.record_key, " ".join(self.unrecorded)),
+                          encode("PEXPIRE", self.record_key, ABORT_MARKER_TTL_MS)]
+            try:
+                replies = self.conn.pipeline(record + list(requests))
+            except NodeUnavailable as e:
+                self.failover(str(e))
+                continue
+            self.unrecorded = []
+            return replies[len(record):]
 
     def aborted(self) -> bool:
         """Records what is not recorded yet, then looks whether the
         driver's abort marked this write, on our node (on any node of the
         list if ours went away).  An error reply (a node without the
         keyspace) counts as not marked."""
-        while True:
-            record = self.record_requests()
-            try:
-                replies = self.conn.pipeline(record + [encode("GET", abort_marker(self.write_id))])
-            except NodeUnavailable as e:
-                self.failover(str(e))
-                continue
-            self.unrecorded = []
-            return isinstance(replies[-1], bytes)
+        reply = self.pipeline_recorded([encode("GET", abort_marker(self.write_id))])[0]
+        return isinstance(reply, bytes)
 
     def abandon(self) -> None:
         """This attempt failed: take back what it added (best effort)."""
@@ -178,10 +176,10 @@ class PartitionWriter:
         self.conn.close()
 
 
-def write_partition(options: SinkOptions, write_id: str,
+def write_partition(options: SinkOptions, write_id: str, batch: Optional[str],
                     batches: Iterator[pa.RecordBatch]) -> SinkCommit:
     encoder = RequestEncoder(options)
-    writer = PartitionWriter(options, task_partition(), write_id, task_batch())
+    writer = PartitionWriter(options, task_partition(), write_id, batch)
     chunk = options.chunk
     checked = time.monotonic()
     try:
@@ -271,7 +269,7 @@ class BatchSink(DataSourceArrowWriter):
         self.write_id = new_write_id()  # made on the driver, pickled to the tasks
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> SinkCommit:
-        return write_partition(self.options, self.write_id, iterator)
+        return write_partition(self.options, self.write_id, None, iterator)
 
     def commit(self, messages: list[Optional[WriterCommitMessage]]) -> None:
         forget_records(self.options, record_key(self.write_id, None))
@@ -290,7 +288,7 @@ class StreamSink(DataSourceStreamArrowWriter):
         self.write_id = new_write_id()
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> SinkCommit:
-        return write_partition(self.options, self.write_id, iterator)
+        return write_partition(self.options, self.write_id, task_batch(), iterator)
 
     def commit(self, messages: list[Optional[WriterCommitMessage]], batchId: int) -> None:
         forget_records(self.options, record_key(self.write_id, str(batchId)))
