@@ -67,7 +67,7 @@ def test_norepl_at_once_when_not_enough_nodes(cluster3):
     start = time.monotonic()
     with pytest.raises(redis.ResponseError, match="^NOREPL Not enough reachable"):
         addjob(cluster3[0], "q", "body", "REPLICATE", 4, timeout=10000)
-    assert time.monotonic() - start < 1, "refused at once, not at the timeout"
+    assert time.monotonic() - start < 5, "refused at once, not at the 10 s timeout"
     assert cluster3.registered_jobs() == [0, 0, 0]
 
 
@@ -112,7 +112,7 @@ def test_async_replies_at_once_and_replicates_in_background(cluster3):
     c[2].execute_command("PAUSE", "q", "in")  # so sync replication could never finish
     start = time.monotonic()
     job_id = addjob(c[0], "q", "body", "REPLICATE", 3, "ASYNC", timeout=5000)
-    assert time.monotonic() - start < 1
+    assert time.monotonic() - start < 2.5, "at once, not at the 5 s timeout"
     assert show(c[0], job_id)["state"] == "queued"
     wait_for(lambda: c.job_holders(job_id) == [0, 1], 5, message="async copy on node 1")
     c[2].execute_command("PAUSE", "q", "none")

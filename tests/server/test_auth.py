@@ -113,7 +113,8 @@ def test_failed_auth_is_slowed_logged_and_blocks_only_that_client(secured):
         guesser.send(b"".join(encode("AUTH", f"guess{i}") for i in range(5)))
         # the other client is not held up by the guesser's wait
         assert other.call("PING") == b"PONG"
-        assert time.monotonic() - start < 0.15
+        # well before the five guesses' 1 s: a loop that waited for them answers after it
+        assert time.monotonic() - start < 0.8
         replies = [str(guesser.reply()) for _ in range(5)]
         elapsed = time.monotonic() - start
         assert replies == ["ERR invalid password"] * 5
