@@ -25,15 +25,17 @@ $(SPEC): FORCE
 	@if cmp -s $@.new $@; then rm $@.new; else mv $@.new $@; touch -r pyproject.toml $@; fi
 FORCE:
 
+# A venv with trisque installed (editable) and the given extras
+install = $(PYTHON) -m venv $(VENV) && $(BIN)/pip install -q --upgrade pip && $(BIN)/pip install -q -e
+
 $(STAMP): $(SPEC)
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e .
+	$(install) .
 	touch $(STAMP)
 
-$(DEV): $(STAMP)
-	$(BIN)/pip install -q -e '.[test,spark]'  # spark: pyspark sdist, ~70 s once, then pip's cache
-	touch $(DEV) $(BUILT)  # (that install compiled the core)
+# Not after $(STAMP): one install with the extras compiles the core once
+$(DEV): $(SPEC)
+	$(install) '.[test,spark]'  # spark: pyspark sdist, ~70 s once, then pip's cache
+	touch $(STAMP) $(DEV) $(BUILT)  # (that install compiled the core)
 
 # An edited core module (or setup.py's list of them): compiled again in
 # place, with the test extra's mypy
