@@ -56,12 +56,29 @@ class Cluster:
 
     def wait_mesh(self, nodes=None, timeout=MESH_TIMEOUT_S):
         """Every node in ``nodes`` (default: all alive) sees all the others
-        reachable."""
+        reachable, over a link of its own that has carried a PONG (a node
+        learnt from gossip counts as reachable before its link is up: a
+        test that stops it right then would find no link to fill)."""
         nodes = self.alive() if nodes is None else nodes
         want = len(nodes) - 1
 
+        def linked(i, ids):
+            try:
+                seen = cluster_nodes(self.clients[i])
+            except Exception:  # a node restarting: not meshed yet
+                return False
+            return all(ids[j] in seen and seen[ids[j]]["link"] == "connected"
+                       and seen[ids[j]]["pong_recv"] > 0 for j in nodes if j != i)
+
         def meshed():
-            return all(reachable(self.clients[i]) == want for i in nodes)
+            if not all(reachable(self.clients[i]) == want for i in nodes):
+                return False
+            try:
+                ids = {i: self.clients[i].execute_command("CLUSTER", "MYID").decode()
+                       for i in nodes}
+            except Exception:
+                return False
+            return all(linked(i, ids) for i in nodes)
         wait_for(meshed, timeout, interval=0.05,
                  message=f"{len(nodes)} nodes to see each other")
 
