@@ -194,9 +194,9 @@ def test_hostile_clients_do_not_stall_jobs(node: Server) -> None:
             (_, job_id, _), = r.execute_command("GETJOB", "TIMEOUT", 1000, "FROM", "hostile")
             r.execute_command("ACKJOB", job_id)
             worst = max(worst, time.monotonic() - t0)
-        # (a stall behind an HTTP client would last its 10 s timeout; 1 s
+        # (a stall behind an HTTP client would last its 10 s timeout; 5 s
         # leaves room for a loaded machine)
-        assert worst < 1.0, f"a round of ADDJOB/GETJOB/ACKJOB took {worst:.3f} s"
+        assert worst < 5.0, f"a round of ADDJOB/GETJOB/ACKJOB took {worst:.3f} s"
         # and the port still answers a well-behaved scraper
         assert scrape(node)[q("trisque_queue_acked_total", "hostile")] == 300
     finally:

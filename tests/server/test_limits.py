@@ -112,8 +112,8 @@ def test_output_buffer_soft_limit(make_server):
         reader.call("SET", "big", "v" * 100000)
         greedy = _never_reading(srv.port)
         try:
+            start = time.monotonic()  # before the send: the node's clock starts after it
             greedy.send(encode("GET", "big") * 200)
-            start = time.monotonic()
             wait_for(lambda: stat(reader, "client_output_buffer_limit_disconnections") == 1,
                      timeout=10)
             assert time.monotonic() - start >= 0.7  # after its second over the limit

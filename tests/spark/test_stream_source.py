@@ -120,12 +120,17 @@ def test_stopped_mid_batch_then_restarted_from_checkpoint(spark: Any, node: Serv
              .withColumn("body", slow("body")).writeStream.foreachBatch(first)
              .option("checkpointLocation", checkpoint)
              .trigger(processingTime="100 milliseconds").start())
+
+    def uncommitted_after_the_first() -> set[str]:
+        offsets = set(os.listdir(os.path.join(checkpoint, "offsets")))
+        commits = set(os.listdir(os.path.join(checkpoint, "commits")))
+        return {o for o in offsets if o.isdigit() and int(o) >= 1} - commits
     wait_for(lambda: len(first.batches()) >= 1, 90, 0.05, "a first batch")
-    time.sleep(0.4)  # the next batch is running (500 rows x 4 ms / 2 cores)
+    # A later batch is planned (its offsets written), so running: 500 rows
+    # x 4 ms / 2 cores, about 1 s for stop() to land in
+    wait_for(uncommitted_after_the_first, 60, 0.01, "the next batch")
     query.stop()
-    offsets = set(os.listdir(os.path.join(checkpoint, "offsets")))
-    commits = set(os.listdir(os.path.join(checkpoint, "commits")))
-    uncommitted = {o for o in offsets if o.isdigit()} - commits
+    uncommitted = uncommitted_after_the_first()
     assert uncommitted, "the query was meant to stop in the middle of a batch"
     assert leftover(node), "jobs of the interrupted batch are still leased"
 
