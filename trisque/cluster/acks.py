@@ -149,10 +149,17 @@ def on_deljob(cluster: "Cluster", sender: ClusterNode, items: list[tuple[bytes, 
 
 
 def fast_ack(cluster: "Cluster", job: Job | None, job_id: bytes) -> None:
-    cluster.remember_freed(job_id)  # the core frees our copy right after
+    """The core frees our copy right after.  A tombstone only where a copy
+    may be on the way (as free_acked): on a lone node, FASTACK at 100k/s
+    kept a million of them (~200 MB) for their 10 s."""
     if job is not None:
+        holders = job.nodes_delivered
+        if len(holders) > 1 or (holders and holders[0] != cluster.node.id):
+            cluster.remember_freed(job_id)
         cluster.send_to_holders(job, bus.DELJOB)
     else:
-        for other in cluster.membership.others():
-            if not other.handshake:
-                cluster.send_jobid(other.id, bus.DELJOB, job_id)
+        others = [n for n in cluster.membership.others() if not n.handshake]
+        if others:
+            cluster.remember_freed(job_id)
+        for other in others:
+            cluster.send_jobid(other.id, bus.DELJOB, job_id)
