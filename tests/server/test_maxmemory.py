@@ -2,9 +2,12 @@
 Disque's -NOREPL (no local copy may be kept, and there is nobody to hand
 the job to); at 100% -OOM for commands that add data."""
 
+import platform
+
 import pytest
 import redis
 
+from tests.harness import wait_for
 from tests.server.util import Raw
 
 NOREPL_OOM = ("NOREPL Not enough reachable nodes for the requested replication "
@@ -100,3 +103,31 @@ def test_maxmemory_zero_is_unlimited(c):
         assert c.info("memory")["memory_warning_level"] == 0
     finally:
         c.config_set("maxmemory", "1gb")
+
+
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="malloc_trim is glibc's")
+def test_a_drained_burst_of_large_jobs_gives_its_memory_back(make_server):
+    """120 MB of 200 KB bodies (under heap.py's 1 MiB mmap threshold, so in
+    the heap), each followed by a 2 KB job that stays queued and pins the
+    heap's top: once the large ones are acked, the node's RSS falls back
+    (glibc alone keeps those pages) and the small jobs are intact."""
+    srv = make_server()
+    c = srv.client()
+
+    def rss():
+        return c.info("memory")["used_memory_rss"]
+    start = rss()
+    body = b"x" * 200_000
+    pipe = c.pipeline(transaction=False)
+    for i in range(600):
+        pipe.execute_command("ADDJOB", "large", body, 0)
+        pipe.execute_command("ADDJOB", "small", f"{i:2000}", 0)  # (malloc's, not pymalloc's)
+    large = pipe.execute()[::2]
+    assert rss() > start + 100 * 2**20
+    pipe = c.pipeline(transaction=False)
+    for job_id in large:
+        pipe.execute_command("ACKJOB", job_id)
+    assert pipe.execute() == [1] * 600
+    wait_for(lambda: rss() < start + 40 * 2**20, 10, message="RSS back near the start")
+    assert c.execute_command("QLEN", "small") == 600
+    assert c.execute_command("QLEN", "large") == 0

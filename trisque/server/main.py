@@ -186,6 +186,7 @@ async def run(config):
                 await cluster_service.start(nursery)
                 server.release()
             nursery.start_soon(timer_loop, node, server)
+            nursery.start_soon(heap.give_back_after_drains, node)
             nursery.start_soon(persistence.run)
             nursery.start_soon(_watch_signals, shutdown, shutdown_mode)
             log.notice("Ready to accept connections")
