@@ -30,6 +30,21 @@ def sh(*argv):
     subprocess.run(argv, check=True, capture_output=True)
 
 
+def free_subnet():
+    """A /24 of 198.18.0.0/15 (set aside for network tests, RFC 2544: no
+    real network of the machine's is shadowed) that no interface holds.  A
+    pid-derived one collided with the bridge the compose test's dockerd
+    leaves behind (198.18.0.1/24) for one pid in 512: no mesh then."""
+    held = subprocess.run(["ip", "-o", "-4", "addr"], capture_output=True, text=True).stdout
+    first = os.getpid() % 511
+    for k in range(511):
+        n = 1 + (first + k) % 511  # 198.18.1 ... 198.19.255
+        subnet = f"198.{18 + n // 256}.{n % 256}"
+        if f"inet {subnet}." not in held:
+            return subnet
+    raise RuntimeError("every /24 of 198.18.0.0/15 is taken")
+
+
 class Hosts:
     """NODES namespaces on a bridge; the test process reaches them from
     the bridge's address."""
@@ -39,9 +54,7 @@ class Hosts:
     def __init__(self):
         Hosts.made += 1
         tag = "%03d%d" % (os.getpid() % 1000, Hosts.made % 10)
-        # 198.18.0.0/15 is set aside for network tests (RFC 2544): no real
-        # network of the machine's is shadowed while the bridge exists
-        self.subnet = f"198.{18 + os.getpid() % 2}.{os.getpid() // 2 % 256}"
+        self.subnet = free_subnet()
         self.bridge = f"tqbr{tag}"
         self.names = [f"tq{tag}n{i}" for i in range(NODES)]
         self.addresses = {}
