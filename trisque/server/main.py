@@ -160,6 +160,11 @@ async def run(config):
     status = 0
     try:
         async with trio.open_nursery() as nursery:
+            # SIGTERM/SIGINT are ours before any client can connect: one
+            # that came while the node started would otherwise meet trio's
+            # KeyboardInterrupt (no "Received SIGINT", no clean shutdown).
+            # One during start-up (a long AOF load) shuts down once started.
+            await nursery.start(_watch_signals, shutdown, shutdown_mode)
             cluster_service = attach_cluster(node, nursery, server.flush_dirty)
             cluster_service.transport.tls = cluster_tls
             persistence = attach_log(node)
@@ -188,7 +193,6 @@ async def run(config):
             nursery.start_soon(timer_loop, node, server)
             nursery.start_soon(heap.give_back_after_drains, node)
             nursery.start_soon(persistence.run)
-            nursery.start_soon(_watch_signals, shutdown, shutdown_mode)
             log.notice("Ready to accept connections")
             await shutdown.wait()
             mode = shutdown_mode[0] if shutdown_mode else ""
@@ -228,8 +232,9 @@ def _config_error(exc):
     return None
 
 
-async def _watch_signals(shutdown, shutdown_mode):
+async def _watch_signals(shutdown, shutdown_mode, task_status=trio.TASK_STATUS_IGNORED):
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        task_status.started()
         async for signum in signals:
             name = "SIGTERM" if signum == signal.SIGTERM else "SIGINT"
             log.warning(f"Received {name} scheduling shutdown...")
