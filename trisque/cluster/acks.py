@@ -153,8 +153,7 @@ def fast_ack(cluster: "Cluster", job: Job | None, job_id: bytes) -> None:
     may be on the way (as free_acked): on a lone node, FASTACK at 100k/s
     kept a million of them (~200 MB) for their 10 s."""
     if job is not None:
-        holders = job.nodes_delivered
-        if len(holders) > 1 or (holders and holders[0] != cluster.node.id):
+        if cluster.held_elsewhere(job):
             cluster.remember_freed(job_id)
         cluster.send_to_holders(job, bus.DELJOB)
     else:
