@@ -61,7 +61,7 @@ test: $(DEV) $(BUILT)
 test-pure: $(DEV)
 	rm -rf build/pure && mkdir -p build/pure
 	tar -c --exclude='*.so' --exclude=__pycache__ trisque tests docs pyproject.toml | tar -x -C build/pure
-	cd build/pure && ../../$(BIN)/python -c 'from trisque.server.core.build_form import \
+	cd build/pure && ../../$(BIN)/python -c 'from trisque.core.admin.build_form import \
 		build_form as f; assert f() == "interpreted", f()'
 	cd build/pure && ../../$(BIN)/python -m pytest -q -p no:cacheprovider tests/unit tests/sim
 
@@ -72,9 +72,9 @@ bench: $(DEV)
 pipeline-example: $(DEV)
 	$(BIN)/python trisque/pipeline/examples/tasks_pipeline.py $(ARGS)
 
-# The configuration reference (docs/configuration.md) from server/core/config.py.
+# The configuration reference (docs/configuration.md) from core/admin/config.py.
 docs: $(STAMP)
-	$(BIN)/python -m trisque.server.core.config_reference
+	$(BIN)/python -m trisque.core.admin.config_reference
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache build *.so

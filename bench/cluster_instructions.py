@@ -31,9 +31,9 @@ import tempfile
 import time
 
 from trisque.protocol.resp import RequestParser
-from trisque.server.core.config import Config
-from trisque.server.core.node import Node
-from trisque.server.core.table import COMMANDS
+from trisque.core.admin.config import Config
+from trisque.core.node import Node
+from trisque.core.table import COMMANDS
 
 from tests.federation.inproc import Net as InprocNet  # (benchmarks run from the root)
 

@@ -22,10 +22,10 @@ import time
 
 from trisque.cluster.cluster import Cluster, Transport
 from trisque.protocol.resp import RequestParser
-from trisque.server.core.config import Config
-from trisque.server.core.node import Node
-from trisque.server.core.table import COMMANDS
-from trisque.server.shell import collector
+from trisque.core.admin.config import Config
+from trisque.core.node import Node
+from trisque.core.table import COMMANDS
+from trisque.shell import collector
 
 from .client import encode
 

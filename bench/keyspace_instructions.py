@@ -20,9 +20,9 @@ import sys
 import time
 
 from trisque.cluster.cluster import Cluster, Transport
-from trisque.server.core.config import Config
-from trisque.server.core.node import Node
-from trisque.server.core.table import COMMANDS
+from trisque.core.admin.config import Config
+from trisque.core.node import Node
+from trisque.core.table import COMMANDS
 
 from .client import encode
 from .instructions import instructions, report, run

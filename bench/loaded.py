@@ -151,9 +151,9 @@ def _core(jobs):
     """A node core as bench.instructions builds it, with ``jobs`` queued
     100-byte jobs in ``bulk``."""
     from trisque.cluster.cluster import Cluster, Transport
-    from trisque.server.core.config import Config
-    from trisque.server.core.node import Node
-    from trisque.server.core.table import COMMANDS
+    from trisque.core.admin.config import Config
+    from trisque.core.node import Node
+    from trisque.core.table import COMMANDS
     node = Node(Config(), "a" * 40, time.time, table=COMMANDS)
     Cluster(node, Transport(), "127.0.0.1", 7711, 17711)
     conn = node.add_client()

@@ -111,10 +111,10 @@ def core_cost(batches=4000):
     process: two nodes (AOF off / on, everysec) run 16-request batches
     alternately, so machine load hits both alike; medians per request."""
     import tempfile
-    from trisque.server.core.config import Config
-    from trisque.server.core.node import Node
-    from trisque.server.core.table import COMMANDS
-    from trisque.server.shell.aof import AppendOnlyLog, ON
+    from trisque.core.admin.config import Config
+    from trisque.core.node import Node
+    from trisque.core.table import COMMANDS
+    from trisque.server.aof.append_only_log import AppendOnlyLog, ON
 
     argv = [b"ADDJOB", b"q", b"123456789012", b"0"]
     directory = tempfile.mkdtemp(prefix="trisque-bench-core-")

@@ -2,7 +2,7 @@ import pytest
 
 from tests.browser import open_browser
 from tests.harness import Server
-from trisque.server.core.build_form import stale_sources
+from trisque.core.admin.build_form import stale_sources
 
 
 def pytest_sessionstart(session):

@@ -1,4 +1,4 @@
-"""The one-step job record (server.core.job.serialize, every bus and AOF
+"""The one-step job record (core.jobs.job.serialize, every bus and AOF
 record) and the bus's job-record decoder agree with the shared codec
 (protocol/jobcodec.py)."""
 
@@ -7,7 +7,7 @@ import struct
 import pytest
 
 from trisque.protocol import bus, jobcodec
-from trisque.server.core.job import ACTIVE, DUMMY_ACK, Job, serialize
+from trisque.core.jobs.job import ACTIVE, DUMMY_ACK, Job, serialize
 
 
 def _job(nodes, flags=0, nacks=0, deliveries=0):

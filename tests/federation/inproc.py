@@ -16,9 +16,9 @@ import hiredis
 from trisque.cluster.cluster import Cluster, Transport
 from trisque.cluster.membership import ClusterNode
 from trisque.protocol import bus
-from trisque.server.core.config import Config
-from trisque.server.core.node import Node
-from trisque.server.core.table import COMMANDS
+from trisque.core.admin.config import Config
+from trisque.core.node import Node
+from trisque.core.table import COMMANDS
 
 START = 1_700_000_000.0
 

@@ -8,12 +8,12 @@ import time
 
 import trio
 
-from trisque.server.core.config import Config
-from trisque.server.core.node import Node
-from trisque.server.core.table import COMMANDS
-from trisque.server.shell import aof as aof_module
-from trisque.server.shell.aof import attach_log
-from trisque.server.shell.connection import ClientServer
+from trisque.core.admin.config import Config
+from trisque.core.node import Node
+from trisque.core.table import COMMANDS
+from trisque.server.aof import append_only_log as aof_module
+from trisque.server.aof.append_only_log import attach_log
+from trisque.server.clients.connection import ClientServer
 
 from tests.harness import free_port
 

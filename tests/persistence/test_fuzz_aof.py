@@ -1,5 +1,5 @@
-"""Fuzzing the AOF loader (server/shell/aof_load.py) and the checker
-(trisque-server --check-aof [--fix], server/aof_check.py).
+"""Fuzzing the AOF loader (server/aof/load.py) and the checker
+(trisque-server --check-aof [--fix], server/aof/check.py).
 
 A file cut anywhere loads the records before the cut, or is refused with
 that offset; a file with bytes changed, inserted or deleted loads (a change
@@ -17,10 +17,10 @@ from tests.fuzz_settings import FUZZ
 from tests.harness import server_command
 from tests.unit.conftest import Core
 from trisque.protocol import aof
-from trisque.server import aof_check
-from trisque.server.shell import aof_keys  # noqa: F401 (keyspace records)
-from trisque.server.shell import aof_load
-from trisque.server.shell.aof_rewrite import job_snapshot
+from trisque.server.aof import check as aof_check
+from trisque.server.aof import keys as aof_keys  # noqa: F401 (keyspace records)
+from trisque.server.aof import load as aof_load
+from trisque.server.aof.rewrite import job_snapshot
 
 
 def sample_aof():

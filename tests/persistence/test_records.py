@@ -1,5 +1,5 @@
 """AOF records (protocol/aof.py) and their replay into a node core
-(server/shell/aof_load.py), without processes: a fake clock, real files."""
+(server/aof/load.py), without processes: a fake clock, real files."""
 
 import os
 
@@ -7,10 +7,10 @@ import hiredis
 import pytest
 
 from trisque.protocol import aof
-from trisque.server.core.job import ACTIVE, QUEUED, serialize
-from trisque.server.shell import aof_load
-from trisque.server.shell.aof_job import loadjob_record
-from trisque.server.shell.aof_rewrite import job_snapshot
+from trisque.core.jobs.job import ACTIVE, QUEUED, serialize
+from trisque.server.aof import load as aof_load
+from trisque.server.aof.job_record import loadjob_record
+from trisque.server.aof.rewrite import job_snapshot
 
 from tests.cluster.test_codec_paths import codec_record
 from tests.unit.conftest import Core
@@ -235,7 +235,7 @@ def test_fast_record_matches_the_codec():
 
 
 def test_fast_decode_matches_the_codec():
-    from trisque.server.core.job import deserialize
+    from trisque.core.jobs.job import deserialize
     core = Core()
     job = core.job(core("ADDJOB", "q", "x\r\ny", 0, "DELAY", 3))
     for nodes in ((), ("b" * 40,), ("b" * 40, "c" * 40, "d" * 40)):

@@ -7,7 +7,7 @@ import os
 import subprocess
 
 from tests.harness import Server, server_command, wait_for
-from trisque.server.core.build_form import build_form
+from trisque.core.admin.build_form import build_form
 
 
 def test_the_node_says_which_core_runs():

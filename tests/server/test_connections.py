@@ -1,4 +1,4 @@
-"""The client event loop (server/shell/connection.py) over raw sockets:
+"""The client event loop (server/clients/connection.py) over raw sockets:
 many interleaved pipelines, a client that does not read its replies, a
 kill from another client, a client that closes its side early."""
 

@@ -1,7 +1,7 @@
 """Long lists against redis-server: the differential test's list
 generators (keyspace_gen.LISTS), with pushes of 10-80 items so the lists
 grow to hundreds of items and every command meets packed nodes
-(server/core/keyspace/lists.py), not only the plain ends.  Replies
+(core/keyspace/lists.py), not only the plain ends.  Replies
 compared byte for byte, then every list read back whole."""
 
 from __future__ import annotations

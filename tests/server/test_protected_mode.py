@@ -9,8 +9,8 @@ import subprocess
 import pytest
 
 from tests.server.util import Raw
-from trisque.server.core import protected_mode
-from trisque.server.core.config import Config
+from trisque.core.admin import protected_mode
+from trisque.core.admin.config import Config
 
 OUTSIDE = "198.18.0.77"
 

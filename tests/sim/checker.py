@@ -24,7 +24,7 @@ Checked at the end, after healing and quiescence:
 """
 
 from trisque.protocol import aof
-from trisque.server.core.job import ACKED, deserialize
+from trisque.core.jobs.job import ACKED, deserialize
 
 
 class JobRecord:

@@ -3,7 +3,7 @@ heal, drain, settle, check."""
 
 import time
 
-from trisque.server.core.job import DUMMY_ACK
+from trisque.core.jobs.job import DUMMY_ACK
 
 from . import liveness
 from .faults import Faults

@@ -24,11 +24,11 @@ import hiredis
 
 from trisque.cluster.cluster import Cluster
 from trisque.protocol import aof, bus
-from trisque.server.core.config import Config
-from trisque.server.core.job import ACKED, DUMMY_ACK, serialize
-from trisque.server.core.node import Node
-from trisque.server.core.table import COMMANDS
-from trisque.server.shell import aof_load
+from trisque.core.admin.config import Config
+from trisque.core.jobs.job import ACKED, DUMMY_ACK, serialize
+from trisque.core.node import Node
+from trisque.core.table import COMMANDS
+from trisque.server.aof import load as aof_load
 
 EPOCH_MS = 1_800_000_000_000  # virtual wall clock starts here
 CRON_MS = 100

@@ -13,9 +13,9 @@ import hiredis
 import pytest
 
 from tests.harness import decode_all
-from trisque.server.core.config import Config
-from trisque.server.core.node import Node
-from trisque.server.core.table import COMMANDS
+from trisque.core.admin.config import Config
+from trisque.core.node import Node
+from trisque.core.table import COMMANDS
 
 NODE_ID = "a" * 40
 START = 1_700_000_000.0  # a fixed, realistic unix time

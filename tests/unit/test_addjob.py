@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from trisque.server.core.job import serialize
+from trisque.core.jobs.job import serialize
 
 from tests.unit.conftest import NODE_ID, START, is_error
 

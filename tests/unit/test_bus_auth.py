@@ -1,5 +1,5 @@
 """Authenticated bus links (protocol/bus.py's hello, seal, unseal; the
-link state of server/shell/bus_link_auth.py; cluster/bus_guard.py's counts
+link state of cluster/tcp/link_auth.py; cluster/bus_guard.py's counts
 and log pacing), without sockets."""
 
 import os
@@ -8,7 +8,7 @@ import pytest
 
 from trisque.cluster import bus_guard
 from trisque.protocol import bus
-from trisque.server.shell.bus_link_auth import LinkAuth
+from trisque.cluster.tcp.link_auth import LinkAuth
 
 SECRET = b"s3cret"
 HEADER = bus.Header("ab" * 20, 7711, 17711)

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from trisque.server.core import config_reference
-from trisque.server.core.config import DIRECTIVES
+from trisque.core.admin import config_reference
+from trisque.core.admin.config import DIRECTIVES
 
 
 def test_every_directive_has_a_one_line_doc() -> None:
     missing = [d.name for d in DIRECTIVES if not d.doc or not d.doc.strip()]
     assert not missing, (
-        f"directives without doc= in server/core/config.py: {missing}; "
+        f"directives without doc= in core/admin/config.py: {missing}; "
         f"add one, then run `{config_reference.REGENERATE_COMMAND}`")
     multiline = [d.name for d in DIRECTIVES if "\n" in d.doc]
     assert not multiline, f"doc= must be one line: {multiline}"
@@ -23,9 +23,9 @@ def test_the_reference_file_is_up_to_date() -> None:
     text = path.read_text(encoding="utf-8")
     expected = config_reference.replace_between_markers(text, config_reference.table())
     assert text == expected, (
-        f"{path} is out of date with the directives in server/core/config.py: "
+        f"{path} is out of date with the directives in core/admin/config.py: "
         f"run `{config_reference.REGENERATE_COMMAND}` "
-        f"(.venv/bin/python -m trisque.server.core.config_reference)")
+        f"(.venv/bin/python -m trisque.core.admin.config_reference)")
 
 
 def test_the_table_has_one_row_per_directive_with_default_and_runtime() -> None:

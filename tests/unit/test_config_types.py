@@ -5,8 +5,8 @@ every ``config.<name>`` read against what the table parses."""
 import ast
 from pathlib import Path
 
-from trisque.server.core import config as config_module
-from trisque.server.core.config import DIRECTIVES, Config
+from trisque.core.admin import config as config_module
+from trisque.core.admin.config import DIRECTIVES, Config
 
 KIND_TYPES: dict[str, object] = {
     "int": int, "memory": int, "bool": bool, "enum": str, "str": str, "list": list[str],

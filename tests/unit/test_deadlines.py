@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from trisque.server.core.deadlines import MAX_LANES, STALE_MIN, Deadlines, Ordered, Scheduled
+from trisque.core.jobs.deadlines import MAX_LANES, STALE_MIN, Deadlines, Ordered, Scheduled
 
 
 class Item(Scheduled):

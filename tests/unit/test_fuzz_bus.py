@@ -12,7 +12,7 @@ from hypothesis import given, strategies as st
 
 from tests.fuzz_settings import FUZZ
 from trisque.protocol import bus, jobcodec, jobid
-from trisque.server.shell.bus_link_auth import LinkAuth
+from trisque.cluster.tcp.link_auth import LinkAuth
 
 HEX = "0123456789abcdef"
 node_ids = st.text(HEX, min_size=40, max_size=40)

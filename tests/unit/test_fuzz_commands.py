@@ -22,8 +22,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from tests.fuzz_settings import EXAMPLES, FUZZ
-from trisque.server.core.command import unique_commands
-from trisque.server.core.table import COMMANDS
+from trisque.core.command import unique_commands
+from trisque.core.table import COMMANDS
 
 from .conftest import Core
 

@@ -1,4 +1,4 @@
-"""Fuzzing the config parser (server/core/config.py): any text is applied
+"""Fuzzing the config parser (core/admin/config.py): any text is applied
 or refused with ConfigError (the FATAL CONFIG FILE ERROR naming the line),
 nothing else; every directive's CONFIG REWRITE line reads back as the same
 value."""
@@ -8,7 +8,7 @@ import os
 from hypothesis import assume, given, strategies as st
 
 from tests.fuzz_settings import FUZZ
-from trisque.server.core.config import BY_NAME, DIRECTIVES, Config, ConfigError
+from trisque.core.admin.config import BY_NAME, DIRECTIVES, Config, ConfigError
 
 # 'dir' changes the process's directory: it is tested by hand elsewhere
 NAMES = sorted(name for name in BY_NAME if name != "dir") + [
@@ -73,7 +73,7 @@ def test_rewrite_lines_read_back(data):
                           st.integers(0, 2**34), st.integers(0, 2**34),
                           st.integers(0, 10**6)), min_size=1, max_size=3))
 def test_output_buffer_limit_words(classes):
-    from trisque.server.core import output_limit
+    from trisque.core.admin import output_limit
     words = [str(w) for item in classes for w in item]
     config = Config()
     config.load_text("client-output-buffer-limit " + " ".join(words))

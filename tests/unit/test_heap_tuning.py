@@ -1,10 +1,10 @@
-"""trisque-server's malloc settings (server/shell/heap.py)."""
+"""trisque-server's malloc settings (shell/heap.py)."""
 
 import platform
 
 import pytest
 
-from trisque.server.shell import heap
+from trisque.shell import heap
 
 
 @pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="mallopt is glibc's")

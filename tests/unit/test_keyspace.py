@@ -1,4 +1,4 @@
-"""The keyspace core (server/core/keyspace/) on a fake clock: expiry to the
+"""The keyspace core (core/keyspace/) on a fake clock: expiry to the
 millisecond (lazy) and by the cron (active), memory and maxmemory, the
 type registry and WRONGTYPE, Redis's glob, SCAN under churn, and the AOF
 records: a random stream logged on one node and replayed on another gives
@@ -10,10 +10,10 @@ import pytest
 
 from tests.server import keyspace_gen
 from tests.unit.conftest import START, Core, is_error
-from trisque.server.core.client import Client
-from trisque.server.core.keyspace import keyspace as keyspace_module
-from trisque.server.core.keyspace.patterns import match
-from trisque.server.core.keyspace.types import WRONGTYPE, ValueType, register_type
+from trisque.core.client import Client
+from trisque.core.keyspace import keyspace as keyspace_module
+from trisque.core.keyspace.patterns import match
+from trisque.core.keyspace.types import WRONGTYPE, ValueType, register_type
 
 
 def test_lazy_expiry_to_the_millisecond(core):

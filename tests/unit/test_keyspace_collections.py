@@ -10,14 +10,14 @@ import pytest
 
 from tests.unit.conftest import Core, is_error
 from tests.unit.test_keyspace import RecordingLog
-from trisque.server.core.keyspace.containers import format_score
-from trisque.server.core.keyspace.hashes import FIELD_OVERHEAD, Hash
-from trisque.server.core.keyspace.keyspace import EXPIRE_OVERHEAD, KEY_OVERHEAD
-from trisque.server.core.keyspace.scores import listpack_score, parse_score, parse_score_bound
-from trisque.server.core.keyspace.sets import MEMBER_OVERHEAD, Set
-from trisque.server.core.keyspace.types import TYPES, memory_of
-from trisque.server.core.keyspace.zsets import MEMBER_OVERHEAD as ZMEMBER_OVERHEAD
-from trisque.server.core.keyspace.zsets import ZSet
+from trisque.core.keyspace.containers import format_score
+from trisque.core.keyspace.hashes import FIELD_OVERHEAD, Hash
+from trisque.core.keyspace.keyspace import EXPIRE_OVERHEAD, KEY_OVERHEAD
+from trisque.core.keyspace.scores import listpack_score, parse_score, parse_score_bound
+from trisque.core.keyspace.sets import MEMBER_OVERHEAD, Set
+from trisque.core.keyspace.types import TYPES, memory_of
+from trisque.core.keyspace.zsets import MEMBER_OVERHEAD as ZMEMBER_OVERHEAD
+from trisque.core.keyspace.zsets import ZSet
 from trisque.protocol.errors import CommandError
 from tests.server import keyspace_gen
 

@@ -1,4 +1,4 @@
-"""The packed list (server/core/keyspace/lists.py's List: plain ends,
+"""The packed list (core/keyspace/lists.py's List: plain ends,
 packed nodes in the middle) against a Python list doing the same calls."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from trisque.server.core.keyspace.lists import NODE_BYTES, PACK, List, items_size
+from trisque.core.keyspace.lists import NODE_BYTES, PACK, List, items_size
 
 
 def _item(rng: random.Random, n: int) -> bytes:

@@ -1,4 +1,4 @@
-"""Lists and clients blocked on keys (server/core/keyspace/lists.py,
+"""Lists and clients blocked on keys (core/keyspace/lists.py,
 commands_lists.py, blocking.py) in the node core on a fake clock:
 timeouts to the millisecond, first come first served, several keys,
 wake-ups by pushes, MULTI-like atomic sections, type changes under a
@@ -8,9 +8,9 @@ import pytest
 
 from tests.unit.conftest import START, Core, is_error
 from tests.unit.test_keyspace import RecordingLog
-from trisque.server.core.client import Client
-from trisque.server.core.keyspace.lists import List
-from trisque.server.core.keyspace.types import WRONGTYPE
+from trisque.core.client import Client
+from trisque.core.keyspace.lists import List
+from trisque.core.keyspace.types import WRONGTYPE
 
 
 def blocking(core):

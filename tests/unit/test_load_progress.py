@@ -1,6 +1,6 @@
 """LoadProgress: percent, jobs/s and ETA of an AOF load from its counts."""
 
-from trisque.server.shell.load_progress import LoadProgress
+from trisque.server.aof.load_progress import LoadProgress
 
 
 def test_rate_and_eta_from_the_counts() -> None:

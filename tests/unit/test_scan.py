@@ -1,4 +1,4 @@
-"""The scan cursor (server/core/scan.py) on plain dicts: every element
+"""The scan cursor (core/jobs/scan.py) on plain dicts: every element
 present for the whole scan is returned, with deletions and additions in
 between, with and without snapshots, and O(COUNT) work per call."""
 
@@ -6,8 +6,8 @@ import random
 
 import pytest
 
-from trisque.server.core import scan as scan_module
-from trisque.server.core.scan import scan
+from trisque.core.jobs import scan as scan_module
+from trisque.core.jobs.scan import scan
 
 
 class Tracked(dict):

@@ -6,9 +6,9 @@ import random
 
 import pytest
 
-from trisque.server.core.deadlines import MAX_LANES, Deadlines, Scheduled
-from trisque.server.core.job import ACTIVE, CTIME_EPOCH, Job
-from trisque.server.core.queue import SMALL_FIFO, JobList
+from trisque.core.jobs.deadlines import MAX_LANES, Deadlines, Scheduled
+from trisque.core.jobs.job import ACTIVE, CTIME_EPOCH, Job
+from trisque.core.jobs.queue import SMALL_FIFO, JobList
 
 from .test_deadlines import Item, JobItem, check as check_deadlines  # (what both read)
 

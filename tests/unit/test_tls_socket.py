@@ -12,7 +12,7 @@ import ssl
 import pytest
 import trustme
 
-from trisque.server.shell.tls import HandshakeDeadlines, TlsSocket, TlsStream
+from trisque.shell.tls import HandshakeDeadlines, TlsSocket, TlsStream
 
 
 class Owner:

@@ -3,10 +3,10 @@ the millisecond, the AOF block of an EXEC and of a script, the time limit
 (-BUSY for others, SCRIPT KILL, -UNKILLABLE) driven by the clock the hook
 reads, and Disque's commands inside EXEC."""
 
-from trisque.server.core.config import Config
-from trisque.server.core.keyspace.scripting import execute_while_busy
-from trisque.server.core.node import Node
-from trisque.server.core.table import COMMANDS
+from trisque.core.admin.config import Config
+from trisque.core.keyspace.scripting import execute_while_busy
+from trisque.core.node import Node
+from trisque.core.table import COMMANDS
 
 from tests.unit.test_keyspace import RecordingLog
 

@@ -7,9 +7,9 @@ import time
 from prometheus_client.parser import text_string_to_metric_families
 
 from trisque.cluster.cluster import Cluster, Transport
-from trisque.server.core.config import Config
-from trisque.server.core.node import Node
-from trisque.server.core.table import COMMANDS
+from trisque.core.admin.config import Config
+from trisque.core.node import Node
+from trisque.core.table import COMMANDS
 from trisque.web.metrics import MetricsExporter
 from trisque.web.overview import overview
 

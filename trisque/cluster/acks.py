@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ..protocol import bus, jobid
-from ..server.core.job import ACKED, DUMMY_ACK, WAIT_REPL, Job
+from ..core.jobs.job import ACKED, DUMMY_ACK, WAIT_REPL, Job
 from .membership import ClusterNode
 
 if TYPE_CHECKING:

@@ -1,12 +1,12 @@
 """The cluster as the node core sees it.
 
-``Cluster`` answers the hooks of ``server.core.standalone.Standalone``
+``Cluster`` answers the hooks of ``core.standalone.Standalone``
 (size, replicate, broadcast_queued, try_gc, ...) with the rules in
 membership.py, replication.py, requeue.py, acks.py and federation.py, and
 dispatches the messages that arrive from the bus to them.
 
 It does no I/O itself: a *transport* carries frames.  The real one is
-server/shell/bus_links.py (TCP); the simulator's is in-memory.  A transport
+cluster/tcp/transport.py (TCP); the simulator's is in-memory.  A transport
 provides what ``Transport`` below lists, and calls ``receive(frame,
 link)``, ``link_up(node_id)`` and ``link_down(node_id)`` here.
 
@@ -22,10 +22,10 @@ from mypy_extensions import mypyc_attr
 
 from ..protocol import bus
 from ..protocol.jobid import IdGenerator
-from ..server.core.commands_queues import set_paused
-from ..server.core.job import Job, serialize
-from ..server.core.node import Node
-from ..server.core.queue import Queue
+from ..core.jobs.commands_queues import set_paused
+from ..core.jobs.job import Job, serialize
+from ..core.node import Node
+from ..core.jobs.queue import Queue
 from . import acks, federation, replication, requeue
 from .bus_guard import BusGuard
 from .membership import ClusterNode, Membership

@@ -7,8 +7,8 @@ from typing import Any
 from ..protocol import resp
 from ..protocol.args import upper
 from ..protocol.errors import CommandError, SYNTAX
-from ..server.core.commands_server import flushall
-from ..server.core.command import command
+from ..core.admin.commands_server import flushall
+from ..core.command import command
 
 
 @command("CLUSTER", -2, "admin readonly")

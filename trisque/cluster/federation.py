@@ -31,9 +31,9 @@ from typing import TYPE_CHECKING
 
 from ..protocol import bus
 from ..protocol.jobcodec import JobFields
-from ..server.core.client import BlockedGet
-from ..server.core.job import ACTIVE, BCAST_QUEUED, Job
-from ..server.core.queue import PAUSED_OUT, Queue
+from ..core.client import BlockedGet
+from ..core.jobs.job import ACTIVE, BCAST_QUEUED, Job
+from ..core.jobs.queue import PAUSED_OUT, Queue
 from .membership import ClusterNode
 
 if TYPE_CHECKING:

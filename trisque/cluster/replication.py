@@ -28,15 +28,15 @@ from typing import TYPE_CHECKING
 
 from ..protocol import bus, errors, resp
 from ..protocol.jobcodec import JobFields
-from ..server.core.client import Client, PendingReply
-from ..server.core.job import (ACTIVE, BCAST_QUEUED, BCAST_WILLQUEUE,
+from ..core.client import Client, PendingReply
+from ..core.jobs.job import (ACTIVE, BCAST_QUEUED, BCAST_WILLQUEUE,
                                WAIT_REPL, Job, serialize)
-from ..server.core.node import WILLQUEUE_ADVANCE_MS
-from ..server.core.queue import PAUSED_IN
+from ..core.node import WILLQUEUE_ADVANCE_MS
+from ..core.jobs.queue import PAUSED_IN
 from .replication_latency import ReplicationLatency
 
 if TYPE_CHECKING:
-    from ..server.core.node import Node
+    from ..core.node import Node
     from .cluster import Cluster
     from .membership import ClusterNode
 

@@ -36,10 +36,10 @@
 from typing import TYPE_CHECKING
 
 from ..protocol import bus
-from ..server.core.job import (ACKED, ACTIVE, BCAST_QUEUED, BCAST_WILLQUEUE,
+from ..core.jobs.job import (ACKED, ACTIVE, BCAST_QUEUED, BCAST_WILLQUEUE,
                                QUEUED, WAIT_REPL, Job)
-from ..server.core.node import Node
-from ..server.core.queue import PAUSED_IN, PAUSED_OUT
+from ..core.node import Node
+from ..core.jobs.queue import PAUSED_IN, PAUSED_OUT
 from .membership import ClusterNode
 
 if TYPE_CHECKING:

@@ -1,1 +1,2 @@
-"""One trisque node: the synchronous core and the trio shell around it."""
+"""One trisque node's process: main.py wires the core, the cluster and the
+shell; clients/ serves client connections, aof/ the append-only file."""

@@ -11,14 +11,14 @@ import time
 
 import trio
 
-from .core.build_form import build_form, is_compiled, stale_sources
-from .core.version import VERSION
-from .core.config import Config, ConfigError
-from .core.node import Node
-from .core.table import COMMANDS
-from .shell import collector, heap, log, open_files
-from .shell.connection import ClientServer
-from .shell.tls import bus_tls, client_tls, reload_on_change
+from ..core.admin.build_form import build_form, is_compiled, stale_sources
+from ..core.admin.version import VERSION
+from ..core.admin.config import Config, ConfigError
+from ..core.node import Node
+from ..core.table import COMMANDS
+from ..shell import collector, heap, log, open_files
+from .clients.connection import ClientServer
+from ..shell.tls import bus_tls, client_tls, reload_on_change
 
 USAGE = """\
 Usage: trisque-server [/path/to/disque.conf] [--directive value ...]
@@ -52,7 +52,7 @@ def parse_command_line(args):
             lines[-1].append(arg)
         else:
             raise ConfigError(f"Invalid argument '{arg}': options start with --")
-    from .core.config import quote
+    from ..core.admin.config import quote
     text = "\n".join(" ".join([words[0]] + [quote(w) for w in words[1:]])
                      for words in lines)
     config.load_text(text, origin="(command line)")
@@ -65,7 +65,7 @@ def main(argv=None):
         print(USAGE, end="")
         return 0
     if args and args[0] == "--check-aof":
-        from .aof_check import main as check_aof
+        from .aof.check import main as check_aof
         return check_aof(args[1:])
     if args and args[0] in ("-v", "--version"):
         print(f"trisque-server v={VERSION} (Disque-compatible job broker, "
@@ -88,8 +88,8 @@ def main(argv=None):
 
 
 async def run(config):
-    from .shell.bus_links import attach_cluster  # the cluster, wired in here
-    from .shell.aof import attach_log
+    from ..cluster.tcp.transport import attach_cluster  # the cluster, wired in here
+    from .aof.append_only_log import attach_log
 
     collector.tune()
     heap.tune()  # large blocks in their own mappings: no holes in the heap

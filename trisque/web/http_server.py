@@ -8,8 +8,8 @@ once (a flood of idle sockets costs the node nothing but descriptors).
 import socket
 import trio
 
-from ..server.shell import log
-from ..server.shell.listening import open_listener
+from ..shell import log
+from ..shell.listening import open_listener
 from .http_connection import Handler, Limits, serve_connection
 
 MAX_CONNECTIONS = 64

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from ..protocol.bus import NAMES
-from ..server.core.info import rss_bytes
-from ..server.core.job import STATE_NAMES
-from ..server.core.command import unique_commands
+from ..core.admin.info import rss_bytes
+from ..core.jobs.job import STATE_NAMES
+from ..core.command import unique_commands
 
 TOP_QUEUES = 20
 OTHER_QUEUES = "(other)"

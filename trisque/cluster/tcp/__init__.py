@@ -1,0 +1,1 @@
+"""The cluster bus over TCP: links to peers, their authentication (trio)."""

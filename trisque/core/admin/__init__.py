@@ -1,0 +1,1 @@
+"""Server administration: configuration, INFO, AUTH, client limits, version."""

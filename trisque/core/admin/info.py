@@ -1,0 +1,148 @@
+"""INFO: Disque's sections and field names."""
+
+from __future__ import annotations
+
+import os
+import platform
+import resource
+import sys
+from typing import TYPE_CHECKING
+
+from .build_form import build_form
+from ..command import unique_commands
+from .version import REDIS_VERSION, VERSION
+
+if TYPE_CHECKING:
+    from ..node import Node
+
+# One "name:value" line of a section (values are printed as they are).
+InfoField = tuple[str, str | int | float]
+
+SECTIONS = ("server", "clients", "memory", "jobs", "queues", "persistence",
+            "stats", "cpu", "cluster", "keyspace")
+DEFAULT = ("server", "clients", "memory", "jobs", "queues", "persistence",
+           "stats", "cpu", "keyspace")
+# The Redis version whose keyspace commands we follow (tested against it),
+# for Redis tools and clients that check INFO server's redis_version.
+RUN_ID = os.urandom(20).hex()
+
+
+def human(size: int) -> str:
+    for unit, scale in (("G", 1024**3), ("M", 1024**2), ("K", 1024)):
+        if size >= scale:
+            return f"{size / scale:.2f}{unit}"
+    return f"{size}B"
+
+
+def rss_bytes() -> int:
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except OSError:
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def section_fields(node: Node, name: str) -> list[InfoField] | None:
+    now_ms = node.now_ms()
+    stats = node.stats
+    config = node.config
+    if name == "server":
+        uptime = (now_ms - stats.start_ms) // 1000
+        return [
+            ("disque_version", VERSION), ("trisque_version", VERSION),
+            ("trisque_build", build_form()),
+            ("redis_version", REDIS_VERSION), ("redis_mode", "standalone"),
+            ("os", f"{platform.system()} {platform.release()} {platform.machine()}"),
+            ("arch_bits", 64 if sys.maxsize > 2**32 else 32),
+            ("multiplexing_api", "trio"),
+            ("python_version", platform.python_version()),
+            ("process_id", os.getpid()), ("run_id", RUN_ID),
+            ("tcp_port", config.port), ("uptime_in_seconds", uptime),
+            ("uptime_in_days", uptime // 86400), ("hz", config.hz),
+            ("executable", os.path.abspath(sys.argv[0])),
+            ("config_file", config.config_file or ""),
+        ]
+    if name == "clients":
+        return [
+            ("connected_clients", len(node.clients)),
+            ("client_longest_output_list",
+             max((len(c.out) for c in node.clients.values()), default=0)),
+            ("client_biggest_input_buf", 0),
+            ("blocked_clients", node.blocked_clients()),
+        ]
+    if name == "memory":
+        rss = rss_bytes()
+        used = node.used_memory
+        return [
+            ("used_memory", used), ("used_memory_human", human(used)),
+            ("used_memory_rss", rss), ("used_memory_peak", node.peak_memory),
+            ("used_memory_peak_human", human(node.peak_memory)),
+            ("mem_fragmentation_ratio", f"{rss / used:.2f}" if used else "0"),
+            ("mem_allocator", "pymalloc"),
+            ("maxmemory", config.maxmemory),
+            ("maxmemory_human", human(config.maxmemory)),
+            ("maxmemory_policy", config.maxmemory_policy),
+            ("memory_warning_level", node.memory_level()),
+        ]
+    if name == "jobs":
+        return [("registered_jobs", len(node.jobs))]
+    if name == "queues":
+        return [("registered_queues", len(node.queues))]
+    if name == "persistence":
+        return list(node.log.info().items())
+    if name == "stats":
+        return [
+            ("total_connections_received", stats.connections),
+            ("total_commands_processed", stats.commands),
+            ("instantaneous_ops_per_sec", 0),
+            ("total_net_input_bytes", stats.net_in),
+            ("total_net_output_bytes", stats.net_out),
+            ("instantaneous_input_kbps", "0.00"),
+            ("instantaneous_output_kbps", "0.00"),
+            ("rejected_connections", stats.rejected),
+            ("auth_failures", stats.auth_failures),
+            ("protected_mode_denied", stats.denied),
+            ("tls_handshake_failures", stats.tls_handshake_failures),
+            ("client_query_buffer_limit_disconnections", stats.query_limit_kills),
+            ("client_output_buffer_limit_disconnections", stats.output_limit_kills),
+            ("expired_jobs", stats.expired_jobs),
+            ("expired_keys", node.keyspace.expired_keys),
+            ("latest_fork_usec", 0),
+        ]
+    if name == "cpu":
+        me = resource.getrusage(resource.RUSAGE_SELF)
+        kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return [
+            ("used_cpu_sys", f"{me.ru_stime:.2f}"), ("used_cpu_user", f"{me.ru_utime:.2f}"),
+            ("used_cpu_sys_children", f"{kids.ru_stime:.2f}"),
+            ("used_cpu_user_children", f"{kids.ru_utime:.2f}"),
+        ]
+    if name == "cluster":
+        return list(node.cluster.info_fields())
+    if name == "keyspace":
+        return list(node.keyspace.info_fields(now_ms))
+    if name == "commandstats":
+        return [(f"cmdstat_{c.lname}",
+                 f"calls={c.calls},usec={c.ns // 1000},"
+                 f"usec_per_call={c.ns / 1000 / c.calls:.2f}")
+                for c in unique_commands(node.table) if c.calls]
+    return None
+
+
+def render(node: Node, section: str) -> str:
+    names: tuple[str, ...]
+    if section in ("all", "everything"):
+        names = SECTIONS + ("commandstats",)
+    elif section == "default":
+        names = DEFAULT
+    else:
+        names = (section,)
+    parts = []
+    for name in names:
+        fields = section_fields(node, name)
+        if fields is None:
+            continue
+        body = "".join(f"{k}:{v}\r\n" for k, v in fields)
+        title = "CPU" if name == "cpu" else name.capitalize()  # as Disque
+        parts.append(f"# {title}\r\n{body}")
+    return "\r\n".join(parts)

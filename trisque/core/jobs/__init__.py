@@ -1,0 +1,1 @@
+"""The job domain: jobs, queues, their timers, and the commands on them."""

@@ -1,0 +1,445 @@
+"""Job commands: ADDJOB, GETJOB (also named GETJOBS), ACKJOB, FASTACK,
+NACK, ENQUEUE, DEQUEUE, WORKING, DELJOB, SHOW, JSCAN.  Replies and errors
+are Disque's, in RESP2 shapes unless the client opted in to RESP3 types
+(client.py)."""
+
+from typing import Any, Final
+
+from ...protocol import errors, jobid, resp
+from ...protocol.args import decimal, to_int
+from ...protocol.errors import CommandError
+
+from ..client import BlockedGet, Client
+from .job import ACKED, ACTIVE, BCAST_WILLQUEUE, QUEUED, STATE_BY_NAME, STATE_NAMES, Job
+from .job_reply import job_reply
+from ..node import Node
+from .queue import PAUSED_IN, PAUSED_OUT, Queue
+from .scan import parse_scan_args, scan
+from ..command import command
+
+TTL_DEFAULT_S: Final = 24 * 3600
+_ONLY_ME: Final[dict[str, tuple[str, ...]]] = {}  # node id -> (node id,): shared nodes_delivered
+# (tuple[str, ...]: a compiled tuple[str] is unboxed, and each job got a new 48-byte tuple)
+RETRY_DEFAULT_MAX_S: Final = 300
+_RETRY_FOR_DEFAULT_TTL_S: Final = max(1, min(TTL_DEFAULT_S // 10, RETRY_DEFAULT_MAX_S))
+U32_MAX: Final = 2**32 - 1
+
+
+def parse_timeout_ms(arg: bytes) -> int:
+    value = to_int(arg, "ERR timeout is not an integer or out of range")
+    if value < 0:
+        raise CommandError("ERR timeout is negative")
+    return value
+
+
+def validate_ids(ids: list[bytes]) -> None:
+    """All IDs must be well formed before any is acted on."""
+    for job_id in ids:
+        if not jobid.is_valid(job_id):
+            raise CommandError(errors.BADID)
+
+
+@command("ADDJOB", -4, "write denyoom fast")
+def addjob(node: Node, client: Client, argv: list[bytes]) -> Any:
+    """ADDJOB queue body timeout_ms [REPLICATE n] [DELAY s] [RETRY s]
+    [TTL s] [MAXLEN n] [ASYNC]"""
+    if len(argv[2]) > node.config.max_job_size:
+        # A bound on every job a peer must hold too (Disque had none but
+        # proto-max-bulk-len): refused before anything is allocated for it.
+        raise CommandError(f"ERR job body too big: {len(argv[2])} bytes, "
+                           f"max-job-size is {node.config.max_job_size}")
+    cluster = node.cluster
+    replicate = min(3, node.cluster_size)
+    ttl_s = TTL_DEFAULT_S
+    retry_s = -1
+    delay_s = 0
+    maxlen = 0
+    asynchronous = False
+    external = node.memory_level() > 0 or node.leaving
+    i, argc = 4, len(argv)
+    while i < argc:
+        opt = argv[i].upper()
+        has_value = i + 1 < argc
+        if opt == b"REPLICATE" and has_value:
+            replicate = _bounded(argv[i + 1], 1, 65535,
+                                 "ERR REPLICATE must be between 1 and 65535")
+            i += 1
+        elif opt == b"TTL" and has_value:
+            ttl_s = _bounded(argv[i + 1], 1, None, "ERR TTL must be a number > 0")
+            i += 1
+        elif opt == b"RETRY" and has_value:
+            retry_s = _bounded(argv[i + 1], 0, None,
+                               "ERR RETRY time must be a non negative number")
+            i += 1
+        elif opt == b"DELAY" and has_value:
+            delay_s = _bounded(argv[i + 1], 0, None,
+                               "ERR DELAY time must be a non negative number")
+            i += 1
+        elif opt == b"MAXLEN" and has_value:
+            maxlen = _bounded(argv[i + 1], 1, None, "ERR MAXLEN must be a positive number")
+            i += 1
+        elif opt == b"ASYNC":
+            asynchronous = True
+        else:
+            raise CommandError(errors.SYNTAX)
+        i += 1
+    timeout_ms = decimal(argv[3])
+    if timeout_ms < 0:
+        timeout_ms = parse_timeout_ms(argv[3])
+    if argc > 4:
+        # Disque keeps these in 32-bit fields (and so does our job record):
+        # larger values (over 136 years) are clamped, not wrapped.
+        ttl_s = min(ttl_s, U32_MAX)
+        retry_s = min(retry_s, U32_MAX)
+        delay_s = min(delay_s, U32_MAX)
+    if replicate > 1 and retry_s == 0:
+        raise CommandError("ERR With RETRY set to 0 please explicitly set  "
+                           "REPLICATE to 1 (at-most-once delivery)")
+    if delay_s >= ttl_s:
+        raise CommandError("ERR The specified DELAY is greater than TTL. Job "
+                           "refused since would never be delivered")
+    if retry_s == -1:
+        retry_s = (_RETRY_FOR_DEFAULT_TTL_S if ttl_s == TTL_DEFAULT_S
+                   else max(1, min(ttl_s // 10, RETRY_DEFAULT_MAX_S)))
+
+    others_needed = replicate if external else replicate - 1
+    if others_needed and others_needed > (reachable := cluster.reachable_count()):
+        if external and others_needed - 1 == reachable:
+            reason = "I'm leaving the cluster" if node.leaving else "I'm out of memory"
+            raise CommandError(
+                "NOREPL Not enough reachable nodes for the requested replication "
+                "level, since I'm unable to hold a copy of the message for the "
+                f"following reason: {reason}")
+        raise CommandError(errors.NOREPL_NODES)
+
+    qname = argv[1]
+    queue: Queue | None = node.queues.get(qname)
+    if queue is not None:
+        qname = queue.name  # one name object for all its jobs (memory)
+        if maxlen and len(queue.jobs) >= maxlen:
+            raise CommandError(errors.MAXLEN)
+        if queue.paused & PAUSED_IN:
+            raise CommandError(errors.PAUSED_IN)
+
+    now_ms = node.now_ms()
+    job = node.create_job(qname, argv[2], replicate, ttl_s, retry_s, delay_s, now_ms)
+    if replicate > 1 or external:
+        # Synchronous replication blocks the client until enough nodes
+        # confirmed (or answers now, for ASYNC); see cluster/replication.py.
+        # Inside EXEC or a script nothing waits: ADDJOB acts as ASYNC.
+        asynchronous = asynchronous or node.blocking.atomic_depth > 0
+        return cluster.replicate(job, client, timeout_ms, asynchronous, external)
+    job.state = ACTIVE
+    holders = _ONLY_ME.get(node.id)
+    if holders is None:
+        holders = _ONLY_ME[node.id] = (node.id,)
+    job.nodes_delivered = holders  # shared: 48 bytes less per job
+    node.register(job)
+    if node.log_active:
+        node.log.job_stored(job)
+    if delay_s:
+        node.schedule(job)
+    else:
+        node.enqueue_new(job, queue if queue is not None else node.get_queue(qname), now_ms)
+    return b"+%s\r\n" % job.id
+
+
+def _bounded(arg: bytes, low: int, high: int | None, message: str) -> int:
+    value = decimal(arg)
+    if value < 0:
+        try:
+            value = to_int(arg)
+        except CommandError:
+            raise CommandError(message) from None
+    if value < low or (high is not None and value > high):
+        raise CommandError(message)
+    return value
+
+
+_FROM: Final = 1
+_NOHANG: Final = 2
+_WITHCOUNTERS: Final = 3
+_TIMEOUT: Final = 4
+_COUNT: Final = 5
+_GETJOB_OPTIONS: Final = {b"FROM": _FROM, b"NOHANG": _NOHANG, b"WITHCOUNTERS": _WITHCOUNTERS,
+                          b"TIMEOUT": _TIMEOUT, b"COUNT": _COUNT}
+
+
+# GETJOBS: another name of GETJOB (same grammar, replies and errors), the
+# one users read in this project's description.
+@command("GETJOBS", -2, "write fast")
+@command("GETJOB", -2, "write fast")
+def getjob(node: Node, client: Client, argv: list[bytes]) -> bytes | None:
+    """GETJOB [NOHANG] [TIMEOUT ms] [COUNT n] [WITHCOUNTERS] FROM queue..."""
+    timeout_ms = 0
+    count = 1
+    nohang = False
+    withcounters = False
+    names = None
+    i, argc = 1, len(argv)
+    while i < argc:
+        arg = argv[i]
+        opt = _GETJOB_OPTIONS.get(arg) or _GETJOB_OPTIONS.get(arg.upper())
+        has_value = i + 1 < argc
+        if opt == _FROM:
+            names = argv[i + 1:]  # everything after FROM is a queue name
+            break
+        elif opt == _NOHANG:
+            nohang = True
+        elif opt == _WITHCOUNTERS:
+            withcounters = True
+        elif opt == _TIMEOUT and has_value:
+            timeout_ms = parse_timeout_ms(argv[i + 1])
+            i += 1
+        elif opt == _COUNT and has_value:
+            count = _bounded(argv[i + 1], 1, None,
+                             "ERR COUNT must be a number greater than zero")
+            i += 1
+        else:
+            raise CommandError(errors.SYNTAX)
+        i += 1
+    if not names:
+        raise CommandError(errors.SYNTAX)
+    if len(names) > node.config.getjob_max_queues:
+        # each named queue is created and watched: a bound on one request's work
+        raise CommandError(f"ERR too many queues in GETJOB: {len(names)}, "
+                           f"getjob-max-queues is {node.config.getjob_max_queues}")
+
+    # Round robin over the queues, left to right, until COUNT jobs or none left.
+    queues = node.queues
+    out = []
+    now_ms = node.now_ms()
+    progress = True
+    if len(names) == 1:
+        # The same rule for the usual single queue, with less bookkeeping:
+        # take while there are jobs; a queue found empty asks for more.
+        name = names[0]
+        queue: Queue | None = queues.get(name)
+        if queue is None:
+            queue = node.get_queue(name)  # as Disque's GETJOB: it exists now
+        queue.consumer_ms = now_ms
+        if not queue.paused & PAUSED_OUT:
+            jobs = queue.jobs
+            while count and jobs:
+                out.append(job_reply(node.fetch(queue, now_ms), withcounters))
+
+                count -= 1
+        if count and node.cluster_size > 1:
+            node.cluster.need_jobs(name)  # (federation: nobody to ask alone)
+        progress = False
+    while count and progress:
+        progress = False
+        for name in names:
+            queue = queues.get(name)
+            if queue is None:
+                queue = node.get_queue(name)
+            queue.consumer_ms = now_ms
+            if not queue.jobs or queue.paused & PAUSED_OUT:
+                if node.cluster_size > 1:
+                    node.cluster.need_jobs(name)
+                continue
+            out.append(job_reply(node.fetch(queue, now_ms), withcounters))
+            progress = True
+            count -= 1
+            if not count:
+                break
+    if out:
+        if len(out) == 1:
+            return b"*1\r\n" + out[0]
+        return b"*%d\r\n%s" % (len(out), b"".join(out))
+    if nohang or node.blocking.atomic_depth:  # inside EXEC/a script: NOHANG
+        return resp.null_array(client.disque_proto())
+    if node.leaving:
+        raise CommandError(errors.LEAVING)
+    unique = list(dict.fromkeys(names))
+    for name in unique:
+        node.get_queue(name).blocked[client] = None
+    node.block(client, BlockedGet(unique, withcounters), timeout_ms)
+    return None
+
+
+@command("ACKJOB", -1, "write fast")
+def ackjob(node: Node, client: Client, argv: list[bytes]) -> bytes:
+
+    ids = argv[1:]
+    validate_ids(ids)
+    known = 0
+    jobs = node.jobs
+    for job_id in ids:
+        job: Job | None = jobs.get(job_id)
+        if job is None:
+            # An ack for a job we never saw may still matter elsewhere: the
+            # cluster keeps a "dummy ack" for IDs whose TTL digits are odd.
+            node.cluster.dummy_ack(job_id)
+        elif job.state != ACKED:
+            known += 1
+            node.ack(job)
+        else:
+            node.cluster.try_gc(job)
+    return resp.integer(known)
+
+
+@command("FASTACK", -1, "write fast")
+def fastack(node: Node, client: Client, argv: list[bytes]) -> bytes:
+    ids = argv[1:]
+    validate_ids(ids)
+    known = 0
+    for job_id in ids:
+        job = node.jobs.get(job_id)
+        node.cluster.fast_ack(job, job_id)
+        if job is not None:
+            node.delete_job(job)
+            known += 1
+    return resp.integer(known)
+
+
+def _enqueue_generic(node: Node, argv: list[bytes], nack: bool) -> bytes:
+    ids = argv[1:]
+    validate_ids(ids)
+    enqueued = 0
+    for job_id in ids:
+        job = node.jobs.get(job_id)
+        if job is not None and job.state == ACTIVE and node.enqueue(job, nack):
+            enqueued += 1
+    return resp.integer(enqueued)
+
+
+@command("ENQUEUE", -1, "write denyoom fast")
+def enqueue(node: Node, client: Client, argv: list[bytes]) -> bytes:
+    return _enqueue_generic(node, argv, nack=False)
+
+
+@command("NACK", -1, "write denyoom fast")
+def nack(node: Node, client: Client, argv: list[bytes]) -> bytes:
+    return _enqueue_generic(node, argv, nack=True)
+
+
+@command("DEQUEUE", -1, "write fast")
+def dequeue(node: Node, client: Client, argv: list[bytes]) -> bytes:
+    ids = argv[1:]
+    validate_ids(ids)
+    dequeued = 0
+    for job_id in ids:
+        job = node.jobs.get(job_id)
+        if job is not None and node.dequeue(job):
+            dequeued += 1
+    return resp.integer(dequeued)
+
+
+@command("DELJOB", -1, "write fast")
+def deljob(node: Node, client: Client, argv: list[bytes]) -> bytes:
+    ids = argv[1:]
+    validate_ids(ids)
+    evicted = 0
+    for job_id in ids:
+        job = node.jobs.get(job_id)
+        if job is not None:
+            node.delete_job(job)
+            evicted += 1
+    return resp.integer(evicted)
+
+
+@command("WORKING", 2, "write fast")
+def working(node: Node, client: Client, argv: list[bytes]) -> bytes:
+    validate_ids(argv[1:])
+    job = node.jobs.get(argv[1])
+    if job is None:
+        raise CommandError(errors.NOJOB)
+    # Rule: no postponing once half of the TTL is gone, so one worker
+    # cannot hold a job for its whole life.
+    now_ms = node.now_ms()
+    created_ms = job.ctime // 1000000
+    ttl_ms = job.etime_ms - created_ms
+    if ttl_ms > 0 and now_ms - created_ms > ttl_ms // 2:
+        raise CommandError("TOOLATE Half of job TTL already elapsed, you are no "
+                           "longer allowed to postpone the next delivery.")
+    if job.state == QUEUED:
+        node.dequeue(job)
+    if job.retry_s and job.qtime_ms and job.state != ACKED:
+        job.flags |= BCAST_WILLQUEUE
+        job.qtime_ms = now_ms + job.retry_s * 1000 + node.jitter_ms()
+        node.schedule(job)
+    node.cluster.working(job)
+    return resp.integer(job.retry_s)
+
+
+@command("SHOW", 2, "readonly fast")
+def show(node: Node, client: Client, argv: list[bytes]) -> bytes:
+    validate_ids(argv[1:])
+    job = node.jobs.get(argv[1])
+    if job is None:
+        return resp.null(client.disque_proto())
+    return resp.encode(job_info(node, job), client.disque_proto())
+
+
+def job_info(node: Node, job: Job) -> dict[str, Any]:
+    """SHOW's 15 fields, in Disque's order (a map for CLIENT DISQUE-RESP3)."""
+    now_ms = node.now_ms()
+    return {
+        "id": job.id,
+        "queue": job.queue,
+        "state": STATE_NAMES[job.state],
+        "repl": job.repl,
+        "ttl": max(0, -((now_ms - job.etime_ms) // 1000)),  # rounded up
+        "ctime": job.ctime,
+        "delay": job.delay_s,
+        "retry": job.retry_s,
+        "nacks": job.nacks,
+        "additional-deliveries": job.deliveries,
+        "nodes-delivered": list(job.nodes_delivered),
+        "nodes-confirmed": list(job.nodes_confirmed or ()),
+        "next-requeue-within": (max(0, job.qtime_ms - now_ms)
+                                if job.qtime_ms else None),
+        "next-awake-within": (max(0, job.wake_ms - now_ms)
+                              if job.wake_ms is not None else None),
+        "body": job.body,
+    }
+
+
+@command("JSCAN", -1, "readonly")
+def jscan(node: Node, client: Client, argv: list[bytes]) -> bytes:
+    """JSCAN [cursor] [COUNT n] [BUSYLOOP] [QUEUE q] [STATE s]... [REPLY all|id]"""
+    queue: bytes | None = None
+    states: set[int] = set()
+    reply_all = False
+
+    def own_option(name: bytes, value: bytes) -> bool:
+        nonlocal queue, reply_all
+        if name == b"QUEUE":
+            queue = value
+        elif name == b"STATE":
+            state = STATE_BY_NAME.get(value.lower())
+            if state is None:
+                raise CommandError("ERR Invalid job state name")
+            states.add(state)
+        elif name == b"REPLY":
+            kind = value.upper()
+            if kind not in (b"ID", b"ALL"):
+                raise CommandError("ERR Invalid REPLY type, try ID or ALL")
+            reply_all = kind == b"ALL"
+        else:
+            return False
+        return True
+
+    cursor, count, busyloop = parse_scan_args(argv, own_option)
+
+    def wanted(job: Job) -> bool:
+        if job.flags & 8:  # dummy acks are bookkeeping, not jobs
+            return False
+        if queue is not None and job.queue != queue:
+            return False
+        return not states or job.state in states
+
+    cursor, jobs = scan(node.jobs, cursor, count, busyloop, wanted,
+                        node.deletions)
+    items: list[Any]
+    if reply_all:
+        items = [job_info(node, job) for job in jobs]
+    else:
+        items = [resp.Status(job.id.decode()) for job in jobs]
+    return resp.encode([str(cursor), items], client.disque_proto())
+
+
+@command("LOADJOB", 2, "write")
+def loadjob(node: Node, client: Client, argv: list[bytes]) -> bytes:
+    raise CommandError("ERR LOADJOB is a special command only processed from AOF")

@@ -1,0 +1,413 @@
+"""Every deadline of a node in one structure.
+
+Jobs (delay, requeue, WILLQUEUE, expiry, ack GC) and blocked clients
+(GETJOB and ADDJOB timeouts) share it: anything with a ``wake_ms``
+attribute.  A node with a million pending jobs still finds the next one to
+wake cheaply, and the common changes cost O(1).
+
+How: deadlines mostly arrive in order within a few streams.  Every new job
+expires TTL after now, every delivered job is due for requeue RETRY after
+now: two sequences that never go back in time, interleaved.  So deadlines
+live in up to ``MAX_LANES`` lanes, each a list of items appended in
+non-decreasing ``wake_ms`` order.  A new deadline goes at the end of the
+lane whose last deadline is the latest not after it: an append.  Removing
+one finds it by bisection in its lane; near the head the few before it
+shift up, elsewhere it leaves a hole that keeps its deadline (so the item
+is freed at once); holes are squeezed out once they are half of a lane.
+8 bytes a deadline.
+
+In a cluster the requeue deadlines are jittered (+-250 ms, so that holders
+do not all requeue at once): they arrive out of order, and once the lanes
+are taken almost none fits one.  Those go to buckets: a dict from the
+millisecond to the item due then, or a list of them, and a heap of the
+buckets' milliseconds.  At tens of thousands of jobs a second dozens share
+a millisecond, so most changes are a dict lookup and a list append or
+removal (found by creation time, as in a lane); a new millisecond is one
+heappush (C, O(log n)).  A removal that empties a bucket leaves its key in
+the heap (skipped when it comes up; the heap is rebuilt once most keys are
+stale).  Items due in the same millisecond may come out in any order.
+
+Measured (callgrind, python -m bench.cluster_instructions): a replica's
+REPLJOB record went from ~43.4k to ~34.4k instructions with buckets in
+place of the SortedKeyList that took those deadlines before (~31.8k with
+no jitter at all: in-order appends to a lane).  Memory at a million jittered
+deadlines: ~12 bytes each at 40 a millisecond (the SortedKeyList ~17), ~38
+at one a millisecond (a dict entry a deadline; the SortedKeyList ~14).
+GETJOB, which moves a job from its expiry to its requeue deadline, went
+from ~280 to ~60 bytecodes with lanes instead of one SortedKeyList.
+"""
+
+from bisect import bisect_left, bisect_right
+from heapq import heapify, heappop, heappush
+from operator import attrgetter
+from typing import Any, Final
+
+from mypy_extensions import mypyc_attr
+
+MAX_LANES = 8
+STALE_MIN = 64  # stale bucket keys in the heap before it is worth rebuilding
+COMPACT_MIN = 64  # holes in a lane before it is worth squeezing them out
+NEAR_HEAD = 32  # a removal this close to the head shifts instead of a hole
+_WAKE = attrgetter("wake_ms")
+
+
+# acyclic: no reference cycle runs through these attributes, so compiled
+# instances carry no GC header and the cyclic GC never walks them (a
+# Job inherits this: 16 bytes less per job, and 1M queued jobs add
+# nothing to a full collection).  A subclass that holds other objects
+# (Client, PendingReply) is GC-tracked as usual.
+@mypyc_attr(allow_interpreted_subclasses=True, acyclic=True)  # (PendingReply's, in cluster/)
+class Scheduled:
+    """Anything with a deadline here: a job, a blocked client, a pending
+    reply.  ``wake_ms`` is its deadline while it has one."""
+
+    __slots__ = ("wake_ms",)
+    wake_ms: int | None
+
+
+@mypyc_attr(allow_interpreted_subclasses=True, acyclic=True)  # (tests' stand-ins for jobs)
+class Ordered(Scheduled):
+    """A scheduled item with a creation time (a job, or the hole one left):
+    lanes of jobs created in order are searched by bisection on it."""
+
+    __slots__ = ("_ctime",)
+    _ctime: int
+
+
+@mypyc_attr(acyclic=True)
+class _Hole(Ordered):
+    """Where a removed item was, away from the head: keeps its deadline (and
+    a job's creation time) so the lane stays sorted for bisection."""
+
+    __slots__ = ()
+
+    def __init__(self, wake_ms: int, item: Scheduled) -> None:
+        self.wake_ms = wake_ms
+        self._ctime = item._ctime if isinstance(item, Ordered) else -1
+
+
+def _find_in_run(items: list[Any], item: Scheduled, lo: int, hi: int) -> int:
+    """Index of ``item`` among ``items[lo:hi]``, which share its deadline,
+    or -1.  Hundreds of jobs fetched in the same millisecond share their
+    requeue deadline, and list.index compares each (~20 ns apiece).  They
+    were usually scheduled in creation order, so try a bisection by job
+    creation time first, and check it."""
+    if hi - lo > 8 and isinstance(item, Ordered):
+        try:
+            i = _bisect_ctime(items, item._ctime, lo, hi)
+        except (AttributeError, TypeError):  # not all jobs
+            pass
+        else:
+            if i < hi and items[i] is item:
+                return i
+    try:
+        return items.index(item, lo, hi)
+    except ValueError:
+        return -1
+
+
+NEAR: Final = 8  # how far past the last hole _near looks
+
+
+def _near(items: list[Any], item: Scheduled, start: int) -> int:
+    """Index of ``item`` among the few entries from ``start`` (after the
+    last hole made in this lane), or -1.  Jobs leave the middle of a lane
+    mostly in the order they joined it: the jobs of a short queue fetched
+    one after another, whose expiry deadlines sit behind a million others'
+    in the same lane.  Identity tests on the list's pointers touch no job,
+    where a bisection reads a dozen jobs' creation times from memory."""
+    if start:
+        for i in range(start, min(start + NEAR, len(items))):
+            if items[i] is item:
+                return i
+    return -1
+
+
+def _bisect_ctime(items: list[Any], ctime: int, lo: int, hi: int) -> int:
+    """bisect_left on the creation times of ``items[lo:hi]`` (all Ordered).
+    Compiled, a native loop: bisect's key= called a getter that boxed each
+    creation time, and a job taken from a short queue on a node holding a
+    million others is found near the end of the long expiry lane they share
+    (python -m bench.loaded --core: GETJOB from it 1.66x the empty node's)."""
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        other: Ordered = items[mid]
+        if other._ctime < ctime:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+class _Lane:
+    """Items appended in non-decreasing ``wake_ms`` order.  Entries before
+    ``head`` are gone; ``items[head]`` is always live (an empty lane is
+    dropped); ``holes`` counts the _Hole entries after it.  ``by_ctime``:
+    every item appended so far was a job created after the one before it
+    (jobs expiring, or fetched from one queue), so a job is found by one
+    bisection on its creation time."""
+
+    __slots__ = ("items", "head", "holes", "tail", "by_ctime", "last_ctime", "after_hole")
+    items: list[Any]  # Scheduled, or None before head
+    head: int
+    holes: int
+    after_hole: int  # the index after the last hole made (0: none since compacting)
+    tail: int
+    by_ctime: bool
+    last_ctime: int
+
+    def __init__(self, item: Scheduled, wake_ms: int) -> None:
+        self.items = [item]
+        self.head = 0
+        self.holes = 0
+        self.after_hole = 0
+        self.tail = wake_ms  # the latest deadline ever appended
+        self.by_ctime = isinstance(item, Ordered)  # False: not a job
+        self.last_ctime = item._ctime if isinstance(item, Ordered) else -1
+
+
+@mypyc_attr(allow_interpreted_subclasses=True)  # (AOF loading's stand-in, server/aof/load.py)
+class Deadlines:
+    _lanes: list[_Lane]
+    _buckets: dict[int, Any]
+    _keys: list[int]
+    _floor: int | None
+    _len: int
+    _last_ms: int
+    _last_box: int | None
+
+    def __init__(self) -> None:
+        self._lanes = []
+        self._buckets = {}  # wake_ms -> the item, or a list of the items, due then
+        self._keys = []  # heap of the buckets' wake_ms; some may be stale
+        self._floor = None  # a deadline before this fits no lane (see set)
+        self._len = 0
+        # The deadline set last, and one int object for it that its items
+        # share: compiled, ``wake_ms`` arrives unboxed and storing it would
+        # make a 32-byte int per job (jobs of the same ms expire together).
+        self._last_ms = -1
+        self._last_box = None
+
+    def __len__(self) -> int:
+        return self._len
+
+    def set(self, item: Scheduled, wake_ms: int) -> None:
+        """(Re)schedule ``item`` to wake at ``wake_ms``."""
+        old = item.wake_ms
+        if old is not None:
+            if old == wake_ms:
+                return
+            self._remove(item, old)
+        else:
+            self._len += 1
+        if wake_ms != self._last_ms:
+            self._last_ms = wake_ms
+            self._last_box = wake_ms
+        item.wake_ms = self._last_box
+        # Lanes are kept latest tail first, so the first that fits is the
+        # best fit, and appending there keeps that order.  ``_floor``: all
+        # lanes are taken and none fits a deadline before it, so a
+        # jittered one leaves the loop at the first lane for its bucket.
+        lanes = self._lanes
+        for lane in lanes:
+            if lane.tail <= wake_ms:
+                lane.tail = wake_ms
+                lane.items.append(item)
+                if lane.by_ctime:  # (inline: the hot path of ADDJOB, GETJOB)
+                    if not isinstance(item, Ordered):  # a client or a pending reply
+                        lane.by_ctime = False
+                        return
+                    ctime = item._ctime
+                    if ctime > lane.last_ctime:
+                        lane.last_ctime = ctime
+                    else:
+                        lane.by_ctime = False
+                return
+            floor = self._floor
+            if floor is not None and wake_ms < floor:
+                break
+        else:
+            if len(lanes) < MAX_LANES:
+                lanes.append(_Lane(item, wake_ms))  # earlier than every tail: goes last
+                return
+            self._floor = lanes[-1].tail  # (tails only rise while lanes stay)
+        buckets = self._buckets
+        bucket = buckets.get(wake_ms)
+        if bucket is None:
+            buckets[wake_ms] = item
+            heappush(self._keys, wake_ms)
+        elif bucket.__class__ is list:
+            bucket.append(item)
+        else:
+            buckets[wake_ms] = [bucket, item]
+
+    def cancel(self, item: Scheduled) -> None:
+        old = item.wake_ms
+        if old is not None:
+            self._remove(item, old)
+            item.wake_ms = None
+            self._len -= 1
+
+    def _remove(self, item: Scheduled, key: int) -> None:
+        for lane in self._lanes:
+            if key > lane.tail:
+                continue
+            items = lane.items
+            head = lane.head
+            first: Scheduled = items[head]
+            if first is item:  # the usual case: the oldest goes first
+                items[head] = None
+                head += 1
+                if head & 1023 and head < len(items) and items[head].__class__ is not _Hole:
+                    lane.head = head
+                else:
+                    self._advance(lane, head)
+                return
+            if key < first.wake_ms:  # type: ignore[operator]  # (a live item has one)
+                continue
+            # Not at a head: before searching lanes, its bucket (jittered
+            # deadlines on a cluster node are mostly there).
+            if self._buckets and self._remove_from_bucket(item, key):
+                return
+            i = _near(items, item, lane.after_hole)
+            if i < 0 and lane.by_ctime:  # out-of-order acks: ~20% of their CPU before
+                if not isinstance(item, Ordered):  # not a job: not in this lane
+                    continue
+                i = _bisect_ctime(items, item._ctime, head, len(items))
+                if i == len(items) or items[i] is not item:
+                    i = -1
+            if i < 0:
+                lo = bisect_left(items, key, head, key=_WAKE)
+                hi = bisect_right(items, key, lo, key=_WAKE)
+                i = _find_in_run(items, item, lo, hi)
+                if i < 0:
+                    continue
+            if i - head <= NEAR_HEAD:
+                items[head + 1:i + 1] = items[head:i]
+                items[head] = None
+                lane.head = head + 1
+            else:
+                items[i] = _Hole(key, item)
+                lane.after_hole = i + 1
+                lane.holes += 1
+                if lane.holes >= COMPACT_MIN and 2 * lane.holes > len(items) - head:
+                    self._compact(lane)
+            return
+        if not self._remove_from_bucket(item, key):
+            raise ValueError(f"{item!r} is not scheduled at {key}")
+
+    def _remove_from_bucket(self, item: Scheduled, key: int) -> bool:
+        buckets = self._buckets
+        bucket = buckets.get(key)
+        if bucket is item:
+            del buckets[key]
+            if len(self._keys) > 2 * len(buckets) + STALE_MIN:
+                self._keys = list(buckets)  # drop the stale keys
+                heapify(self._keys)
+            return True
+        if bucket.__class__ is list:
+            i = _find_in_run(bucket, item, 0, len(bucket))
+            if i >= 0:
+                del bucket[i]
+                if len(bucket) == 1:
+                    buckets[key] = bucket[0]
+                return True
+        return False
+
+    def _first_key(self) -> int:
+        """The earliest bucket's deadline (buckets not empty): stale keys
+        at the top of the heap (buckets emptied by removals) go first."""
+        keys = self._keys
+        buckets = self._buckets
+        key = keys[0]
+        while key not in buckets:
+            heappop(keys)
+            key = keys[0]
+        return key
+
+    def _advance(self, lane: _Lane, head: int) -> None:
+        """The entry before ``head`` is gone: move the head past holes, drop
+        the lane once it is empty, forget what is behind the head."""
+        items = lane.items
+        end = len(items)
+        while head < end and items[head].__class__ is _Hole:
+            head += 1
+            lane.holes -= 1
+        if head == end:
+            self._lanes.remove(lane)
+            self._floor = None  # room for a new lane
+            return
+        if head >= 1024 and 2 * head > end:
+            del items[:head]
+            head = 0
+        lane.head = head
+
+    def _compact(self, lane: _Lane) -> None:
+        lane.items = [i for i in lane.items[lane.head:] if i.__class__ is not _Hole]
+        lane.head = 0
+        lane.holes = 0
+        lane.after_hole = 0
+
+    def next_ms(self) -> int | None:
+        """The earliest deadline, or None."""
+        best: int | None = None
+        for lane in self._lanes:
+            first: Scheduled = lane.items[lane.head]
+            key: int = first.wake_ms  # type: ignore[assignment]  # (a live item has one)
+            if best is None or key < best:
+                best = key
+        if self._buckets:
+            key = self._first_key()
+            if best is None or key < best:
+                best = key
+        return best
+
+    def pop_due(self, now_ms: int, limit: int) -> list[Any]:
+        """Remove and return up to ``limit`` items due at ``now_ms``."""
+        due: list[Any] = []
+        buckets = self._buckets
+        while len(due) < limit:
+            best: _Lane | None = None
+            best_key = 0
+            for lane in self._lanes:
+                first: Scheduled = lane.items[lane.head]
+                key: int = first.wake_ms  # type: ignore[assignment]  # (a live item has one)
+                if best is None or key < best_key:
+                    best = lane
+                    best_key = key
+            if buckets:
+                key = self._first_key()
+                if best is None or key < best_key:
+                    if key > now_ms:
+                        break
+                    self._pop_bucket(key, limit - len(due), due)
+                    continue
+            if best is None or best_key > now_ms:
+                break
+            head = best.head
+            item = best.items[head]
+            best.items[head] = None
+            self._advance(best, head + 1)
+            item.wake_ms = None
+            self._len -= 1
+            due.append(item)
+        return due
+
+    def _pop_bucket(self, key: int, room: int, due: list[Any]) -> None:
+        """Up to ``room`` items of the earliest bucket (due at ``key``, the
+        top of the heap) onto ``due``."""
+        buckets = self._buckets
+        bucket = buckets[key]
+        if bucket.__class__ is list and len(bucket) > room:
+            taken = bucket[:room]
+            del bucket[:room]
+            if len(bucket) == 1:
+                buckets[key] = bucket[0]
+        else:  # the whole bucket
+            taken = bucket if bucket.__class__ is list else [bucket]
+            del buckets[key]
+            heappop(self._keys)
+        for item in taken:
+            item.wake_ms = None
+        self._len -= len(taken)
+        due.extend(taken)

@@ -1,0 +1,376 @@
+"""EVAL, EVALSHA, EVAL_RO, EVALSHA_RO, SCRIPT, as Redis 7.0's eval.c and
+script_lua.c: Lua 5.1 scripts that run atomically against the keyspace
+(and the jobs).
+
+- A script is compiled once per body (its SHA1 names it; EVAL caches it
+  too, SCRIPT LOAD only caches) into a function of the sandbox
+  (lua_sandbox.py), and run with ``KEYS`` and ``ARGV`` set.
+- ``redis.call`` runs a command through the node's table on the script's
+  own client (the caller's db; SELECT inside stays inside; RESP2 unless
+  ``redis.setresp(3)``), inside ``Atomic``: nothing waits (blocking
+  commands are not allowed, as 7.0; GETJOB acts as NOHANG, ADDJOB as
+  ASYNC), and the writes reach the AOF as one MULTI/EXEC block of the
+  commands that ran (their effects).  Replies are converted as
+  lua_convert.py says.
+- The core never awaits, so a script is atomic with respect to every
+  other client.  The time limit (``busy-reply-threshold``, alias
+  ``lua-time-limit``): every ``HOOK_EVERY`` Lua instructions a hook asks
+  ``check``; past the threshold the run is ``busy`` and ``check`` calls
+  ``node.on_busy`` (the shell's), which reads the other connections and
+  answers them through ``execute_while_busy``: -BUSY, except the few
+  commands Redis allows then (SCRIPT KILL, SHUTDOWN NOSAVE, AUTH, HELLO,
+  MULTI, DISCARD, WATCH, UNWATCH).  SCRIPT KILL marks the run killed;
+  the hook's next call raises the kill error in Lua (and from then on on
+  every instruction, so a ``pcall`` cannot keep the script alive).  A
+  script that already wrote cannot be killed (-UNKILLABLE): only
+  SHUTDOWN NOSAVE ends it, and its torn AOF block is dropped on load.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import TYPE_CHECKING, Any
+
+from ...protocol import resp
+from ...protocol.errors import OOM, CommandError, unknown_subcommand
+from ..client import Client
+from .key_table import key_command
+from .lua_convert import lua_to_reply, reply_to_lua
+from .lua_sandbox import Sandbox, ScriptCompileError, ScriptError
+from .transactions import Atomic
+
+if TYPE_CHECKING:
+    from ..node import Node
+    from ..command import Command
+
+NOSCRIPT = "NOSCRIPT No matching script. Please use EVAL."
+BUSY = ("BUSY Redis is busy running a script. You can only call SCRIPT KILL "
+        "or SHUTDOWN NOSAVE.")
+NOTBUSY = "NOTBUSY No scripts in execution right now."
+UNKILLABLE = ("UNKILLABLE Sorry the script already executed write commands "
+              "against the dataset. You can either wait the script termination "
+              "or kill the server in a hard way using the SHUTDOWN NOSAVE command.")
+# Commands a script may not call (Redis 7.0's noscript flag, and blocking
+# commands: a script cannot wait).
+NOT_FROM_SCRIPTS = frozenset((
+    "AUTH", "HELLO", "CLIENT", "CONFIG", "DEBUG", "MONITOR", "SHUTDOWN", "QUIT",
+    "RESET", "MULTI", "EXEC", "DISCARD", "WATCH", "UNWATCH", "EVAL", "EVALSHA",
+    "EVAL_RO", "EVALSHA_RO", "SCRIPT", "BGREWRITEAOF", "SLOWLOG", "LATENCY",
+    "BLPOP", "BRPOP", "BRPOPLPUSH", "BLMOVE", "BLMPOP", "BZPOPMIN", "BZPOPMAX",
+    "BZMPOP", "LOADJOB",
+))
+# What other clients may run while a script is past its time limit.
+ALLOWED_WHILE_BUSY = frozenset(("AUTH", "HELLO", "MULTI", "DISCARD", "WATCH",
+                                "UNWATCH", "QUIT", "RESET"))
+LOG_LEVELS = ("debug", "verbose", "notice", "warning")
+
+
+class ScriptRun:
+    """The script running now (``Scripting.running``)."""
+
+    __slots__ = ("sha", "client", "caller", "start_s", "busy", "killed",
+                 "wrote", "readonly", "resp")
+
+    def __init__(self, sha: bytes, client: Client, caller: Client, start_s: float,
+                 readonly: bool) -> None:
+        self.sha = sha
+        self.client = client  # the script's own (db, protocol of redis.call)
+        self.caller = caller
+        self.start_s = start_s
+        self.busy = False  # past the time limit: others get -BUSY
+        self.killed = False  # SCRIPT KILL (or SHUTDOWN NOSAVE) asked
+        self.wrote = False  # ran a write command: SCRIPT KILL refused
+        self.readonly = readonly  # EVAL_RO / EVALSHA_RO
+        self.resp = 2  # redis.setresp
+
+
+class Scripting:
+    """``node.scripting``: the Lua state, the script cache, the run."""
+
+    def __init__(self, node: Node) -> None:
+        self.node = node
+        self.scripts: dict[bytes, tuple[bytes, Any]] = {}  # sha -> (body, function)
+        self.running: ScriptRun | None = None
+        self.sandbox = self._new_sandbox()
+
+    def _new_sandbox(self) -> Sandbox:
+        return Sandbox(self._call, self._pcall, self._check, self._log, _sha1hex,
+                       self._setresp)
+
+    def flush(self) -> None:
+        """SCRIPT FLUSH: a new Lua state, an empty cache (as Redis)."""
+        self.scripts = {}
+        self.sandbox = self._new_sandbox()
+
+    def load(self, body: bytes) -> tuple[bytes, Any]:
+        sha = _sha1hex(body)
+        entry = self.scripts.get(sha)
+        if entry is None:
+            try:
+                function = self.sandbox.compile(body)
+            except ScriptCompileError as exc:
+                raise CommandError("ERR Error compiling script (new function): "
+                                   + exc.message.decode("utf-8", "replace")) from None
+            entry = self.scripts[sha] = (body, function)
+        return sha, entry[1]
+
+    # --------------------------------------------------------------- run
+
+    def run(self, caller: Client, sha: bytes, function: Any, keys: list[bytes],
+            argv: list[bytes], readonly: bool) -> bytes:
+        node = self.node
+        client = Client(0)
+        client.authenticated = True
+        client.db = caller.db
+        client.addr = caller.addr
+        run = self.running = ScriptRun(sha, client, caller, node.clock(), readonly)
+        try:
+            with Atomic(node) as atomic:
+                ok, result = self.sandbox.run(function, keys, argv)
+                # killed although it wrote: SHUTDOWN NOSAVE, drop it on load
+                atomic.abandoned = run.killed and run.wrote
+        finally:
+            self.running = None
+        if ok:
+            return lua_to_reply(result, caller.proto, run.resp)
+        return _error_reply(result, sha)
+
+    def _call(self, *argv: Any) -> Any:
+        """redis.call: the reply, or a ScriptError raised into the script."""
+        reply = self._command(argv)
+        if reply[:1] == b"-":
+            raise ScriptError(reply[1:-2])
+        return reply_to_lua(reply, self.sandbox)[1]
+
+    def _pcall(self, *argv: Any) -> Any:
+        """redis.pcall: errors come back as {err=...}."""
+        return reply_to_lua(self._command(argv), self.sandbox)[1]
+
+    def _command(self, argv: tuple[Any, ...]) -> bytes:
+        """Check and run one command of a script; its encoded reply."""
+        run = self.running
+        assert run is not None
+        node = self.node
+        if not argv:
+            return b"-ERR Please specify at least one argument for this redis lib call\r\n"
+        args = []
+        for arg in argv:
+            kind = arg.__class__
+            if kind is bytes:
+                args.append(arg)
+            elif kind is int or kind is float:
+                args.append(_number_arg(arg))
+            else:
+                return b"-ERR Lua redis lib command arguments must be strings or integers\r\n"
+        command = command_of(node, args[0])
+        if command is None:
+            return b"-ERR Unknown Redis command called from script\r\n"
+        arity = command.arity
+        if (arity > 0 and len(args) != arity) or len(args) < -arity:
+            return b"-ERR Wrong number of args calling Redis command from script\r\n"
+        if command.name in NOT_FROM_SCRIPTS:
+            return b"-ERR This Redis command is not allowed from script\r\n"
+        write = "write" in command.flags
+        if write:
+            if run.readonly:
+                return b"-ERR Write commands are not allowed from read-only scripts.\r\n"
+            if node.log.failing:
+                return resp.error("MISCONF Errors writing to the AOF file: " + node.log.failing)
+        if (command.deny_oom and not run.wrote and node.config.maxmemory
+                and node.used_memory >= node.config.maxmemory):
+            return resp.error(OOM)
+        if write:
+            run.wrote = True
+        return node.call(run.client, command, args)
+
+    def _check(self) -> bool:
+        """The Lua hook: past the time limit, let the shell answer others
+        (-BUSY, SCRIPT KILL); True once the script must die."""
+        run = self.running
+        if run is None:
+            return False
+        node = self.node
+        if not run.busy:
+            limit_ms = node.config.busy_reply_threshold
+            if limit_ms <= 0 or (node.clock() - run.start_s) * 1000 < limit_ms:
+                return run.killed
+            run.busy = True
+            self._log(3, b"Slow script detected: still in execution after %d "
+                      b"milliseconds. You can try killing the script using the "
+                      b"SCRIPT KILL command. Script name is: %s."
+                      % (int((node.clock() - run.start_s) * 1000), run.sha))
+        if node.on_busy is not None:
+            node.on_busy()
+        return run.killed
+
+    def _log(self, level: int, text: bytes) -> None:
+        if self.node.on_log is not None:
+            self.node.on_log(LOG_LEVELS[level], text.decode("utf-8", "replace"))
+
+    def _setresp(self, version: Any = None) -> None:
+        if version not in (2, 3):
+            raise ScriptError(b"ERR RESP version must be 2 or 3.")
+        run = self.running
+        if run is not None:
+            run.resp = version
+            run.client.proto = version
+
+
+def _sha1hex(data: bytes) -> bytes:
+    return hashlib.sha1(data).hexdigest().encode()
+
+
+def _number_arg(number: Any) -> bytes:
+    """A Lua number given to redis.call, as Redis writes it (%.17g)."""
+    if number.__class__ is int:
+        return b"%d" % number
+    if number == int(number) and abs(number) < 1e17:
+        return b"%d" % int(number)
+    return b"%.17g" % number
+
+
+def _error_reply(error: Any, sha: bytes) -> bytes:
+    """A script's uncaught error, as Redis 7.0's luaCallFunction words it."""
+    message = error[b"err"] if hasattr(error, "keys") else None
+    if message.__class__ is not bytes:
+        message = b"ERR unknown error"
+    message = message.replace(b"\r", b" ").replace(b"\n", b" ")
+    if message[:1] == b"-":
+        message = message[1:]
+    source, line = error[b"source"], error[b"line"]
+    if source.__class__ is bytes and line is not None:
+        return b"-%s script: %s, on %s:%d.\r\n" % (message, sha, source, int(line))
+    return b"-%s\r\n" % message
+
+
+def command_of(node: Node, name: bytes) -> Command | None:
+    return node.table.get(name) or node.table.get(name.upper())
+
+
+def scripting(node: Node) -> Scripting:
+    engine: Scripting | None = node.scripting  # (the node holds it untyped)
+    if engine is None:
+        engine = node.scripting = Scripting(node)
+    return engine
+
+
+# ---------------------------------------------------------- -BUSY, KILL
+
+def execute_while_busy(node: Node, client: Client, argv: list[bytes]) -> None:
+    """Another client's request while a script is past its time limit
+    (the shell calls this from inside the Lua hook): -BUSY, except
+    SCRIPT KILL, SHUTDOWN NOSAVE and the commands Redis allows then."""
+    command = command_of(node, argv[0])
+    if command is not None:
+        name = command.name
+        sub = argv[1].upper() if len(argv) > 1 else b""
+        if (name in ALLOWED_WHILE_BUSY
+                or (name == "SCRIPT" and sub == b"KILL")
+                or (name == "SHUTDOWN" and b"NOSAVE" in (a.upper() for a in argv[1:]))):
+            if name == "SHUTDOWN":
+                run = node.scripting.running if node.scripting else None
+                if run is not None:
+                    run.killed = True  # ends the script even if it wrote
+            node.execute(client, argv)
+            return
+    node._reply_error(client, BUSY, command)
+
+
+# ------------------------------------------------------------- commands
+
+def _numkeys(argv: list[bytes]) -> int:
+    text = argv[2]
+    try:
+        if not text or text.strip() != text:
+            raise ValueError
+        n = int(text)
+    except ValueError:
+        raise CommandError("ERR value is not an integer or out of range") from None
+    if n < 0:
+        raise CommandError("ERR Number of keys can't be negative")
+    if n > len(argv) - 3:
+        raise CommandError("ERR Number of keys can't be greater than number of args")
+    return n
+
+
+def _eval(node: Node, client: Client, argv: list[bytes], by_sha: bool,
+          readonly: bool) -> bytes:
+    n = _numkeys(argv)
+    engine = scripting(node)
+    if by_sha:
+        sha = argv[1].lower()
+        entry = engine.scripts.get(sha)
+        if entry is None:
+            raise CommandError(NOSCRIPT)
+        function = entry[1]
+    else:
+        sha, function = engine.load(argv[1])
+    return engine.run(client, sha, function, argv[3:3 + n], argv[3 + n:], readonly)
+
+
+@key_command("EVAL", -3, "", keys=(0, 0, 0))
+def eval_(node: Node, client: Client, argv: list[bytes]) -> bytes:
+    return _eval(node, client, argv, by_sha=False, readonly=False)
+
+
+@key_command("EVALSHA", -3, "", keys=(0, 0, 0))
+def evalsha(node: Node, client: Client, argv: list[bytes]) -> bytes:
+    return _eval(node, client, argv, by_sha=True, readonly=False)
+
+
+@key_command("EVAL_RO", -3, "readonly", keys=(0, 0, 0))
+def eval_ro(node: Node, client: Client, argv: list[bytes]) -> bytes:
+    return _eval(node, client, argv, by_sha=False, readonly=True)
+
+
+@key_command("EVALSHA_RO", -3, "readonly", keys=(0, 0, 0))
+def evalsha_ro(node: Node, client: Client, argv: list[bytes]) -> bytes:
+    return _eval(node, client, argv, by_sha=True, readonly=True)
+
+
+_SCRIPT_ARITY = {b"LOAD": 3, b"EXISTS": -3, b"FLUSH": -2, b"KILL": 2, b"HELP": 2}
+
+
+@key_command("SCRIPT", -2, "", keys=(0, 0, 0))
+def script(node: Node, client: Client, argv: list[bytes]) -> bytes:
+    sub = argv[1].upper()
+    arity = _SCRIPT_ARITY.get(sub)
+    if arity is None:
+        raise CommandError(unknown_subcommand(argv[1].decode("utf-8", "replace"), "SCRIPT"))
+    if (arity > 0 and len(argv) != arity) or len(argv) < -arity:
+        raise CommandError(f"ERR wrong number of arguments for 'script|{sub.decode().lower()}' command")
+    engine = scripting(node)
+    if sub == b"LOAD":
+        sha, _ = engine.load(argv[2])
+        return resp.bulk(sha)
+    if sub == b"EXISTS":
+        return b"*%d\r\n" % (len(argv) - 2) + b"".join(
+            b":1\r\n" if sha.lower() in engine.scripts else b":0\r\n" for sha in argv[2:])
+    if sub == b"FLUSH":
+        if len(argv) > 3 or (len(argv) == 3 and argv[2].upper() not in (b"SYNC", b"ASYNC")):
+            raise CommandError("ERR SCRIPT FLUSH only support SYNC|ASYNC option")
+        if engine.running is not None:
+            raise CommandError(BUSY)  # (cannot happen: SCRIPT is not allowed while busy)
+        engine.flush()
+        return resp.OK
+    if sub == b"KILL":
+        run = engine.running
+        if run is None or not run.busy:
+            raise CommandError(NOTBUSY)
+        if run.wrote:
+            raise CommandError(UNKILLABLE)
+        run.killed = True
+        return resp.OK
+    return resp.encode([
+        "SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "EXISTS <sha1> [<sha1> ...]",
+        "    Return information about the existence of the scripts in the script cache.",
+        "FLUSH [ASYNC|SYNC]",
+        "    Flush the Lua scripts cache. Very dangerous on replicas.",
+        "KILL",
+        "    Kill the currently executing Lua script.",
+        "LOAD <script>",
+        "    Load a script into the scripts cache without executing it.",
+        "HELP",
+        "    Print this help.",
+    ], client.proto)

@@ -1,0 +1,1 @@
+"""The append-only file: what is logged, loaded at start, rewritten, checked."""

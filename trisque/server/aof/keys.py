@@ -1,0 +1,38 @@
+"""The keyspace in the append-only file: its records replayed on load, its
+keys written by a rewrite.
+
+Keyspace writes are logged by the core (``Keyspace.log``) as the commands
+that replay them; here every such record name (``key_table.AOF_RECORDS``)
+gets a replay handler that runs it through the command's own handler, with
+one client per load carrying the SELECTed db, and the rewrite gets the
+keyspace's snapshot as a source after the jobs.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Iterator
+
+from ...core import table  # noqa: F401 (registers every command, so AOF_RECORDS is full)
+from ...core.client import Client
+from ...core.keyspace.key_table import AOF_RECORDS
+
+from . import load as aof_load, rewrite as aof_rewrite
+
+if TYPE_CHECKING:
+    from ...core.node import Node
+
+
+def replay_key_record(node: Node, argv: list[bytes], options: aof_load.Options) -> None:
+    client = getattr(options, "key_client", None)
+    if client is None:
+        client = options.key_client = Client(0)  # type: ignore[attr-defined]
+    node.keyspace.replay(client, argv)
+
+
+def key_snapshot(node: Node) -> Iterator[bytes]:
+    return node.keyspace.snapshot()
+
+
+for _name in AOF_RECORDS:
+    aof_load.REPLAY[_name] = replay_key_record
+aof_rewrite.SNAPSHOT_SOURCES.append(key_snapshot)

@@ -1,0 +1,1 @@
+"""Client connections: the event loop that reads, runs and replies."""

@@ -1,0 +1,632 @@
+"""Client connections: the listeners and one event loop for every client.
+
+The hot path has no task switch.  One trio task owns an epoll set holding
+every client socket and waits on it with a single ``trio.lowlevel``
+wait; each time it wakes, it takes every ready client in turn: read what
+the kernel has (one ``recv``), parse every complete request, run them all
+against the core; then it sends each client's replies with one ``send``,
+all the sends of the turn together, after the running.  Sockets are plain
+non-blocking stdlib sockets.  Measured against one trio task per client
+(the previous design, itself measured against trio streams in the design
+notes): a trio task switch per request batch cost ~9 us of the ~17 us of
+server CPU per unpipelined PING; here one wait serves all the clients that
+are ready (python -m bench, bench/README.md).
+
+A client is looked at again outside its turn when something else changed
+its state (``Connection.wake``): it was unblocked or killed, it has output
+another task could not send, or the AOF now allows its replies to go.
+"""
+
+import select
+import socket
+from typing import Any, Final
+
+import trio
+
+from ...protocol.resp import ProtocolError, RequestParser, error
+from ...core.admin import output_limit, protected_mode
+from ...core.client import Client
+from ...core.node import Node, Stats
+from ...core.admin.output_limit import OutputLimit
+
+from ...shell import log
+from .busy_script import BusyServer
+from ...shell.listening import accept_forever, open_listener
+from ...shell.socket_set import SocketSet
+from ...shell.tls import ClientTls, enforce_deadlines
+
+RECV_SIZE: Final = 16 * 1024
+OUTPUT_HIGH_WATER: Final = 1024 * 1024  # stop reading a client with this much unsent
+_NO_CAP: Final = 1 << 62  # client-output-buffer-limit's hard limit off
+# Pipelined requests of one client run PIPELINE_BATCH at a time: when
+# another client is waiting by then, the rest wait for the next turn (and
+# nothing more is read meanwhile), so one client pipelining cheap requests
+# cannot hold up the others: 16 KB of PINGs is 1,170 requests, ~4 ms, which
+# a producer/consumer pair waited for at each round trip (its rate fell to
+# 0.13 of its rate alone; tests/server/test_hostile_clients.py).  Yielding
+# even when nobody waits cost a lone client's deep pipelines half their
+# rate; this way redis-benchmark -c 1 -P 100 PING is unchanged (~670k/s).
+# 16 rather than 32: the pair beside the hostile clients went from about
+# 1,550 to 1,850 cycles/s; 8 gave 2,000 but split redis-benchmark's -P 16
+# pipelines under -c 50 (ADDJOB 10%, GETJOB 15% slower).
+PIPELINE_BATCH: Final = 16
+
+_IN: Final = int(select.EPOLLIN)
+_OUT: Final = int(select.EPOLLOUT)
+_HUP: Final = int(select.EPOLLHUP | select.EPOLLERR)
+_READ: Final = int(select.EPOLLIN | _HUP)
+
+
+class Connection:
+    """The shell's half of a client: socket, parser, unsent bytes."""
+
+    __slots__ = ("server", "sock", "fd", "client", "parser", "pending", "pending_at", "outbuf",
+                 "closed", "mark", "events", "held", "queued", "closing",
+                 "pending_bytes", "soft_since_ms")
+    server: "ClientServer"
+    sock: Any  # socket.socket, or tls.TlsSocket on the TLS port
+    fd: int
+    client: Client  # set by ClientServer._add, right after
+    parser: RequestParser
+    pending: list[list[bytes]]
+    pending_at: int
+    outbuf: bytes
+    closed: bool
+    mark: int
+    events: int
+    held: bool
+    queued: bool
+    closing: bool
+    pending_bytes: int
+    soft_since_ms: int | None
+
+    def __init__(self, server: "ClientServer", sock: Any, max_bulk_len: int) -> None:
+        self.server = server
+        self.sock = sock
+        self.fd = sock.fileno()
+        self.parser = RequestParser(max_bulk_len)
+        # Requests read: pending[pending_at:] have not run yet.  Empty once
+        # all have, so ``if conn.pending`` asks whether any waits.  (A list
+        # and an index: a deque's extend and popleft are method calls,
+        # ~1,000 instructions a request compiled.)
+        self.pending = []
+        self.pending_at = 0
+        self.outbuf = b""
+        self.closed = False
+        # The AOF must be durable up to here before our output may go
+        # (node.log.end when output was produced; matters for appendfsync always).
+        self.mark = 0
+        self.events = 0  # what the epoll set watches this socket for
+        self.held = False  # replies wait for the AOF: read and run nothing
+        self.queued = False  # in the event loop's list to look at again
+        self.closing = False  # a protocol error: close once the error is sent
+        # input read while requests wait (behind a blocked command): counts
+        # toward client-query-buffer-limit with what the parser holds
+        self.pending_bytes = 0
+        self.soft_since_ms = None  # unsent output at or over the soft limit since
+
+    def wake(self) -> None:
+        """Have the event loop look at this client again."""
+        self.server.wake(self)
+
+    def flush(self, stats: Stats) -> None:
+        """Send as much output as the kernel takes without waiting."""
+        client = self.client
+        out = client.out
+        if out:
+            data = self.outbuf + (out[0] if len(out) == 1 else b"".join(out))
+            out.clear()
+        else:
+            data = self.outbuf
+            if not data:
+                return
+        try:
+            sent = self.sock.send(data)
+        except BlockingIOError:
+            sent = 0
+        except OSError:
+            self.closed = True
+            self.outbuf = b""
+            return
+        stats.net_out += sent
+        self.outbuf = data[sent:] if sent < len(data) else b""
+
+
+class ClientServer:
+    """Accepts clients on the configured addresses and serves them."""
+
+    node: Node
+    dirty: list[Connection]
+    listeners: list[socket.socket]
+    tls: ClientTls | None
+    tls_listeners: list[socket.socket]
+    epoll: SocketSet
+    conns: dict[int, Connection]
+    ready: list[Connection]
+    replying: list[Connection]
+    released: trio.Event | None
+    output_limit: OutputLimit
+    output_cap: int  # output_limit's hard limit, or _NO_CAP (read every batch)
+    over_soft: dict[Connection, None]
+
+    def __init__(self, node: Node) -> None:
+        self.node = node
+        self.dirty = []  # connections with output produced by others
+        node.on_wake = self.mark_dirty
+        node.on_busy = BusyServer(self)  # a script past its time limit: -BUSY, SCRIPT KILL
+        node.on_log = log.at_level
+        self.listeners = []
+        self.tls = None  # ClientTls while tls-port serves
+        self.tls_listeners = []
+        self.epoll = SocketSet()
+        self.conns = {}  # fd -> Connection
+        self.ready = []  # connections to look at again on the next turn
+        self.replying = []  # connections that ran requests this turn
+        self.released = None  # a trio.Event while hold() keeps requests waiting
+        config = node.config
+        self._set_output_limit(config.client_output_buffer_limit)
+        config.on_change["client-output-buffer-limit"] = self._set_output_limit
+        self.over_soft = {}  # Connection -> None: over the soft output limit
+
+    # ----------------------------------------------------------- output
+
+    def _set_output_limit(self, words: list[str]) -> None:
+        self.output_limit = output_limit.normal(words)
+        self.output_cap = self.output_limit.hard_bytes or _NO_CAP
+
+    def _output_over_limit(self, conn: Connection, unsent: int) -> bool:
+        """``unsent`` bytes reach a limit: start the soft clock, or close
+        the client now (True) past the hard limit or the soft one's time."""
+        now_ms = self.node.now_ms()
+        limit = self.output_limit
+        if limit.soft_bytes and unsent >= limit.soft_bytes:
+            if conn.soft_since_ms is None:
+                conn.soft_since_ms = now_ms
+                self.over_soft[conn] = None
+        elif conn.soft_since_ms is not None:
+            self._below_soft(conn)
+        why = output_limit.verdict(limit, unsent, conn.soft_since_ms, now_ms)
+        if why is None:
+            return False
+        node = self.node
+        node.stats.output_limit_kills += 1
+        log.warning(f"Client id={conn.client.id} addr={conn.client.addr} closed for "
+                    f"overcoming of output buffer limits ({why}: {unsent} bytes unsent, "
+                    f"client-output-buffer-limit normal {limit.hard_bytes} "
+                    f"{limit.soft_bytes} {limit.soft_s})")
+        self._close(conn)
+        return True
+
+    def _below_soft(self, conn: Connection) -> None:
+        conn.soft_since_ms = None
+        self.over_soft.pop(conn, None)
+
+    async def _soft_limit_cron(self) -> None:
+        """A client may sit over the soft limit without any output event
+        (it reads nothing, we send nothing): look at those 4 times a second."""
+        while True:
+            await trio.sleep(0.25)
+            for conn in list(self.over_soft):
+                if conn.closed:
+                    self.over_soft.pop(conn, None)
+                    continue
+                unsent = len(conn.outbuf) + sum(len(r) for r in conn.client.out)
+                self._output_over_limit(conn, unsent)
+
+    def mark_dirty(self, client: Client) -> None:
+        conn = client.transport
+        if conn is not None:
+            self.dirty.append(conn)
+
+    def flush_dirty(self) -> None:
+        if not self.dirty:
+            return
+        dirty, self.dirty = self.dirty, []
+        aof = self.node.log
+        end = aof.end
+        for conn in dirty:
+            if not conn.closed:
+                # Output made outside the client's own turn (an ADDJOB
+                # answered once replicated, a blocked GETJOB served) may
+                # confirm anything logged so far: with appendfsync always
+                # it goes once the AOF has fsynced that.
+                if end > conn.mark:
+                    conn.mark = end
+                self._resume(conn)
+
+    def _resume(self, conn: Connection) -> None:
+        if conn.closed:
+            return
+        aof = self.node.log
+        if conn.mark > aof.durable:
+            aof.hold(conn.mark, self._resume, conn)
+            return
+        conn.held = False
+        conn.flush(self.node.stats)
+        client = conn.client
+        if (conn.outbuf or client.killed or conn.pending or client.close_after_reply
+                or conn.closing or conn.closed or not conn.events & _IN):
+            conn.wake()
+
+    def hold(self) -> None:
+        """Leave every request waiting (read nor run) until release()."""
+        self.released = trio.Event()
+        self.epoll.wake()
+
+    def release(self) -> None:
+        released, self.released = self.released, None
+        if released is not None:
+            released.set()
+
+    def wake(self, conn: Connection) -> None:
+        if not conn.queued:
+            conn.queued = True
+            self.ready.append(conn)
+        self.epoll.wake()
+
+    # --------------------------------------------------------- listening
+
+    def bind(self, addresses: list[str], port: int, backlog: int) -> None:
+        """Open the listening sockets now, so a bind error stops start-up."""
+        for address in addresses:
+            self.listeners.append(open_listener(address, port, backlog))
+
+    def bind_tls(self, addresses: list[str], port: int, backlog: int,
+                 tls: ClientTls) -> None:
+        """Open the TLS port's listening sockets (tls-port) now."""
+        self.tls = tls
+        for address in addresses:
+            self.tls_listeners.append(open_listener(address, port, backlog))
+
+    async def serve(self, nursery: trio.Nursery) -> None:
+        for sock in self.listeners:
+            nursery.start_soon(accept_forever, sock, "client connection", self._accepted)
+        for sock in self.tls_listeners:
+            nursery.start_soon(accept_forever, sock, "TLS client connection",
+                               self._accepted_tls)
+        if self.tls is not None:
+            nursery.start_soon(enforce_deadlines, self.tls.deadlines)
+        nursery.start_soon(self._event_loop)
+        nursery.start_soon(self._soft_limit_cron)
+
+    def _accepted_tls(self, sock: socket.socket, addr: object) -> None:
+        self._accepted(sock, addr, tls=True)
+
+    def _accepted(self, sock: Any, addr: Any, tls: bool = False) -> None:
+        node = self.node
+        # (a refusal on the TLS port is a close: the client expects a
+        # handshake, not plaintext)
+        if len(node.clients) >= node.config.maxclients:
+            node.stats.rejected += 1
+            log.verbose(f"Connection from {_addr(addr)} refused: maxclients "
+                        f"({node.config.maxclients}) reached")
+            _refuse(sock, b"" if tls else b"-ERR max number of clients reached\r\n")
+            return
+        peer_ip = addr[0] if isinstance(addr, tuple) else None
+        config = node.config
+        if protected_mode.denied(config.protected_mode, config.requirepass, peer_ip):
+            node.stats.denied += 1
+            log.verbose(f"Connection from {_addr(addr)} refused: protected mode")
+            _refuse(sock, b"" if tls else protected_mode.DENIED)
+            return
+        if tls:
+            # The handshake runs in the event loop's turns, inside recv and
+            # send (tls.TlsSocket); one that takes too long closes the client.
+            def too_slow() -> None:
+                conn = self.conns.get(sock.fileno())
+                if conn is not None and conn.sock is sock:
+                    self._close(conn)
+            assert self.tls is not None
+            sock = self.tls.wrap(sock, _addr(addr), too_slow)
+        try:
+            self._add(sock, addr)
+        except OSError:
+            sock.close()
+
+    def _add(self, sock: Any, addr: Any) -> None:
+        node = self.node
+        sock.setblocking(False)
+        if sock.family != socket.AF_UNIX:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if node.config.tcp_keepalive:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+        conn = Connection(self, sock, node.config.proto_max_bulk_len)
+        conn.client = node.add_client(_addr(addr), _addr(sock.getsockname()), conn)
+        self.conns[conn.fd] = conn
+        self.epoll.register(conn.fd, _IN)
+        conn.events = _IN
+
+    def _close(self, conn: Connection) -> None:
+        conn.closed = True
+        if conn.soft_since_ms is not None:
+            self._below_soft(conn)
+        if self.conns.get(conn.fd) is not conn:
+            return  # closed before
+        del self.conns[conn.fd]
+        try:
+            self.epoll.unregister(conn.fd)
+        except OSError:
+            pass
+        self.node.remove_client(conn.client)
+        conn.sock.close()
+        # The client and its connection refer to each other: unlinked, they
+        # and their buffers go now, not at a collection (a garbage sender's
+        # 16 MB of parser buffer may wait a long time for one: collector.py)
+        conn.client.transport = None
+        conn.pending = []
+        conn.pending_at = 0
+        conn.outbuf = b""
+
+    # ------------------------------------------------------ the clients
+
+    async def _event_loop(self) -> None:
+        epoll = self.epoll
+        conns = self.conns
+        # (self._service(...) and node.execute(...) are direct C calls
+        # compiled; through a bound method local each went through the
+        # generic call and argument parsing)
+        replying = self.replying
+        try:
+            while True:
+                if self.released is not None:
+                    await self.released.wait()
+                # clients to look at again: others run once a turn, too
+                for fd, events in await epoll.wait(bool(self.ready)):
+                    conn = conns.get(fd)
+                    if conn is not None:
+                        self._service(conn, events)
+                if self.ready:
+                    if replying:
+                        # The replies to the requests just read go out
+                        # before pipelines carried over from the last turn
+                        # go on (PIPELINE_BATCH): one client's batch does
+                        # not hold up another's round trip.
+                        for conn in replying:
+                            self._output(conn)
+                        replying.clear()
+                    ready, self.ready = self.ready, []
+                    for conn in ready:
+                        conn.queued = False
+                        if not conn.closed:
+                            self._service(conn, 0)
+                if replying:
+                    # Every reply of the turn goes out together, after all
+                    # the reading and running (Redis does it before it
+                    # sleeps): the first send wakes a sleeping client
+                    # process, the next ones find it awake.  Interleaved
+                    # with the reads, each send paid that wake-up (an IPI
+                    # on this VM): unpipelined ADDJOB went from 18.7k to
+                    # 40.7k/s (redis-benchmark -c 50), PING stayed at 71k/s.
+                    for conn in replying:
+                        self._output(conn)
+                    replying.clear()
+                if self.dirty:
+                    self.flush_dirty()
+        finally:
+            for conn in list(conns.values()):
+                self._close(conn)
+
+    def _service(self, conn: Connection, events: int) -> None:
+        """One turn of a client: read, run, reply."""
+        if conn.held:
+            if events & _HUP:
+                self._close(conn)  # gone: nobody to wait for
+            return  # _resume goes on once the AOF allows the replies
+        client = conn.client
+        node = self.node
+        received = 0
+        if events & _READ and not conn.closing and (
+                not conn.pending or client.blocked is not None):
+            try:
+                data = conn.sock.recv(RECV_SIZE)
+            except BlockingIOError:
+                data = None
+            except OSError:
+                self._close(conn)
+                return
+            if data is not None:
+                if not data:
+                    self._close(conn)
+                    return
+                received = len(data)
+                node.stats.net_in += received
+                try:
+                    requests = conn.parser.feed(data)
+                except ProtocolError as exc:
+                    self._protocol_error(conn, exc)
+                    return
+                if requests:
+                    if conn.pending:
+                        conn.pending.extend(requests)  # behind those waiting
+                    else:
+                        conn.pending = requests
+        pending = conn.pending
+        if pending and _free(client):
+            # run what we can: stop at a blocking command
+            client.last_ms = node.now_ms()
+            aof = node.log
+            logging = node.log_active  # (no log: nothing to defer, no attributes to touch)
+            logged = 0
+            if logging:
+                logged = aof.end
+                aof.deferring = True  # the batch's AOF records: one write
+            # A pipeline's replies are counted as they come and the client
+            # is closed once they reach the hard output limit: 16 KB of GETs
+            # of a 256 KB value built 170 MB before the limit was looked at.
+            out = client.out
+            counted = len(out)
+            produced = len(conn.outbuf)
+            cap = self.output_cap
+            budget = PIPELINE_BATCH
+            at = conn.pending_at
+            try:
+                while at < len(pending) and _free(client):
+                    argv = pending[at]
+                    at += 1
+                    node.execute(client, argv)
+                    if client.close_after_reply or client.killed:
+                        at = len(pending)  # the rest is dropped
+                        break
+                    if at < len(pending):
+                        while counted < len(out):
+                            produced += len(out[counted])
+                            counted += 1
+                        if produced >= cap:
+                            break
+                        budget -= 1
+                        # (a client holding much output gets no turns of its
+                        # own: they would copy its growing output each time)
+                        if not budget and produced <= OUTPUT_HIGH_WATER:
+                            if self._others_waiting(conn):
+                                break  # the rest: see _output
+                            budget = PIPELINE_BATCH
+            finally:
+                if conn.pending is pending:  # (not closed meanwhile)
+                    if at < len(pending):
+                        conn.pending_at = at
+                    else:
+                        conn.pending = []
+                        conn.pending_at = 0
+                if logging:
+                    aof.deferring = False
+                    if aof.end != logged:
+                        aof.end_batch()  # written before any reply goes out
+                        conn.mark = aof.end
+                elif node.log_active:  # the log came on in the batch (CONFIG SET)
+                    conn.mark = aof.end
+            if produced >= cap and self._output_over_limit(conn, produced):
+                return  # closed as Redis does once its replies reach the limit
+        if received:
+            if conn.pending and client.blocked is not None:
+                conn.pending_bytes += received  # waits behind a blocked command
+            elif conn.pending_bytes:
+                conn.pending_bytes = 0
+            buffered = conn.pending_bytes + conn.parser.buffered()
+            if buffered > node.config.client_query_buffer_limit:
+                self._query_over_limit(conn, buffered)
+                return
+        self.replying.append(conn)
+
+    def _others_waiting(self, conn: Connection) -> bool:
+        """Whether another client waits for us now: its replies go out at
+        the end of this turn, it is due a turn, or it has sent something (a
+        peek: the epoll set is level-triggered, nothing is taken from it)."""
+        if self.replying or self.ready or self.dirty:
+            return True
+        for fd, _events in self.epoll.poll(0, 2):
+            if fd != conn.fd:
+                return True
+        return False
+
+    def _query_over_limit(self, conn: Connection, buffered: int) -> None:
+        """Redis's client-query-buffer-limit: closed, without a reply."""
+        node = self.node
+        node.stats.query_limit_kills += 1
+        log.warning(f"Closing client that reached max query buffer length: "
+                    f"id={conn.client.id} addr={conn.client.addr} ({buffered} bytes "
+                    f"buffered, client-query-buffer-limit "
+                    f"{node.config.client_query_buffer_limit})")
+        self._close(conn)
+
+    def _output(self, conn: Connection) -> None:
+        aof = self.node.log
+        if conn.mark and conn.mark > aof.durable:  # (mark 0: nothing was logged)
+            # appendfsync always: replies wait for the fsync of the records
+            # they confirm (in a worker thread); this client reads and runs
+            # nothing meanwhile, the others go on.
+            conn.held = True
+            self._watch(conn, 0)
+            aof.hold(conn.mark, self._resume, conn)
+            return
+        conn.flush(self.node.stats)
+        client = conn.client
+        if client.killed or conn.closed:
+            self._close(conn)
+            return
+        outbuf = conn.outbuf
+        if outbuf:
+            limit = self.output_limit
+            unsent = len(outbuf)
+            if ((limit.hard_bytes and unsent >= limit.hard_bytes)
+                    or (limit.soft_bytes and unsent >= limit.soft_bytes)):
+                if self._output_over_limit(conn, unsent):
+                    return
+            elif conn.soft_since_ms is not None:
+                self._below_soft(conn)
+        elif conn.soft_since_ms is not None:
+            self._below_soft(conn)
+        if (client.close_after_reply or conn.closing) and not outbuf:
+            self._close(conn)
+            return
+        if conn.pending and _free(client):
+            # a batch stopped at PIPELINE_BATCH: the rest (read already, as
+            # in one batch before) runs next turn, toward the output limit
+            conn.wake()
+            events = _OUT if outbuf else 0
+        elif not outbuf:
+            events = 0 if (client.close_after_reply or conn.closing) else _IN
+        elif len(outbuf) > OUTPUT_HIGH_WATER or client.close_after_reply or conn.closing:
+            events = _OUT  # no more input until the client reads
+        else:
+            events = _IN | _OUT
+        if events != conn.events:
+            self._watch(conn, events)
+
+    def _watch(self, conn: Connection, events: int) -> None:
+        if events != conn.events:
+            self.epoll.modify(conn.fd, events)
+            conn.events = events
+
+    def _protocol_error(self, conn: Connection, exc: ProtocolError) -> None:
+        """Run what came before the bad bytes, then say why and close."""
+        client = conn.client
+        node = self.node
+        pending = conn.pending[conn.pending_at:] + getattr(exc, "requests", [])
+        conn.pending = []
+        conn.pending_at = 0
+        out = client.out
+        produced = len(conn.outbuf) + sum(map(len, out))
+        cap = self.output_cap
+        for argv in pending:
+            if not _free(client) or produced >= cap:
+                break
+            counted = len(out)
+            node.execute(client, argv)
+            produced += sum(map(len, out[counted:]))
+        if produced >= cap and self._output_over_limit(conn, produced):
+            return
+        client.out.append(error(f"ERR {exc}"))  # (a byte quoted in it may be CR or LF)
+        log.verbose(f"Protocol error from client {client.addr}: {exc}")
+        conn.closing = True
+        if node.log.end > conn.mark:
+            conn.mark = node.log.end
+        self._output(conn)
+
+
+def _free(client: Client) -> bool:
+    """Not blocked.  (A function, not the test inline: the compiler would
+    take client.blocked to stay None after such a test, but a request run
+    in between may block the client.)"""
+    return client.blocked is None
+
+
+def _refuse(sock: socket.socket, message: bytes) -> None:
+    """Say why (what the kernel takes at once) and close; input already
+    there is read first, so the close is a FIN rather than a reset that
+    could discard the message."""
+    try:
+        sock.setblocking(False)
+        sock.send(message)
+        sock.shutdown(socket.SHUT_WR)
+        sock.recv(RECV_SIZE)
+    except OSError:
+        pass
+    finally:
+        sock.close()
+
+
+def _addr(addr: Any) -> str:
+    if isinstance(addr, tuple):
+        host, port = addr[0], addr[1]
+        return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    return str(addr)

@@ -1,1 +1,0 @@
-"""The trio shell: sockets, timers, files and signals around the core."""

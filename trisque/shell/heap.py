@@ -1,0 +1,95 @@
+"""glibc's malloc, set for a process that grows to millions of objects.
+
+glibc serves requests above its mmap threshold (128 KiB at start) with
+their own mappings, but raises the threshold to the size of each such
+block freed, up to 32 MiB.  A broker frees large blocks early (parser
+buffers, the job registry's dict tables as it grows), so its later large
+lists (a deadline lane of a million jobs, 8 MiB) were realloc'd inside the
+heap, and the blocks they moved out of stayed there as holes that pages of
+deque blocks above kept from being returned: 1M queued jobs held a free
+6.7 MiB chunk and ~2 MiB of smaller ones (malloc_info on a live
+trisque-server), 4-6 B/job of RSS (python -m bench memory: 402-403 ->
+~398).  A fixed threshold keeps every block of 1 MiB or more in its own
+mapping (grown in place by mremap, unmapped when freed); the trim
+threshold, no longer adjusted either, is raised so that a pipelined
+batch's buffers at the heap's top are not given back and taken again.
+
+glibc gives pages back by itself only from the heap's top.  Job bodies
+under 1 MiB live in the heap, so a drained burst of large jobs kept its
+pages whenever anything was allocated above them (200 MB of 100-200 KB
+bodies, all acked: RSS stayed at 138-236 MB in some runs, fell to 32 MB
+in others).  So once used_memory has fallen GIVE_BACK_BYTES below its
+high point, malloc_trim(0) returns every free page of the heap (about
+11 ms for a 350 MB heap, once per drain; nothing at a steady state).
+"""
+
+import ctypes
+import ctypes.util
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Final
+
+import trio
+
+from ..core.admin.info import rss_bytes
+from . import log
+
+if TYPE_CHECKING:
+    from ..core.node import Node
+
+M_TRIM_THRESHOLD: Final = -1  # glibc's mallopt parameters (malloc.h)
+M_MMAP_THRESHOLD: Final = -3
+MMAP_THRESHOLD: Final = 1 << 20
+TRIM_THRESHOLD: Final = 8 << 20
+GIVE_BACK_BYTES: Final = 32 << 20  # freed below the high point before a trim
+GIVE_BACK_PERIOD_S: Final = 0.1  # how often used_memory is looked at
+
+_malloc_trim: Callable[[int], int] | None = None  # glibc's, once tune() found it
+
+
+def tune() -> bool:
+    """Set the thresholds; False where the C library is not glibc."""
+    global _malloc_trim
+    name = ctypes.util.find_library("c")
+    try:
+        libc = ctypes.CDLL(name)
+        mallopt = libc.mallopt
+        malloc_trim = libc.malloc_trim
+    except (OSError, AttributeError, TypeError):  # not glibc (musl, macOS)
+        return False
+    mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
+    mallopt.restype = ctypes.c_int
+    malloc_trim.argtypes = (ctypes.c_size_t,)
+    malloc_trim.restype = ctypes.c_int
+    _malloc_trim = malloc_trim
+    return bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)
+                and mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD))
+
+
+def give_back() -> bool:
+    """Return the heap's free pages to the system now; False without glibc."""
+    if _malloc_trim is None:
+        return False
+    _malloc_trim(0)
+    return True
+
+
+async def give_back_after_drains(node: "Node") -> None:
+    """Trim whenever used_memory has fallen GIVE_BACK_BYTES below the
+    highest it reached since the last trim."""
+    if _malloc_trim is None:
+        return
+    high = node.used_memory
+    while True:
+        await trio.sleep(GIVE_BACK_PERIOD_S)
+        used = node.used_memory
+        if used > high:
+            high = used
+        elif high - used >= GIVE_BACK_BYTES:
+            before = rss_bytes()
+            started = time.perf_counter()
+            give_back()
+            took_ms = (time.perf_counter() - started) * 1000
+            log.verbose(f"Freed heap pages given back in {took_ms:.1f} ms: RSS "
+                        f"{before >> 20} -> {rss_bytes() >> 20} MB (used_memory {used >> 20} MB)")
+            high = used
