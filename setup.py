@@ -41,7 +41,7 @@ COMPILED = [
     "trisque/cluster/replication.py",
     "trisque/cluster/cluster.py",
     # the keyspace's request path: strings, lists, hashes (bench/README.md,
-    # "Compiling the keyspace"); config.py stays interpreted (no gain)
+    # "Compiling the keyspace")
     "trisque/core/keyspace/db.py",
     "trisque/core/keyspace/types.py",
     "trisque/core/keyspace/keyspace.py",
