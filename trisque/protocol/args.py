@@ -9,7 +9,7 @@ INT64_MIN = -2**63
 def decimal(arg: bytes) -> int:
     """The value of 1 to 18 decimal digits (never out of range), else -1:
     to_int's usual case, and ADDJOB's numbers.  A loop the compiler makes
-    native, where int(arg) is a generic call (1.5k instructions an ADDJOB)."""
+    native, where int(arg) is a generic call."""
     if not 0 < len(arg) < 19:
         return -1
     value = 0

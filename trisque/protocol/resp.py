@@ -15,9 +15,8 @@ from mypy_extensions import mypyc_attr
 MAX_MULTIBULK: Final = 1024 * 1024  # elements in one request, as Redis
 MAX_INLINE: Final = 64 * 1024  # bytes in one inline request line
 _LARGE_COUNT: Final = re.compile(rb"\*[0-9]{7}")  # may exceed MAX_MULTIBULK
-# A well-formed header, matched in C; anything else takes _header_int's way
-# (for Redis's exact errors).  _scan walks every header of a pipeline split
-# across reads: 2.2 us a PING that way, most of it in _header_int.
+# A well-formed header, matched in C (cheap in _scan's walk of a split
+# request); anything else takes _header_int's way (for Redis's exact errors).
 _COUNT_HEADER: Final = re.compile(rb"\*(0|[1-9][0-9]{0,17})\r\n")
 _BULK_HEADER: Final = re.compile(rb"\$(0|[1-9][0-9]{0,17})\r\n")
 
@@ -151,10 +150,10 @@ def _may_hold_large_count(data: bytes) -> bool:
     """Whether a multibulk count of 7 digits or more may be in ``data``.
     An unpipelined request has one '*', its own header at the start: its
     digits are looked at in place.  A chunk with another '*' is searched.
-    (Compiled, ``42 in data[1:]`` is a slice and a memchr, ~350
-    instructions; data.find, ``b"*" in`` (it tries the bytes as an int
-    first and formats a TypeError) and the regex search each cost 1,300 to
-    2,400.)"""
+    (Compiled, ``42 in data[1:]`` is a slice and a memchr, several times
+    cheaper than data.find, ``b"*" in`` (it tries the bytes as an int first
+    and formats a TypeError) or the regex: bench/README.md, "What the ninth
+    session took out".)"""
     if 42 in data[1:]:
         return _LARGE_COUNT.search(data) is not None
     if len(data) < 8 or data[0] != 42:
@@ -166,8 +165,8 @@ def _may_hold_large_count(data: bytes) -> bool:
 
 
 def _ends_with(data: bytes, arg: bytes) -> bool:
-    """Whether ``data`` ends with ``arg`` and CRLF (a slice and a compare
-    compiled: ~600 instructions fewer than data.endswith(arg, 0, -2))."""
+    """Whether ``data`` ends with ``arg`` and CRLF (a slice and a compare:
+    cheaper compiled than data.endswith(arg, 0, -2))."""
     end = len(data) - 2
     return data[end - len(arg):end] == arg
 
@@ -182,8 +181,7 @@ class RequestParser:
 
     max_bulk_len: int
     # hiredis.Reader's feed, gets and has_data, bound once per reader: a
-    # method call looks the name up on the type each time (~140
-    # instructions, four calls a request)
+    # method call looks the name up on the type each time (four a request)
     _give: Callable[[bytes], None]
     _gets: Callable[[], Any]
     _has_data: Callable[[], bool]
@@ -201,8 +199,8 @@ class RequestParser:
         self._partial = bytearray()  # bytes of the multibulk hiredis holds
         # Where _scan stopped in the incomplete request at the start of
         # _partial: (offset of its next element's header, elements left).
-        # Without it each read rescanned the request from its start: a
-        # 7 MB DEL of 1,048,575 keys, arriving in 16 KB reads, took 190 s.
+        # Without it each read rescanned the request from its start:
+        # quadratic in a large request's reads (bench/README.md, "Hostile clients").
         self._resume = None
         self._in_multibulk = False
         # The last chunk, if it ended after a complete request *or* between
@@ -340,10 +338,8 @@ class RequestParser:
         headers are checked (from where the last read stopped) before
         hiredis gets its bytes; the rest of ``data`` goes back to feed(),
         a chunk starting a request.  (Walking every header of a pipeline
-        split across reads cost a client pipelining small requests ~0.7
-        us a request, in runs of 16 KB that nobody could interrupt: a
-        pair beside 1 MB of PINGs waited ~900 us at one round trip in
-        ten.)"""
+        split across reads made a client pipelining small requests hold up
+        the others: bench/README.md, "Hostile clients".)"""
         partial = self._partial
         begun = len(partial)
         partial += data

@@ -27,14 +27,8 @@ heappush (C, O(log n)).  A removal that empties a bucket leaves its key in
 the heap (skipped when it comes up; the heap is rebuilt once most keys are
 stale).  Items due in the same millisecond may come out in any order.
 
-Measured (callgrind, python -m bench.cluster_instructions): a replica's
-REPLJOB record went from ~43.4k to ~34.4k instructions with buckets in
-place of the SortedKeyList that took those deadlines before (~31.8k with
-no jitter at all: in-order appends to a lane).  Memory at a million jittered
-deadlines: ~12 bytes each at 40 a millisecond (the SortedKeyList ~17), ~38
-at one a millisecond (a dict entry a deadline; the SortedKeyList ~14).
-GETJOB, which moves a job from its expiry to its requeue deadline, went
-from ~280 to ~60 bytecodes with lanes instead of one SortedKeyList.
+Lanes and buckets replaced one SortedKeyList of every deadline to make
+the common changes cheap (the figures: bench/README.md, "Deadlines").
 """
 
 from bisect import bisect_left, bisect_right
@@ -89,9 +83,9 @@ class _Hole(Ordered):
 def _find_in_run(items: list[Any], item: Scheduled, lo: int, hi: int) -> int:
     """Index of ``item`` among ``items[lo:hi]``, which share its deadline,
     or -1.  Hundreds of jobs fetched in the same millisecond share their
-    requeue deadline, and list.index compares each (~20 ns apiece).  They
-    were usually scheduled in creation order, so try a bisection by job
-    creation time first, and check it."""
+    requeue deadline, and list.index compares each.  They were usually
+    scheduled in creation order, so try a bisection by job creation time
+    first, and check it."""
     if hi - lo > 8 and isinstance(item, Ordered):
         try:
             i = _bisect_ctime(items, item._ctime, lo, hi)
@@ -125,10 +119,10 @@ def _near(items: list[Any], item: Scheduled, start: int) -> int:
 
 def _bisect_ctime(items: list[Any], ctime: int, lo: int, hi: int) -> int:
     """bisect_left on the creation times of ``items[lo:hi]`` (all Ordered).
-    Compiled, a native loop: bisect's key= called a getter that boxed each
+    Compiled, a native loop: bisect's key= calls a getter that boxes each
     creation time, and a job taken from a short queue on a node holding a
     million others is found near the end of the long expiry lane they share
-    (python -m bench.loaded --core: GETJOB from it 1.66x the empty node's)."""
+    (bench/README.md, "A node holding a million")."""
     while lo < hi:
         mid = (lo + hi) >> 1
         other: Ordered = items[mid]
@@ -270,7 +264,7 @@ class Deadlines:
             if self._buckets and self._remove_from_bucket(item, key):
                 return
             i = _near(items, item, lane.after_hole)
-            if i < 0 and lane.by_ctime:  # out-of-order acks: ~20% of their CPU before
+            if i < 0 and lane.by_ctime:  # (acks out of order) one bisection, not the two below
                 if not isinstance(item, Ordered):  # not a job: not in this lane
                     continue
                 i = _bisect_ctime(items, item._ctime, head, len(items))

@@ -28,9 +28,8 @@ BCAST_WILLQUEUE: Final = 2  # announce WILLQUEUE shortly before requeueing
 DELIVERED: Final = 4  # given to a consumer at least once (RETRY 0: never again)
 DUMMY_ACK: Final = 8  # an ack for a job this node never held
 
-# Bytes one job costs beyond its body and queue name: the RSS growth per
-# queued job (python -m bench memory on the compiled core: 381 B/job with
-# 100-byte bodies and a 1-byte queue name, 1M jobs), so used_memory tracks
+# Bytes one job costs beyond its body and queue name, set from the RSS
+# growth per queued job (python -m bench memory) so that used_memory tracks
 # RSS for maxmemory.  (Final, as the states and flags: compiled modules
 # then read a constant instead of looking the name up in a dict.)
 JOB_OVERHEAD: Final = 280
@@ -43,8 +42,7 @@ def _set_rare(job: "Job", name: str, value: Any, default: Any) -> None:
     """A field most jobs never set (NACK and delivery counters, replication
     and GC bookkeeping) is kept in the job's ``_rare`` dict, made on the
     first write of a non-default value.  A queued job then pays no slot for
-    it; 1M queued jobs are 32 MB smaller (measured with python -m bench
-    memory)."""
+    it (bench/README.md, "Job memory")."""
     rare = job._rare
     if rare is None:
         if value is default or value == default:
@@ -56,8 +54,8 @@ def _set_rare(job: "Job", name: str, value: Any, default: Any) -> None:
 class Common:
     """What a job shares with many others, in one object: its queue's name,
     the nodes that may hold a copy, RETRY.  A job points here instead of
-    holding the three: 16 bytes less, and pymalloc then gives a compiled
-    Job a 96-byte block instead of 112 (python -m bench memory).  Never
+    holding the three: two slots fewer, which puts a compiled Job in a
+    smaller pymalloc size class (bench/README.md, "Memory per job").  Never
     changed once made (a job's holders change by pointing it at another).
     ``next_nodes``/``next``: the holders last given to a job of this one
     and the Common that has them, so that ADDJOB's holders, set on every

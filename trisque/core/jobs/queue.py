@@ -25,14 +25,14 @@ class JobList:
     """A queue's jobs in creation-time (ctime) order, oldest first.
 
     Jobs nearly always join at the tail (a new job is the newest) and leave
-    at the head (GETJOB takes the oldest).  A deque does both in O(1), with
-    8 bytes a job; a SortedKeyList costs about 0.5 us per add or pop and 18
-    bytes a job (measured).  So the list is a deque until a job joins
-    anywhere but the tail (a requeue, a job from another node) or leaves
-    from the middle of a long queue (DEQUEUE, an ack, expiry out of order);
-    then it becomes a SortedKeyList, O(log n) for everything, until it is
-    empty again.  Either way it reads like a sorted list: len, iteration,
-    indexing and slicing, oldest first.
+    at the head (GETJOB takes the oldest).  A deque does both in O(1), in
+    less memory and time than a SortedKeyList (bench/README.md, "Queues").
+    So the list is a deque until a job joins anywhere but the tail (a
+    requeue, a job from another node) or leaves from the middle of a long
+    queue (DEQUEUE, an ack, expiry out of order); then it becomes a
+    SortedKeyList, O(log n) for everything, until it is empty again.
+    Either way it reads like a sorted list: len, iteration, indexing and
+    slicing, oldest first.
     """
 
     __slots__ = ("_fifo", "_sorted")

@@ -5,13 +5,13 @@ iteration is returned at least once; elements added or removed meanwhile
 may or may not be; duplicates are allowed.
 
 A Python dict cannot be resumed at a position cheaply (skipping to the
-n-th entry walks n entries: 6 ms at 1M jobs, so a COUNT 100 scan of 1M
-jobs would cost a minute of CPU).  So the first call of a scan takes a
-snapshot of the keys (one C-speed copy, 8 bytes per key) and later calls
-slice it: O(COUNT) per call.  Keys deleted since are skipped by looking
-them up.  At most MAX_SNAPSHOTS scans (and MAX_SNAPSHOT_KEYS keys) keep a
-snapshot: the least recently used ones are dropped, and so is a finished
-scan's.
+n-th entry walks n entries, so a whole scan would be quadratic in the
+dict's size; bench/README.md, "Scans").  So the first call of a scan
+takes a snapshot of the keys (one C-speed copy, 8 bytes per key) and
+later calls slice it: O(COUNT) per call.  Keys deleted since are skipped
+by looking them up.  At most MAX_SNAPSHOTS scans (and MAX_SNAPSHOT_KEYS
+keys) keep a snapshot: the least recently used ones are dropped, and so
+is a finished scan's.
 
 A cursor whose snapshot is gone still works: it also carries the position
 in the dict's insertion order and the deletion count when that position

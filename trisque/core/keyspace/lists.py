@@ -44,8 +44,7 @@ from mypy_extensions import mypyc_attr
 from .types import ValueType, register_type
 
 # Estimated bytes per item beyond its bytes: its length in a node's array
-# (4), its share of the node and of the plain ends (measured: python -m
-# bench keyspace --part memory, 1M 12-byte items in 1000 lists).
+# (4), its share of the node and of the plain ends (bench/README.md, "Keyspace").
 ITEM_OVERHEAD = 8
 # An empty List: the object and its three Python lists.
 LIST_OVERHEAD = 256
@@ -61,8 +60,8 @@ def _node(items: list[bytes]) -> Node:
 
 
 def _unpack(node: Node) -> tuple[bytes, ...]:
-    """A node's items (one struct format "<len>s" an item: ~70 ns an item,
-    half of slicing them out one by one)."""
+    """A node's items (one struct format "<len>s" an item: cheaper than
+    slicing them out one by one)."""
     data, lens = node
     return Struct(("%ds" * len(lens)) % tuple(lens)).unpack(data)
 
