@@ -1,9 +1,9 @@
 """A minimal RESP client for executors and the driver: one socket, requests
 pre-encoded as bytes and sent in one write, replies parsed by hiredis.
 
-Why not redis-py: a pipeline of 1000 ADDJOB through redis-py costs 5.3 us of
-client CPU a job against 0.7 us here (27k vs 56k jobs/s against one node,
-measured); hiredis is already a dependency of trisque itself."""
+Why not redis-py: its pipelines cost several times the client CPU a job
+(bench/README.md, "The Spark pipeline's client"); hiredis is already a
+dependency of trisque itself."""
 
 from __future__ import annotations
 

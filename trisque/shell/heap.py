@@ -4,23 +4,20 @@ glibc serves requests above its mmap threshold (128 KiB at start) with
 their own mappings, but raises the threshold to the size of each such
 block freed, up to 32 MiB.  A broker frees large blocks early (parser
 buffers, the job registry's dict tables as it grows), so its later large
-lists (a deadline lane of a million jobs, 8 MiB) were realloc'd inside the
-heap, and the blocks they moved out of stayed there as holes that pages of
-deque blocks above kept from being returned: 1M queued jobs held a free
-6.7 MiB chunk and ~2 MiB of smaller ones (malloc_info on a live
-trisque-server), 4-6 B/job of RSS (python -m bench memory: 402-403 ->
-~398).  A fixed threshold keeps every block of 1 MiB or more in its own
-mapping (grown in place by mremap, unmapped when freed); the trim
-threshold, no longer adjusted either, is raised so that a pipelined
-batch's buffers at the heap's top are not given back and taken again.
+lists (a deadline lane of a million jobs) were realloc'd inside the heap,
+and the blocks they moved out of stayed there as holes that pages above
+kept from being returned.  A fixed threshold keeps every block of 1 MiB
+or more in its own mapping (grown in place by mremap, unmapped when
+freed); the trim threshold, no longer adjusted either, is raised so that
+a pipelined batch's buffers at the heap's top are not given back and
+taken again.
 
 glibc gives pages back by itself only from the heap's top.  Job bodies
 under 1 MiB live in the heap, so a drained burst of large jobs kept its
-pages whenever anything was allocated above them (200 MB of 100-200 KB
-bodies, all acked: RSS stayed at 138-236 MB in some runs, fell to 32 MB
-in others).  So once used_memory has fallen GIVE_BACK_BYTES below its
-high point, malloc_trim(0) returns every free page of the heap (about
-11 ms for a 350 MB heap, once per drain; nothing at a steady state).
+pages whenever anything was allocated above them.  So once used_memory
+has fallen GIVE_BACK_BYTES below its high point, malloc_trim(0) returns
+every free page of the heap (once per drain; nothing at a steady state).
+What each change measured: bench/README.md, "The heap".
 """
 
 import ctypes

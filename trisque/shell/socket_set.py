@@ -7,12 +7,12 @@ from typing import Callable
 
 import trio
 
-# Turns a busy loop may take without going through trio's scheduler: each
-# pass costs ~20k instructions of Python (a checkpoint, or waiting on the
-# epoll set's fd), more than a turn of unpipelined requests itself.  With
-# sockets ready, wait() returns them at once up to this many times in a
-# row, then lets the other tasks (the other loop, timers, the AOF's
-# fsyncs) run; an idle loop still sleeps in trio at once.
+# Turns a busy loop may take without going through trio's scheduler: a
+# pass (a checkpoint, or waiting on the epoll set's fd) costs more than a
+# turn of unpipelined requests itself (bench/README.md, "What the ninth
+# session took out").  With sockets ready, wait() returns them at once up
+# to this many times in a row, then lets the other tasks (the other loop,
+# timers, the AOF's fsyncs) run; an idle loop still sleeps in trio at once.
 TURNS_PER_YIELD = 8
 
 
@@ -62,5 +62,5 @@ class SocketSet:
         if self.sleeping:
             self.sleeping = False
             # The wait ends with ClosedResourceError: no cancel scope per
-            # wait (they cost ~8 us each under trio 0.35).
+            # wait (dear under trio: bench/README.md, "What was changed").
             trio.lowlevel.notify_closing(self.fileno())

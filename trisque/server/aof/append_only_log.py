@@ -122,8 +122,8 @@ class AppendOnlyLog:
         return self.state != OFF
 
     # The node skips the job hooks while they would do nothing (no AOF and
-    # no rewrite): a call into this class costs ADDJOB and ACKJOB ~700
-    # instructions each.  Every change of either goes through here.
+    # no rewrite): a call into this interpreted class is dear on ADDJOB's
+    # and ACKJOB's path.  Every change of either goes through here.
     @property
     def state(self):
         return self._state

@@ -54,7 +54,7 @@ class Options:
         self.enqueued = 0
         self.deleted = 0
         # Loaded jobs wait here for their deadline: one sorted bulk insert
-        # at the end is ~10x cheaper than a million single inserts.
+        # at the end is far cheaper than a million single inserts.
         self.deferred = _Deferred()
 
 

@@ -6,11 +6,10 @@ wait; each time it wakes, it takes every ready client in turn: read what
 the kernel has (one ``recv``), parse every complete request, run them all
 against the core; then it sends each client's replies with one ``send``,
 all the sends of the turn together, after the running.  Sockets are plain
-non-blocking stdlib sockets.  Measured against one trio task per client
-(the previous design, itself measured against trio streams in the design
-notes): a trio task switch per request batch cost ~9 us of the ~17 us of
-server CPU per unpipelined PING; here one wait serves all the clients that
-are ready (python -m bench, bench/README.md).
+non-blocking stdlib sockets.  A trio task per client paid a task switch
+per request batch, about half of an unpipelined PING's server CPU; here
+one wait serves all the clients that are ready (bench/README.md, "The
+client loop").
 
 A client is looked at again outside its turn when something else changed
 its state (``Connection.wake``): it was unblocked or killed, it has output
@@ -41,14 +40,9 @@ _NO_CAP: Final = 1 << 62  # client-output-buffer-limit's hard limit off
 # Pipelined requests of one client run PIPELINE_BATCH at a time: when
 # another client is waiting by then, the rest wait for the next turn (and
 # nothing more is read meanwhile), so one client pipelining cheap requests
-# cannot hold up the others: 16 KB of PINGs is 1,170 requests, ~4 ms, which
-# a producer/consumer pair waited for at each round trip (its rate fell to
-# 0.13 of its rate alone; tests/server/test_hostile_clients.py).  Yielding
-# even when nobody waits cost a lone client's deep pipelines half their
-# rate; this way redis-benchmark -c 1 -P 100 PING is unchanged (~670k/s).
-# 16 rather than 32: the pair beside the hostile clients went from about
-# 1,550 to 1,850 cycles/s; 8 gave 2,000 but split redis-benchmark's -P 16
-# pipelines under -c 50 (ADDJOB 10%, GETJOB 15% slower).
+# cannot hold up the others; a lone client's deep pipelines do not yield.
+# 16: fair to the others, yet whole -P 16 pipelines (bench/README.md,
+# "The client loop").
 PIPELINE_BATCH: Final = 16
 
 _IN: Final = int(select.EPOLLIN)
@@ -88,7 +82,7 @@ class Connection:
         # Requests read: pending[pending_at:] have not run yet.  Empty once
         # all have, so ``if conn.pending`` asks whether any waits.  (A list
         # and an index: a deque's extend and popleft are method calls,
-        # ~1,000 instructions a request compiled.)
+        # dear compiled.)
         self.pending = []
         self.pending_at = 0
         self.outbuf = b""
@@ -351,7 +345,7 @@ class ClientServer:
         conn.sock.close()
         # The client and its connection refer to each other: unlinked, they
         # and their buffers go now, not at a collection (a garbage sender's
-        # 16 MB of parser buffer may wait a long time for one: collector.py)
+        # large parser buffer may wait a long time for one: collector.py)
         conn.client.transport = None
         conn.pending = []
         conn.pending_at = 0
@@ -395,8 +389,7 @@ class ClientServer:
                     # sleeps): the first send wakes a sleeping client
                     # process, the next ones find it awake.  Interleaved
                     # with the reads, each send paid that wake-up (an IPI
-                    # on this VM): unpipelined ADDJOB went from 18.7k to
-                    # 40.7k/s (redis-benchmark -c 50), PING stayed at 71k/s.
+                    # on a VM; bench/README.md, "What was changed").
                     for conn in replying:
                         self._output(conn)
                     replying.clear()
@@ -451,8 +444,8 @@ class ClientServer:
                 logged = aof.end
                 aof.deferring = True  # the batch's AOF records: one write
             # A pipeline's replies are counted as they come and the client
-            # is closed once they reach the hard output limit: 16 KB of GETs
-            # of a 256 KB value built 170 MB before the limit was looked at.
+            # is closed once they reach the hard output limit, not after the
+            # batch (bench/README.md, "Hostile clients").
             out = client.out
             counted = len(out)
             produced = len(conn.outbuf)
