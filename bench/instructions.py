@@ -20,7 +20,8 @@ import subprocess
 import sys
 import time
 
-from trisque.cluster.cluster import Cluster, Transport
+from trisque.cluster.cluster import Cluster
+from trisque.cluster.outbox import Transport
 from trisque.protocol.resp import RequestParser
 from trisque.core.admin.config import Config
 from trisque.core.node import Node

@@ -19,7 +19,8 @@ import random
 import sys
 import time
 
-from trisque.cluster.cluster import Cluster, Transport
+from trisque.cluster.cluster import Cluster
+from trisque.cluster.outbox import Transport
 from trisque.core.admin.config import Config
 from trisque.core.node import Node
 from trisque.core.table import COMMANDS

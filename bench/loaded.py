@@ -150,7 +150,8 @@ def table(median, samples, kinds, requests, jobs, pipeline, rss):
 def _core(jobs):
     """A node core as bench.instructions builds it, with ``jobs`` queued
     100-byte jobs in ``bulk``."""
-    from trisque.cluster.cluster import Cluster, Transport
+    from trisque.cluster.cluster import Cluster
+    from trisque.cluster.outbox import Transport
     from trisque.core.admin.config import Config
     from trisque.core.node import Node
     from trisque.core.table import COMMANDS

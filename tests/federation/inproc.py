@@ -13,7 +13,8 @@ import random
 
 import hiredis
 
-from trisque.cluster.cluster import Cluster, Transport
+from trisque.cluster.cluster import Cluster
+from trisque.cluster.outbox import Transport
 from trisque.cluster.membership import ClusterNode
 from trisque.protocol import bus
 from trisque.core.admin.config import Config

@@ -1,6 +1,8 @@
 """Requeue rules on in-process nodes with a fake clock (see inproc.py):
 what a holder does when its requeue time passed while it could not run."""
 
+from trisque.protocol import bus
+
 from .inproc import Net
 
 
@@ -67,7 +69,7 @@ def test_a_node_on_time_requeues_at_the_retry_time():
 def no_federation(net):
     """NEEDJOBS lost everywhere: only the requeue rules can move a job."""
     for cluster in net.clusters:
-        cluster.federation.on_needjobs = lambda *args: None
+        cluster.handlers[bus.NEEDJOBS] = lambda sender, msg: None
 
 
 def queued_at(net, job_id):

@@ -6,7 +6,8 @@ import time
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from trisque.cluster.cluster import Cluster, Transport
+from trisque.cluster.cluster import Cluster
+from trisque.cluster.outbox import Transport
 from trisque.core.admin.config import Config
 from trisque.core.node import Node
 from trisque.core.table import COMMANDS

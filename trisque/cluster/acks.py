@@ -15,150 +15,192 @@ garbage collection state machine").
 - FASTACK just deletes everywhere, best effort (DELJOB).
 """
 
+from collections import deque
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from ..protocol import bus, jobid
+from ..core.hooks import AckHooks
 from ..core.jobs.job import ACKED, DUMMY_ACK, WAIT_REPL, Job
-from .membership import ClusterNode
-
-if TYPE_CHECKING:
-    from .cluster import Cluster
+from ..core.node import Node
+from .membership import ClusterNode, Membership
+from .outbox import Outbox
+from .replication import Replication
 
 GC_RETRY_MIN_MS = 1000
 GC_RETRY_MAX_MS = 3 * 60 * 1000
 GC_RETRY_COUNT_MAX = 10
+TOMBSTONE_MS = 10000  # far longer than a frame can be delayed on the bus
 
 
-def next_gc_ms(cluster: "Cluster", job: Job) -> int:
-    node = cluster.node
-    period = min(GC_RETRY_MIN_MS << job.gc_retry, GC_RETRY_MAX_MS)
-    return node.now_ms() + period + node.jitter_ms()
+class Acks(AckHooks):
+    """The ack GC of this node's acked jobs, and the IDs of those freed
+    recently (tombstones): for TOMBSTONE_MS a REPLJOB or YOURJOBS that the
+    network delayed or duplicated cannot bring a freed job back to life."""
 
+    outbox: Outbox
+    membership: Membership
+    replication: Replication
+    tombstones: set[bytes]
+    _tombstone_expiry: deque[tuple[int, bytes]]
 
-def try_gc(cluster: "Cluster", job: Job) -> None:
-    """START-GC: free the job if every holder confirmed, else SETACK them."""
-    node = cluster.node
-    if job.state != ACKED:
-        return
-    if job.held_only_by(node.id):
-        # Confirmed by all (every job of a lone node): freed at once, as
-        # below, minus the bookkeeping.
-        cluster.free_acked(job)
-        return
-    dummy = not job.nodes_delivered
-    if job.gc_retry < GC_RETRY_COUNT_MAX:
-        job.gc_retry += 1
-    if job.nodes_confirmed is None:
-        job.nodes_confirmed = {node.id}
-    confirmed = job.nodes_confirmed
-    if not dummy and all(n in confirmed for n in job.nodes_delivered):
-        cluster.free_acked(job)
-        if len(job.nodes_delivered) > 1:
-            cluster.send_to_holders(job, bus.DELJOB)
-        return
-    if dummy and cluster.size() == 1:
-        node.delete_job(job)
-        return
-    targets: Sequence[str] = (
-        job.nodes_delivered if not dummy
-        else [n.id for n in cluster.membership.others() if not n.handshake])
-    for target in targets:
-        if target not in confirmed:
-            cluster.send_setack(target, job)
+    def __init__(self, node: Node, outbox: Outbox, membership: Membership,
+                 replication: Replication, tombstones: set[bytes]) -> None:
+        super().__init__(node)
+        self.outbox = outbox
+        self.membership = membership
+        self.replication = replication
+        self.tombstones = tombstones  # (read by replication and federation too)
+        self._tombstone_expiry = deque()  # (expires at ms, job id), in order
 
+    # ------------------------------------------ what the core tells us
 
-def _gc_now_and_later(cluster: "Cluster", job: Job) -> None:
-    """START-GC now and, unless that freed the job, arm the next attempt."""
-    try_gc(cluster, job)
-    if job.id in cluster.node.jobs:
-        cluster.node.schedule(job)
+    def next_gc_ms(self, job: Job) -> int:
+        node = self.node
+        period = min(GC_RETRY_MIN_MS << job.gc_retry, GC_RETRY_MAX_MS)
+        return node.now_ms() + period + node.jitter_ms()
 
-
-def dummy_ack(cluster: "Cluster", job_id: bytes) -> None:
-    node = cluster.node
-    if cluster.size() <= 1 or cluster.leaving() or not jobid.has_retry(job_id):
-        return
-    now_ms = node.now_ms()
-    job = Job(job_id, b"", b"", ACKED, 0, 0,
-              now_ms + jobid.ttl_s_from_id(job_id) * 1000, 0, 0)
-    job.flags = DUMMY_ACK
-    node.register(job)
-    _gc_now_and_later(cluster, job)
-
-
-def on_setack(cluster: "Cluster", sender: ClusterNode, items: list[tuple[bytes, int]]) -> None:
-    node = cluster.node
-    for job_id, may_have in items:
-        job = node.jobs.get(job_id)
-        if job is not None:
-            if job.state == WAIT_REPL:
-                # Acked before ADDJOB got its copies: it is delivered, then.
-                if not cluster.replication_achieved(job):
-                    continue
-            if job.state != ACKED:
-                node.mark_acked(job)
-        if job is None:
-            cluster.remember_freed(job_id)  # acked elsewhere: no late copy
-        if job is None or len(job.nodes_delivered) <= may_have:
-            cluster.send_jobid(sender.id, bus.GOTACK, job_id, 1 if job is not None else 0)
-        else:
-            if may_have == 0:
-                cluster.send_jobid(sender.id, bus.GOTACK, job_id, 1)
-            _gc_now_and_later(cluster, job)
-
-
-def on_gotack(cluster: "Cluster", sender: ClusterNode, items: list[tuple[bytes, int]]) -> None:
-    node = cluster.node
-    for job_id, known in items:
-        job = node.jobs.get(job_id)
-        if job is None or job.state != ACKED:
-            continue
+    def try_gc(self, job: Job) -> None:
+        """START-GC: free the job if every holder confirmed, else SETACK them."""
+        node = self.node
+        if job.state != ACKED:
+            return
+        if job.held_only_by(node.id):
+            # Confirmed by all (every job of a lone node): freed at once, as
+            # below, minus the bookkeeping.
+            self.free_acked(job)
+            return
         dummy = not job.nodes_delivered
-        if dummy and known:
-            node.unregister(job)  # a node that knows it will finish the GC
-            continue
-        if known or sender.id in job.nodes_delivered:
-            if sender.id not in job.nodes_delivered:
-                job.nodes_delivered += (sender.id,)
-            if job.nodes_confirmed is not None:
-                job.nodes_confirmed.add(sender.id)
-        if not known and dummy:
-            if job.nodes_confirmed is None:
-                job.nodes_confirmed = {node.id}
-            job.nodes_confirmed.add(sender.id)
-            if len(job.nodes_confirmed) >= len(cluster.membership.nodes):
-                node.unregister(job)  # nobody knows this job
-            continue
-        if (not dummy and job.nodes_confirmed is not None
-                and all(n in job.nodes_confirmed for n in job.nodes_delivered)):
-            cluster.send_to_holders(job, bus.DELJOB)
-            cluster.free_acked(job)
+        if job.gc_retry < GC_RETRY_COUNT_MAX:
+            job.gc_retry += 1
+        if job.nodes_confirmed is None:
+            job.nodes_confirmed = {node.id}
+        confirmed = job.nodes_confirmed
+        if not dummy and all(n in confirmed for n in job.nodes_delivered):
+            self.free_acked(job)
+            if len(job.nodes_delivered) > 1:
+                self.outbox.send_to_holders(job, bus.DELJOB)
+            return
+        if dummy and self.membership.size() == 1:
+            node.delete_job(job)
+            return
+        targets: Sequence[str] = (
+            job.nodes_delivered if not dummy
+            else [n.id for n in self.membership.others() if not n.handshake])
+        for target in targets:
+            if target not in confirmed:
+                self.outbox.send_setack(target, job)
 
+    def dummy_ack(self, job_id: bytes) -> None:
+        node = self.node
+        if (self.membership.size() <= 1 or self.membership.myself.leaving
+                or not jobid.has_retry(job_id)):
+            return
+        now_ms = node.now_ms()
+        job = Job(job_id, b"", b"", ACKED, 0, 0,
+                  now_ms + jobid.ttl_s_from_id(job_id) * 1000, 0, 0)
+        job.flags = DUMMY_ACK
+        node.register(job)
+        self._gc_now_and_later(job)
 
-def on_deljob(cluster: "Cluster", sender: ClusterNode, items: list[tuple[bytes, int]]) -> None:
-    node = cluster.node
-    for job_id, _aux in items:
-        job = node.jobs.get(job_id)
+    def fast_ack(self, job: Job | None, job_id: bytes) -> None:
+        """The core frees our copy right after.  A tombstone only where a
+        copy may be on the way (as free_acked)."""
         if job is not None:
-            cluster.free_acked(job)
+            if self.held_elsewhere(job):
+                self.remember_freed(job_id)
+            self.outbox.send_to_holders(job, bus.DELJOB)
         else:
-            # Its REPLJOB may still be on the way (another link, a slow
-            # one): make sure it does not create a copy nobody will ack.
-            cluster.remember_freed(job_id)
+            others = [n for n in self.membership.others() if not n.handshake]
+            if others:
+                self.remember_freed(job_id)
+            for other in others:
+                self.outbox.send_jobid(other.id, bus.DELJOB, job_id)
 
+    # ------------------------------------------ what other holders say
 
-def fast_ack(cluster: "Cluster", job: Job | None, job_id: bytes) -> None:
-    """The core frees our copy right after.  A tombstone only where a copy
-    may be on the way (as free_acked): on a lone node, FASTACK at 100k/s
-    kept a million of them (~200 MB) for their 10 s."""
-    if job is not None:
-        if cluster.held_elsewhere(job):
-            cluster.remember_freed(job_id)
-        cluster.send_to_holders(job, bus.DELJOB)
-    else:
-        others = [n for n in cluster.membership.others() if not n.handshake]
-        if others:
-            cluster.remember_freed(job_id)
-        for other in others:
-            cluster.send_jobid(other.id, bus.DELJOB, job_id)
+    def on_setack(self, sender: ClusterNode, items: list[tuple[bytes, int]]) -> None:
+        node = self.node
+        for job_id, may_have in items:
+            job = node.jobs.get(job_id)
+            if job is not None:
+                if job.state == WAIT_REPL:
+                    # Acked before ADDJOB got its copies: it is delivered, then.
+                    if not self.replication.achieved(job):
+                        continue
+                if job.state != ACKED:
+                    node.mark_acked(job)
+            if job is None:
+                self.remember_freed(job_id)  # acked elsewhere: no late copy
+            if job is None or len(job.nodes_delivered) <= may_have:
+                self.outbox.send_jobid(sender.id, bus.GOTACK, job_id, 1 if job is not None else 0)
+            else:
+                if may_have == 0:
+                    self.outbox.send_jobid(sender.id, bus.GOTACK, job_id, 1)
+                self._gc_now_and_later(job)
+
+    def on_gotack(self, sender: ClusterNode, items: list[tuple[bytes, int]]) -> None:
+        node = self.node
+        for job_id, known in items:
+            job = node.jobs.get(job_id)
+            if job is None or job.state != ACKED:
+                continue
+            dummy = not job.nodes_delivered
+            if dummy and known:
+                node.unregister(job)  # a node that knows it will finish the GC
+                continue
+            if known or sender.id in job.nodes_delivered:
+                if sender.id not in job.nodes_delivered:
+                    job.nodes_delivered += (sender.id,)
+                if job.nodes_confirmed is not None:
+                    job.nodes_confirmed.add(sender.id)
+            if not known and dummy:
+                if job.nodes_confirmed is None:
+                    job.nodes_confirmed = {node.id}
+                job.nodes_confirmed.add(sender.id)
+                if len(job.nodes_confirmed) >= len(self.membership.nodes):
+                    node.unregister(job)  # nobody knows this job
+                continue
+            if (not dummy and job.nodes_confirmed is not None
+                    and all(n in job.nodes_confirmed for n in job.nodes_delivered)):
+                self.outbox.send_to_holders(job, bus.DELJOB)
+                self.free_acked(job)
+
+    def on_deljob(self, sender: ClusterNode, items: list[tuple[bytes, int]]) -> None:
+        node = self.node
+        for job_id, _aux in items:
+            job = node.jobs.get(job_id)
+            if job is not None:
+                self.free_acked(job)
+            else:
+                # Its REPLJOB may still be on the way (another link, a slow
+                # one): make sure it does not create a copy nobody will ack.
+                self.remember_freed(job_id)
+
+    # ------------------------------------------------- freeing, tombstones
+
+    def free_acked(self, job: Job) -> None:
+        """An acked job is freed here, its ID remembered if another node
+        was given a copy (a job nobody else held has none on the way)."""
+        self.node.delete_job(job)
+        if self.held_elsewhere(job):
+            self.remember_freed(job.id)
+
+    def held_elsewhere(self, job: Job) -> bool:
+        """Another node was given a copy: a message about it may still come."""
+        holders = job.nodes_delivered
+        return len(holders) > 1 or bool(holders and holders[0] != self.node.id)
+
+    def remember_freed(self, job_id: bytes) -> None:
+        self.tombstones.add(job_id)
+        self._tombstone_expiry.append((self.node.now_ms() + TOMBSTONE_MS, job_id))
+
+    def expire_tombstones(self, now_ms: int) -> None:
+        expiry = self._tombstone_expiry
+        while expiry and expiry[0][0] <= now_ms:
+            self.tombstones.discard(expiry.popleft()[1])
+
+    def _gc_now_and_later(self, job: Job) -> None:
+        """START-GC now and, unless that freed the job, arm the next attempt."""
+        self.try_gc(job)
+        if job.id in self.node.jobs:
+            self.node.schedule(job)

@@ -27,17 +27,15 @@
 - A leaving node never asks for jobs.
 """
 
-from typing import TYPE_CHECKING
-
 from ..protocol import bus
 from ..protocol.jobcodec import JobFields
 from ..core.client import BlockedGet
-from ..core.jobs.job import ACTIVE, BCAST_QUEUED, Job
+from ..core.hooks import FederationHooks
+from ..core.jobs.job import ACTIVE, BCAST_QUEUED, Job, serialize
 from ..core.jobs.queue import PAUSED_OUT, Queue
-from .membership import ClusterNode
-
-if TYPE_CHECKING:
-    from .cluster import Cluster
+from ..core.node import Node
+from .membership import ClusterNode, Membership
+from .outbox import Outbox
 
 MIN_REQUEST = 5
 MAX_REQUEST = 100
@@ -55,9 +53,15 @@ CLIENTS_WAITING = 0
 REACHED_ZERO = 1
 
 
-class Federation:
-    def __init__(self, cluster: "Cluster") -> None:
-        self.cluster = cluster
+class Federation(FederationHooks):
+    """NEEDJOBS asked and answered for this node's queues."""
+
+    def __init__(self, node: Node, outbox: Outbox, membership: Membership,
+                 tombstones: set[bytes]) -> None:
+        self.node = node
+        self.outbox = outbox
+        self.membership = membership
+        self.tombstones = tombstones  # IDs of acked jobs freed recently (acks.py)
         self.open_asks: dict[bytes, dict[str, list[int]]] = {}  # name -> {node id: [count, expire_ms]}
         self.ready: dict[bytes, None] = {}  # queues with open asks that got jobs this turn (ordered)
         self.drained: dict[bytes, Queue] = {}  # name -> queue that became empty this turn
@@ -83,7 +87,7 @@ class Federation:
         buckets = queue.import_buckets
         if buckets is None:
             return 0
-        now_ms = self.cluster.node.now_ms()
+        now_ms = self.node.now_ms()
         prev_ms, prev_count, cur_ms, cur_count = buckets
         if now_ms - cur_ms > RATE_WINDOW_MS:
             return 0
@@ -103,7 +107,7 @@ class Federation:
     def _valid_sources(self, queue: Queue, now_ms: int) -> list[str]:
         sources = queue.import_from
         for node_id, last_ms in list(sources.items()):
-            if now_ms - last_ms > SOURCE_VALID_MS or node_id not in self.cluster.membership.nodes:
+            if now_ms - last_ms > SOURCE_VALID_MS or node_id not in self.membership.nodes:
                 del sources[node_id]
         return list(sources)
 
@@ -111,10 +115,9 @@ class Federation:
 
     def need_jobs(self, queue_name: bytes) -> None:
         """A consumer found ``queue_name`` empty here."""
-        cluster = self.cluster
-        if cluster.size() <= 1 or cluster.leaving():
+        if self.membership.size() <= 1 or self.membership.myself.leaving:
             return
-        self._need_jobs(cluster.node.get_queue(queue_name), CLIENTS_WAITING)
+        self._need_jobs(self.node.get_queue(queue_name), CLIENTS_WAITING)
 
     def queue_drained(self, queue: Queue) -> None:
         """The queue just became empty.  Asked at the end of this turn, if
@@ -124,11 +127,11 @@ class Federation:
         if queue.import_buckets is None:
             return  # never imported: the rate is 0, nothing to do
         if not self.pending:
-            self.cluster.transport.flush_soon()
+            self.outbox.transport.flush_soon()
         self.drained[queue.name] = queue
 
     def _need_jobs(self, queue: Queue, reason: int) -> None:
-        node = self.cluster.node
+        node = self.node
         rate = self.import_rate(queue)
         if reason == REACHED_ZERO and rate == 0:
             return
@@ -140,7 +143,7 @@ class Federation:
         if now_ms - queue.needjobs_bcast_ms > bcast_delay:
             queue.needjobs_bcast_ms = now_ms
             queue.needjobs_bcast_attempt += 1
-            targets = [n.id for n in self.cluster.membership.others()
+            targets = [n.id for n in self.membership.others()
                        if n.link_ok and not n.handshake]
             self._send(targets, queue.name, 1)  # discovery: one job is enough
         adhoc_delay = min(ADHOC_MIN_MS << min(queue.needjobs_adhoc_attempt, 16), ADHOC_MAX_MS)
@@ -151,10 +154,9 @@ class Federation:
             self._send(sources, queue.name, count)
 
     def _send(self, node_ids: list[str], queue_name: bytes, count: int) -> None:
-        cluster = self.cluster
-        frame = bus.queue_op(cluster.header(), bus.NEEDJOBS, queue_name, count)
+        frame = bus.queue_op(self.membership.header(), bus.NEEDJOBS, queue_name, count)
         for node_id in node_ids:
-            cluster.transport.send(node_id, frame)
+            self.outbox.transport.send(node_id, frame)
             self.messages_sent += 1
 
     def cron(self, now_ms: int) -> None:
@@ -162,8 +164,8 @@ class Federation:
         open asks past their time are forgotten."""
         if self.open_asks:
             self._expire_asks(now_ms)
-        node = self.cluster.node
-        if self.cluster.size() <= 1 or self.cluster.leaving():
+        node = self.node
+        if self.membership.size() <= 1 or self.membership.myself.leaving:
             return
         asked: set[bytes] = set()
         for client in node.clients.values():
@@ -186,7 +188,7 @@ class Federation:
                 and self.import_rate(queue) == 0)
 
     def on_needjobs(self, sender: ClusterNode, queue_name: bytes, count: int) -> None:
-        node = self.cluster.node
+        node = self.node
         queue = node.queues.get(queue_name)
         if queue is not None and (queue.paused & PAUSED_OUT or self.import_rate(queue) > 0):
             return
@@ -205,7 +207,7 @@ class Federation:
         of this turn (so a burst of ADDJOBs leaves in one YOURJOBS)."""
         if queue.name in self.open_asks:
             if not self.pending:
-                self.cluster.transport.flush_soon()
+                self.outbox.transport.flush_soon()
             self.ready[queue.name] = None
 
     @property
@@ -215,11 +217,11 @@ class Federation:
     def before_flush(self) -> None:
         """End of an event-loop turn, before the outbox leaves: ask for the
         queues that drained, answer the open asks that jobs arrived for."""
-        node = self.cluster.node
+        node = self.node
         if self.drained:
             drained, self.drained = self.drained, {}
-            cluster = self.cluster
-            if cluster.size() > 1 and not cluster.leaving():
+            membership = self.membership
+            if membership.size() > 1 and not membership.myself.leaving:
                 for name, queue in drained.items():
                     if not queue.jobs and node.queues.get(name) is queue:
                         self._need_jobs(queue, REACHED_ZERO)
@@ -228,9 +230,9 @@ class Federation:
 
     def _answer_open_asks(self) -> None:
         ready, self.ready = self.ready, {}
-        node = self.cluster.node
+        node = self.node
         now_ms = node.now_ms()
-        nodes = self.cluster.membership.nodes
+        nodes = self.membership.nodes
         for name in ready:
             asks = self.open_asks.get(name)
             if not asks:
@@ -262,8 +264,7 @@ class Federation:
     def _answer(self, queue: Queue, node_id: str, count: int) -> None:
         """YOURJOBS: ``count`` jobs if we have twice as many, else half the
         queue, at least one."""
-        node = self.cluster.node
-        cluster = self.cluster
+        node = self.node
         size = len(queue.jobs)
         count = min(max(count, 1), MAX_REQUEST)
         give = count if size >= 2 * count else max(1, size // 2)
@@ -273,19 +274,20 @@ class Federation:
             if node_id not in job.nodes_delivered:
                 # It will hold a copy: an ack's GC must reach it too.
                 job.nodes_delivered += (node_id,)
-            cluster.send_job(node_id, bus.YOURJOBS, cluster.serialize_for_bus(job))
+            record = serialize(job, max(1, job.etime_ms - now_ms))
+            self.outbox.send_job(node_id, bus.YOURJOBS, record)
             if job.retry_s == 0:
                 node.delete_job(job)  # at-most-once: it lives there now
         self.yourjobs_sent += 1
         self.jobs_exported += give
 
     def on_yourjobs(self, sender: ClusterNode, records: list[JobFields]) -> None:
-        node = self.cluster.node
+        node = self.node
         now_ms = node.now_ms()
         for fields in records:
             (job_id, _state, flags, repl, ctime, ttl_ms, delay_s, retry_s, nacks,
              deliveries, queue_name, body, nodes) = fields
-            if job_id in self.cluster.tombstones:
+            if job_id in self.tombstones:
                 continue  # acked and freed here: a stale copy
             job = node.jobs.get(job_id)
             if job is None:

@@ -26,12 +26,10 @@ Rules (after Disque's cluster.c, in our words):
 """
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..protocol import bus
-
-if TYPE_CHECKING:
-    from .cluster import Cluster
+from ..core.node import Node
 
 HANDSHAKE_MIN_MS = 1000
 FORGET_BAN_MS = 60000
@@ -116,10 +114,12 @@ class ClusterNode:
 class Membership:
     """The node table and the gossip/failure-detection rules."""
 
-    def __init__(self, cluster: "Cluster", myself_id: str, ip: str, port: int, bus_port: int,
-                 now_ms: int) -> None:
-        self.cluster = cluster
-        me = ClusterNode(myself_id, ip, port, bus_port, now_ms)
+    def __init__(self, node: Node, transport: Any, ip: str, port: int, bus_port: int) -> None:
+        self.node = node
+        self.transport = transport  # (duck-typed: see outbox.Transport)
+        self.local_ip = ip
+        myself_id = node.id
+        me = ClusterNode(myself_id, ip, port, bus_port, node.now_ms())
         me.myself = True
         me.link_ok = True
         self.myself = me
@@ -131,6 +131,7 @@ class Membership:
         self.messages_sent = 0
         self.messages_received = 0
         self._dirty = False
+        self._header: bus.Header | None = None
         self.on_dirty: Callable[[], object] | None = None  # shell hook: save nodes.conf soon
 
     @property
@@ -146,6 +147,15 @@ class Membership:
 
     # --------------------------------------------------------- queries
 
+    def header(self) -> bus.Header:
+        """Every frame's header: who I am and my flags, as of now."""
+        me = self.myself
+        flags = me.wire_flags()
+        header = self._header
+        if header is None or header.flags != flags or header.node_id != me.id.encode():
+            header = self._header = bus.Header(me.id, me.port, me.bus_port, flags)
+        return header
+
     def size(self) -> int:
         """Known nodes but handshakes, myself and failed ones included."""
         return self._size
@@ -155,7 +165,7 @@ class Membership:
         (add, delete, rename, flags) ends here."""
         self.reachable = [n for n in self.nodes.values() if n.reachable()]
         self._size = sum(1 for n in self.nodes.values() if not n.handshake)
-        node = self.cluster.node  # what the core's hot paths read
+        node = self.node  # what the core's hot paths read
         node.cluster_size = self._size
         node.leaving = self.myself.leaving
 
@@ -182,7 +192,7 @@ class Membership:
     def delete(self, node: ClusterNode) -> None:
         if self.nodes.get(node.id) is node:
             del self.nodes[node.id]
-        self.cluster.transport.drop_link(node.id)
+        self.transport.drop_link(node.id)
         for other in self.nodes.values():
             other.fail_reports.pop(node.id, None)
         self.dirty = True
@@ -190,7 +200,7 @@ class Membership:
 
     def rename(self, node: ClusterNode, new_id: str) -> None:
         """A handshake node told us its real ID."""
-        self.cluster.transport.rename_link(node.id, new_id)
+        self.transport.rename_link(node.id, new_id)
         del self.nodes[node.id]
         node.id = new_id
         node.handshake = False
@@ -203,7 +213,7 @@ class Membership:
         for node in self.nodes.values():
             if node.handshake and node.ip == ip and node.bus_port == bus_port:
                 return  # already meeting it
-        made_up_id = self.cluster.node.random_bytes(20).hex()
+        made_up_id = self.node.random_bytes(20).hex()
         node = ClusterNode(made_up_id, ip, port, bus_port, now_ms)
         node.handshake = True
         node.meet_pending = True
@@ -233,12 +243,12 @@ class Membership:
                       if not n.myself and not n.handshake and n.id != receiver_id]
         wanted = max(3, len(self.nodes) // 10)
         wanted = min(wanted, len(candidates))
-        rng = self.cluster.node.random
+        rng = self.node.random
         failing = [n for n in candidates if n.pfail or n.fail]
         rest = [n for n in candidates if not (n.pfail or n.fail)]
         rng.shuffle(rest)
         chosen = (failing + rest)[:wanted]
-        now_ms = self.cluster.node.now_ms()
+        now_ms = self.node.now_ms()
         me = self.myself
         entries: list[bus.GossipEntry] = [
             (me.id, me.wire_flags(), me.ip, me.port, me.bus_port, 0)]
@@ -248,12 +258,12 @@ class Membership:
         return entries
 
     def send_ping(self, node: ClusterNode, type_: int = bus.PING) -> None:
-        now_ms = self.cluster.node.now_ms()
+        now_ms = self.node.now_ms()
         if type_ == bus.PING or type_ == bus.MEET:
             if node.ping_sent_ms == 0:
                 node.ping_sent_ms = now_ms
-        frame = bus.gossip(self.cluster.header(), type_, self.gossip_entries(node.id))
-        self.cluster.transport.send(node.id, frame)
+        frame = bus.gossip(self.header(), type_, self.gossip_entries(node.id))
+        self.transport.send(node.id, frame)
         self.messages_sent += 1
 
     def on_gossip_message(self, msg: bus.Message, link: Any) -> None:
@@ -261,8 +271,7 @@ class Membership:
         ``link.send(frame)``; ``link.peer_ip`` is where it came from, and
         ``link.node_id`` the node an outgoing link was opened to)."""
         peer_ip = link.peer_ip
-        cluster = self.cluster
-        now_ms = cluster.node.now_ms()
+        now_ms = self.node.now_ms()
         sender = self.nodes.get(msg.sender)
         self.messages_received += 1
         if msg.sender == self.myself.id:
@@ -273,10 +282,10 @@ class Membership:
             sender = ClusterNode(msg.sender, ip, msg.port, msg.bus_port, now_ms)
             self.add(sender)
             if self.myself.ip in ("", "0.0.0.0") and peer_ip:
-                self.myself.ip = cluster.local_ip or self.myself.ip
+                self.myself.ip = self.local_ip or self.myself.ip
         if msg.type in (bus.PING, bus.MEET):
             # Rule: answer any PING or MEET with PONG on the same link.
-            link.send(bus.gossip(cluster.header(), bus.PONG, self.gossip_entries(msg.sender)))
+            link.send(bus.gossip(self.header(), bus.PONG, self.gossip_entries(msg.sender)))
             self.messages_sent += 1
             if sender is not None:
                 sender.ping_received_ms = now_ms
@@ -292,7 +301,7 @@ class Membership:
                         # (restarted elsewhere, as all of a cluster may be).
                         existing.ip, existing.port = link_node.ip, link_node.port
                         existing.bus_port = link_node.bus_port
-                        cluster.transport.drop_link(existing.id)
+                        self.transport.drop_link(existing.id)
                         self.dirty = True
                 else:
                     self.rename(link_node, msg.sender)
@@ -311,7 +320,7 @@ class Membership:
             # It talks to us but our link to it is down (it restarted, say):
             # reconnect now rather than at the next cron tick, so the PONG
             # that clears its PFAIL/FAIL comes as soon as possible.
-            cluster.transport.ensure_link(sender)
+            self.transport.ensure_link(sender)
         # The sender's header tells us about the sender itself.
         leaving = bool(msg.sender_flags & bus.F_LEAVING)
         if sender.leaving != leaving:
@@ -329,7 +338,7 @@ class Membership:
                 sender.port, sender.bus_port = msg.port, msg.bus_port
             if peer_ip:
                 sender.ip = peer_ip
-            cluster.transport.drop_link(sender.id)
+            self.transport.drop_link(sender.id)
             self.dirty = True
         self._process_gossip(sender, msg.body, now_ms)
 
@@ -354,7 +363,7 @@ class Membership:
                     if (ip and port and not node.link_ok and not node.handshake
                             and (node.ip, node.port) != (ip, port)):
                         node.ip, node.port, node.bus_port = ip, port, bus_port
-                        self.cluster.transport.drop_link(node.id)
+                        self.transport.drop_link(node.id)
                         self.dirty = True
                 continue
             if node_id in self.banned or flags & bus.F_NOADDR or not port:
@@ -392,9 +401,8 @@ class Membership:
 
     def cron(self, now_ms: int) -> None:
         """Every 100 ms: links, pings, failure detection, handshake expiry."""
-        cluster = self.cluster
-        transport = cluster.transport
-        timeout = cluster.node.config.cluster_node_timeout
+        transport = self.transport
+        timeout = self.node.config.cluster_node_timeout
         self.cron_runs += 1
         for ban_id, until in list(self.banned.items()):
             if until <= now_ms:
@@ -409,7 +417,7 @@ class Membership:
             candidates = [n for n in self.others()
                           if n.link_ok and not n.handshake and n.ping_sent_ms == 0]
             if candidates:
-                sample = cluster.node.random.sample(candidates, min(5, len(candidates)))
+                sample = self.node.random.sample(candidates, min(5, len(candidates)))
                 self.send_ping(min(sample, key=lambda n: n.pong_received_ms))
         changed = False
         for node in self.others():
@@ -438,7 +446,7 @@ class Membership:
         """Rule: PFAIL (as seen by me) + a majority of reports => FAIL."""
         if not node.pfail or node.fail:
             return
-        validity = self.cluster.node.config.cluster_node_timeout * FAIL_REPORT_VALIDITY_MULT
+        validity = self.node.config.cluster_node_timeout * FAIL_REPORT_VALIDITY_MULT
         for reporter, at in list(node.fail_reports.items()):
             if now_ms - at > validity or reporter not in self.nodes:
                 del node.fail_reports[reporter]
@@ -448,10 +456,10 @@ class Membership:
             node.fail = True
             self.dirty = True
             self.update_reachable()
-            frame = bus.fail(self.cluster.header(), node.id)
+            frame = bus.fail(self.header(), node.id)
             for other in self.others():
                 if other.link_ok and not other.handshake:
-                    self.cluster.transport.send(other.id, frame)
+                    self.transport.send(other.id, frame)
 
     # --------------------------------------------------------- describe
 

@@ -24,21 +24,19 @@ ON REPLJOB: store the job ``active`` (or merge ``nodes_delivered`` if we
 """
 
 from collections import deque
-from typing import TYPE_CHECKING
 
 from ..protocol import bus, errors, resp
 from ..protocol.jobcodec import JobFields
 from ..core.client import Client, PendingReply
 from ..core.jobs.job import (ACTIVE, BCAST_QUEUED, BCAST_WILLQUEUE,
                                WAIT_REPL, Job, serialize)
-from ..core.node import WILLQUEUE_ADVANCE_MS
+from ..core.hooks import ReplicationHooks
+from ..core.node import WILLQUEUE_ADVANCE_MS, Node
 from ..core.jobs.queue import PAUSED_IN
+from .membership import ClusterNode, Membership
+from .outbox import Outbox
 from .replication_latency import ReplicationLatency
 
-if TYPE_CHECKING:
-    from ..core.node import Node
-    from .cluster import Cluster
-    from .membership import ClusterNode
 
 ADD_NODE_PERIOD_MS = 50
 RESEND_PERIOD_MS = 1000
@@ -48,18 +46,21 @@ MAX_SHARED_HOLDERS = 4096  # distinct holder tuples shared between jobs
 class PendingAddJob(PendingReply):
     """The reply to a synchronous ADDJOB, waiting for replication."""
 
-    __slots__ = ("job", "deadline_ms", "sent_ms")
+    __slots__ = ("replication", "job", "deadline_ms", "sent_ms")
+    replication: "Replication"
     job: Job
     deadline_ms: int
     sent_ms: int
 
-    def __init__(self, client: Client | None, job: Job, deadline_ms: int, now_ms: int) -> None:
+    def __init__(self, replication: "Replication", client: Client | None, job: Job,
+                 deadline_ms: int, now_ms: int) -> None:
         super().__init__(client)
+        self.replication = replication
         self.job = job
         self.deadline_ms = deadline_ms  # 0: wait forever
         self.sent_ms = now_ms  # last REPLJOB to every unconfirmed holder
 
-    def fire(self, node: "Node") -> None:
+    def fire(self, node: Node) -> None:
         job = self.job
         if job.waiter is not self:
             return
@@ -67,18 +68,19 @@ class PendingAddJob(PendingReply):
         if self.deadline_ms and now_ms >= self.deadline_ms:
             # Rule 5: timeout, delete the copies, best effort.
             job.waiter = None
-            node.cluster.replicating.pop(job.id, None)
+            self.replication.replicating.pop(job.id, None)
             node.resolve(self, resp.error(errors.NOREPL_TIMEOUT))
-            node.cluster.delete_everywhere(job)
+            self.replication.delete_everywhere(job)
             return
         # Rule 3: one more node every 50 ms; everyone again every second.
         resend = now_ms - self.sent_ms >= RESEND_PERIOD_MS
         if resend:
             self.sent_ms = now_ms
-        added = add_nodes(node.cluster, job, 1, noreply=False, resend=resend)
-        self.schedule(node, now_ms, added > 0 or _may_add_soon(node.cluster, job))
+        replication = self.replication
+        added = replication.add_nodes(job, 1, noreply=False, resend=resend)
+        self.schedule(node, now_ms, added > 0 or replication.may_add_soon(job))
 
-    def schedule(self, node: "Node", now_ms: int, more_nodes: bool = True) -> None:
+    def schedule(self, node: Node, now_ms: int, more_nodes: bool = True) -> None:
         """Wake in 50 ms to add a node, or (when every reachable node
         already has a copy) at the next re-send; never past the timeout."""
         if more_nodes:
@@ -90,13 +92,13 @@ class PendingAddJob(PendingReply):
         node.deadlines.set(self, at)
         node.timers_changed(at)
 
-    def cancel(self, node: "Node") -> None:
+    def cancel(self, node: Node) -> None:
         """The client went away: the job would have no one to report to."""
         job = self.job
         if job.waiter is self:
             job.waiter = None
-            node.cluster.replicating.pop(job.id, None)
-            node.cluster.delete_everywhere(job)
+            self.replication.replicating.pop(job.id, None)
+            self.replication.delete_everywhere(job)
 
 
 class AddJobTimer(PendingReply):
@@ -117,7 +119,7 @@ class AddJobTimer(PendingReply):
         super().__init__(None)
         self.waiting = deque()
 
-    def watch(self, node: "Node", pending: PendingAddJob, now_ms: int) -> None:
+    def watch(self, node: Node, pending: PendingAddJob, now_ms: int) -> None:
         due = now_ms + ADD_NODE_PERIOD_MS
         waiting = self.waiting
         if ((pending.deadline_ms and pending.deadline_ms < due)
@@ -129,7 +131,7 @@ class AddJobTimer(PendingReply):
             node.deadlines.set(self, due)
             node.timers_changed(due)
 
-    def fire(self, node: "Node") -> None:
+    def fire(self, node: Node) -> None:
         waiting = self.waiting
         now_ms = node.now_ms()
         while waiting:
@@ -146,233 +148,253 @@ class AddJobTimer(PendingReply):
             node.deadlines.set(self, due)
             node.timers_changed(due)
 
-    def cancel(self, node: "Node") -> None:
+    def cancel(self, node: Node) -> None:
         pass
 
+class Replication(ReplicationHooks):
+    """The replication state machine of the jobs this node adds, and the
+    copies it takes for others."""
 
-def _may_add_soon(cluster: "Cluster", job: Job) -> bool:
-    """A reachable node without a copy whose link is not up yet (we just
-    met it, or it is restarting): keep trying every 50 ms, so the ADDJOB
-    goes on as soon as the link does, not at the next 1 s re-send."""
-    delivered = job.nodes_delivered
-    return any(n.id not in delivered for n in cluster.membership.reachable)
+    node: Node
+    outbox: Outbox
+    membership: Membership
+    tombstones: set[bytes]
+    replicating: dict[bytes, Job]
+    add_timer: AddJobTimer
+    holders_tuples: dict[tuple[str, ...], tuple[str, ...]]
+    repl_latency: dict[str, ReplicationLatency]
 
+    def __init__(self, node: Node, outbox: Outbox, membership: Membership,
+                 tombstones: set[bytes]) -> None:
+        self.node = node
+        self.outbox = outbox
+        self.membership = membership
+        self.tombstones = tombstones  # IDs of acked jobs freed recently (acks.py)
+        self.replicating = {}  # job id -> job: synchronous ADDJOBs waiting for copies
+        self.add_timer = AddJobTimer()  # their first 50 ms
+        self.holders_tuples = {}  # nodes_delivered tuples shared between jobs
+        self.repl_latency = {}  # node id -> ReplicationLatency (/metrics)
 
-def replicate(cluster: "Cluster", job: Job, client: Client, timeout_ms: int,
-              asynchronous: bool, external: bool) -> PendingAddJob | bytes:
-    node = cluster.node
-    my_id = node.id
-    others = job.repl if external else job.repl - 1
-    job.nodes_delivered = () if external else (my_id,)
-    if not asynchronous:
-        confirmed = set() if external else {my_id}
-        node.register(job)
-        node.schedule(job)  # its TTL runs while it waits, too
-        now_ms = node.now_ms()
-        pending = PendingAddJob(client, job, now_ms + timeout_ms if timeout_ms else 0, now_ms)
-        if job._rare is None:  # (job.nodes_confirmed, job.waiter: in one step)
-            job._rare = {"nodes_confirmed": confirmed, "waiter": pending}
-        else:
-            job.nodes_confirmed = confirmed
-            job.waiter = pending
-        cluster.replicating[job.id] = job
-        _send_first(cluster, job, others, now_ms)
-        cluster.add_timer.watch(node, pending, now_ms)
-        return pending
-    if external:
-        # ASYNC and no local copy: hand it over and forget it.
-        add_nodes(cluster, job, others, noreply=True)
-        if job.nodes_delivered:
-            target = node.random.choice(job.nodes_delivered)
-            cluster.send_jobid(target, bus.ENQUEUE, job.id, job.delay_s)
-        return b"+%s\r\n" % job.id
-    job.state = ACTIVE
-    node.register(job)
-    node.log.job_stored(job)
-    if job.delay_s:
-        node.schedule(job)
-    else:
-        node.enqueue(job)
-    add_nodes(cluster, job, others, noreply=True)
-    return b"+%s\r\n" % job.id
+    def delete_everywhere(self, job: Job) -> None:
+        """Best-effort delete of every copy (DELJOB), then ours."""
+        self.outbox.send_to_holders(job, bus.DELJOB)
+        self.node.unregister(job)
 
-
-def add_nodes(cluster: "Cluster", job: Job, count: int, noreply: bool,
-              resend: bool = True) -> int:
-    """Add up to ``count`` reachable nodes to the job's holders and send
-    them REPLJOB; with ``resend``, also every holder that has not confirmed
-    (the record lists all holders, so they learn about each other)."""
-    node = cluster.node
-    new: tuple[str, ...] = ()
-    if count > 0:
+    def may_add_soon(self, job: Job) -> bool:
+        """A reachable node without a copy whose link is not up yet (we just
+        met it, or it is restarting): keep trying every 50 ms, so the ADDJOB
+        goes on as soon as the link does, not at the next 1 s re-send."""
         delivered = job.nodes_delivered
-        candidates = [n for n in cluster.membership.reachable
-                      if n.link_ok and n.id not in delivered]
-        if len(candidates) > count:
-            node.random.shuffle(candidates)
-        new = tuple(n.id for n in candidates[:count])
-        job.nodes_delivered += new
-    confirmed = job.nodes_confirmed or ()
-    targets = [t for t in (job.nodes_delivered if resend else new)
-               if t != node.id and t not in confirmed]
-    if targets:
-        record = serialize(job, max(1, job.etime_ms - node.now_ms()))
-        mflags = bus.NOREPLY if noreply else 0
-        for target in targets:
-            cluster.send_job(target, bus.REPLJOB, record, mflags)
-    return len(new)
+        return any(n.id not in delivered for n in self.membership.reachable)
 
-
-def _send_first(cluster: "Cluster", job: Job, count: int, now_ms: int) -> None:
-    """add_nodes for a job nobody else holds yet (rule 1), in fewer steps:
-    the first REPLJOB of every synchronous ADDJOB goes this way."""
-    candidates = [n.id for n in cluster.membership.reachable if n.link_ok]
-    if len(candidates) > count:
-        cluster.node.random.shuffle(candidates)
-        del candidates[count:]
-    if not candidates:
-        return
-    holders = job.nodes_delivered + tuple(candidates)
-    # Jobs replicated to the same nodes share one tuple (memory).
-    shared = cluster.holders_tuples
-    if len(shared) >= MAX_SHARED_HOLDERS:
-        shared.clear()
-    job.nodes_delivered = shared.setdefault(holders, holders)
-    record = serialize(job, max(1, job.etime_ms - now_ms))
-    cluster.enqueue_to(candidates, bus.REPLJOB, 0, record)
-
-
-def on_repljob(cluster: "Cluster", sender: "ClusterNode", records: list[JobFields],
-               mflags: int) -> None:
-    node = cluster.node
-    if node.memory_level() > 0 or cluster.leaving():
-        return  # no room, or on our way out: let the sender find others
-    now_ms = node.now_ms()
-    my_id = node.id
-    queues = node.queues
-    jobs = node.jobs
-    tombstones = cluster.tombstones
-    deadlines = node.deadlines
-    job_stored = node.log.job_stored
-    # (node.register and the rest called as such: compiled, a bound method
-    # kept in a local is a slower call than the method itself)
-    # node.schedule(job) for a new active job, inline: its requeue (the
-    # WILLQUEUE before it, when other nodes count) or its expiry.
-    advance_ms = WILLQUEUE_ADVANCE_MS if cluster.size() > 1 else 0
-    got = []  # GOTJOB items, one message for the frame
-    for (job_id, _state, flags, repl, ctime, ttl_ms, delay_s, retry_s, nacks,
-         deliveries, queue_name, body, nodes) in records:
-        queue = queues.get(queue_name)
-        if queue is not None and queue.paused & PAUSED_IN:
-            continue
-        if job_id in tombstones:
-            continue  # a stale copy of a job acked and freed here
-        job = jobs.get(job_id)
-        if job is not None:
-            merged = job.nodes_delivered + tuple(n for n in nodes if n not in job.nodes_delivered)
-            job.nodes_delivered = merged
-        else:
-            etime_ms = now_ms + ttl_ms
-            job = Job(job_id, queue.name if queue is not None else queue_name, body,
-                      ACTIVE, repl, ctime, etime_ms, delay_s, retry_s)
-            # Only the origin queues it first; a copy announces WILLQUEUE
-            # before its own requeue, so a holder that has it queued can
-            # answer QUEUED and keep it from being queued twice.
-            if retry_s:
-                job.flags = BCAST_QUEUED | BCAST_WILLQUEUE
-                job.qtime_ms = qtime = now_ms + (delay_s + retry_s) * 1000 + node.jitter_ms()
-                qtime -= advance_ms
-                wake_ms = qtime if qtime < etime_ms else etime_ms
-            else:
-                job.flags = BCAST_QUEUED
-                wake_ms = etime_ms
-            if nacks:
-                job.nacks = nacks
-            if deliveries:
-                job.deliveries = deliveries
-            job.nodes_delivered = nodes if my_id in nodes else nodes + (my_id,)
+    def replicate(self, job: Job, client: Client, timeout_ms: int,
+                  asynchronous: bool, external: bool) -> PendingAddJob | bytes:
+        node = self.node
+        my_id = node.id
+        others = job.repl if external else job.repl - 1
+        job.nodes_delivered = () if external else (my_id,)
+        if not asynchronous:
+            confirmed = set() if external else {my_id}
             node.register(job)
-            job_stored(job)
-            deadlines.set(job, wake_ms)
-        got.append((job_id, 0))
-    if got and not mflags & bus.NOREPLY:
-        cluster.send_jobids(sender.id, bus.GOTJOB, got)
+            node.schedule(job)  # its TTL runs while it waits, too
+            now_ms = node.now_ms()
+            pending = PendingAddJob(self, client, job, now_ms + timeout_ms if timeout_ms else 0, now_ms)
+            if job._rare is None:  # (job.nodes_confirmed, job.waiter: in one step)
+                job._rare = {"nodes_confirmed": confirmed, "waiter": pending}
+            else:
+                job.nodes_confirmed = confirmed
+                job.waiter = pending
+            self.replicating[job.id] = job
+            self._send_first(job, others, now_ms)
+            self.add_timer.watch(node, pending, now_ms)
+            return pending
+        if external:
+            # ASYNC and no local copy: hand it over and forget it.
+            self.add_nodes(job, others, noreply=True)
+            if job.nodes_delivered:
+                target = node.random.choice(job.nodes_delivered)
+                self.outbox.send_jobid(target, bus.ENQUEUE, job.id, job.delay_s)
+            return b"+%s\r\n" % job.id
+        job.state = ACTIVE
+        node.register(job)
+        node.log.job_stored(job)
+        if job.delay_s:
+            node.schedule(job)
+        else:
+            node.enqueue(job)
+        self.add_nodes(job, others, noreply=True)
+        return b"+%s\r\n" % job.id
 
-
-def on_gotjob(cluster: "Cluster", sender: "ClusterNode",
-              items: list[tuple[bytes, int]]) -> None:
-    replicating = cluster.replicating
-    if not replicating:
-        return
-    sender_id = sender.id
-    now_ms = cluster.node.now_ms()
-    latency = cluster.repl_latency.get(sender_id)  # (made at its first GOTJOB that counts)
-    for job_id, _aux in items:
-        # Every job waiting for copies is in ``replicating`` (registered,
-        # in wait-repl) until it is answered one way or another.
-        job = replicating.get(job_id)
-        if job is None or job.state != WAIT_REPL:
-            continue
-        rare = job._rare  # (nodes_confirmed, set by replicate(); no property call)
-        assert rare is not None
-        confirmed: set[str] = rare["nodes_confirmed"]
-        confirmed.add(sender_id)
-        if latency is None:
-            latency = cluster.repl_latency[sender_id] = ReplicationLatency()
-        latency.record(now_ms - job.ctime // 1_000_000)
-        if len(confirmed) >= job.repl:
-            replication_achieved(cluster, job, now_ms)
-
-
-def replication_achieved(cluster: "Cluster", job: Job, now_ms: int | None = None) -> bool:
-    """Rule 4.  Returns False if we kept no copy (external replication)."""
-    node = cluster.node
-    job.state = ACTIVE
-    rare = job._rare  # (job.waiter without its property: hot)
-    pending = rare.pop("waiter", None) if rare is not None else None
-    cluster.replicating.pop(job.id, None)
-    if pending is not None:
-        node.resolve(pending, b"+%s\r\n" % job.id)
-    if node.id not in job.nodes_delivered:
-        if job.nodes_confirmed:
-            target = node.random.choice(sorted(job.nodes_confirmed))
-            cluster.send_jobid(target, bus.ENQUEUE, job.id, job.delay_s)
-        node.unregister(job)
-        return False
-    if rare is not None:
-        rare.pop("nodes_confirmed", None)
-        if not rare or not any(rare.values()):
-            job._rare = None  # every rare field back at its default (memory)
-    node.log.job_stored(job)
-    if job.delay_s:
-        node.schedule(job)
-    else:
-        queue = node.queues.get(job.queue)
-        if queue is None:
-            queue = node.get_queue(job.queue)
-        node.enqueue_new(job, queue, node.now_ms() if now_ms is None else now_ms)
-    return True
-
-
-def replication_aborted(cluster: "Cluster", job: Job) -> None:
-    """The job went away (TTL, DELJOB) while its ADDJOB waited."""
-    pending = job.waiter
-    job.waiter = None
-    cluster.replicating.pop(job.id, None)
-    if pending is not None:
-        cluster.node.resolve(pending, resp.error(errors.NOREPL_REMOVED))
-
-
-def on_link_up(cluster: "Cluster", node_id: str) -> None:
-    """Our link to ``node_id`` (re)connected: a REPLJOB for it that was
-    lost with the old link (or never sent, the node was down) goes again
-    now, rather than at the next re-send."""
-    replicating = cluster.replicating
-    if not replicating:
-        return
-    now_ms = cluster.node.now_ms()
-    for job in list(replicating.values()):
+    def add_nodes(self, job: Job, count: int, noreply: bool,
+                  resend: bool = True) -> int:
+        """Add up to ``count`` reachable nodes to the job's holders and send
+        them REPLJOB; with ``resend``, also every holder that has not confirmed
+        (the record lists all holders, so they learn about each other)."""
+        node = self.node
+        new: tuple[str, ...] = ()
+        if count > 0:
+            delivered = job.nodes_delivered
+            candidates = [n for n in self.membership.reachable
+                          if n.link_ok and n.id not in delivered]
+            if len(candidates) > count:
+                node.random.shuffle(candidates)
+            new = tuple(n.id for n in candidates[:count])
+            job.nodes_delivered += new
         confirmed = job.nodes_confirmed or ()
-        if node_id in job.nodes_delivered and node_id not in confirmed:
-            record = serialize(job, max(1, job.etime_ms - now_ms))
-            cluster.send_job(node_id, bus.REPLJOB, record)
+        targets = [t for t in (job.nodes_delivered if resend else new)
+                   if t != node.id and t not in confirmed]
+        if targets:
+            record = serialize(job, max(1, job.etime_ms - node.now_ms()))
+            mflags = bus.NOREPLY if noreply else 0
+            for target in targets:
+                self.outbox.send_job(target, bus.REPLJOB, record, mflags)
+        return len(new)
+
+    def _send_first(self, job: Job, count: int, now_ms: int) -> None:
+        """add_nodes for a job nobody else holds yet (rule 1), in fewer steps:
+        the first REPLJOB of every synchronous ADDJOB goes this way."""
+        candidates = [n.id for n in self.membership.reachable if n.link_ok]
+        if len(candidates) > count:
+            self.node.random.shuffle(candidates)
+            del candidates[count:]
+        if not candidates:
+            return
+        holders = job.nodes_delivered + tuple(candidates)
+        # Jobs replicated to the same nodes share one tuple (memory).
+        shared = self.holders_tuples
+        if len(shared) >= MAX_SHARED_HOLDERS:
+            shared.clear()
+        job.nodes_delivered = shared.setdefault(holders, holders)
+        record = serialize(job, max(1, job.etime_ms - now_ms))
+        self.outbox.send_to_all(candidates, bus.REPLJOB, 0, record)
+
+    def on_repljob(self, sender: ClusterNode, records: list[JobFields],
+                   mflags: int) -> None:
+        node = self.node
+        if node.memory_level() > 0 or self.membership.myself.leaving:
+            return  # no room, or on our way out: let the sender find others
+        now_ms = node.now_ms()
+        my_id = node.id
+        queues = node.queues
+        jobs = node.jobs
+        tombstones = self.tombstones
+        deadlines = node.deadlines
+        job_stored = node.log.job_stored
+        # (node.register and the rest called as such: compiled, a bound method
+        # kept in a local is a slower call than the method itself)
+        # node.schedule(job) for a new active job, inline: its requeue (the
+        # WILLQUEUE before it, when other nodes count) or its expiry.
+        advance_ms = WILLQUEUE_ADVANCE_MS if self.membership.size() > 1 else 0
+        got = []  # GOTJOB items, one message for the frame
+        for (job_id, _state, flags, repl, ctime, ttl_ms, delay_s, retry_s, nacks,
+             deliveries, queue_name, body, nodes) in records:
+            queue = queues.get(queue_name)
+            if queue is not None and queue.paused & PAUSED_IN:
+                continue
+            if job_id in tombstones:
+                continue  # a stale copy of a job acked and freed here
+            job = jobs.get(job_id)
+            if job is not None:
+                merged = job.nodes_delivered + tuple(n for n in nodes if n not in job.nodes_delivered)
+                job.nodes_delivered = merged
+            else:
+                etime_ms = now_ms + ttl_ms
+                job = Job(job_id, queue.name if queue is not None else queue_name, body,
+                          ACTIVE, repl, ctime, etime_ms, delay_s, retry_s)
+                # Only the origin queues it first; a copy announces WILLQUEUE
+                # before its own requeue, so a holder that has it queued can
+                # answer QUEUED and keep it from being queued twice.
+                if retry_s:
+                    job.flags = BCAST_QUEUED | BCAST_WILLQUEUE
+                    job.qtime_ms = qtime = now_ms + (delay_s + retry_s) * 1000 + node.jitter_ms()
+                    qtime -= advance_ms
+                    wake_ms = qtime if qtime < etime_ms else etime_ms
+                else:
+                    job.flags = BCAST_QUEUED
+                    wake_ms = etime_ms
+                if nacks:
+                    job.nacks = nacks
+                if deliveries:
+                    job.deliveries = deliveries
+                job.nodes_delivered = nodes if my_id in nodes else nodes + (my_id,)
+                node.register(job)
+                job_stored(job)
+                deadlines.set(job, wake_ms)
+            got.append((job_id, 0))
+        if got and not mflags & bus.NOREPLY:
+            self.outbox.send_jobids(sender.id, bus.GOTJOB, got)
+
+    def on_gotjob(self, sender: ClusterNode,
+                  items: list[tuple[bytes, int]]) -> None:
+        replicating = self.replicating
+        if not replicating:
+            return
+        sender_id = sender.id
+        now_ms = self.node.now_ms()
+        latency = self.repl_latency.get(sender_id)  # (made at its first GOTJOB that counts)
+        for job_id, _aux in items:
+            # Every job waiting for copies is in ``replicating`` (registered,
+            # in wait-repl) until it is answered one way or another.
+            job = replicating.get(job_id)
+            if job is None or job.state != WAIT_REPL:
+                continue
+            rare = job._rare  # (nodes_confirmed, set by replicate(); no property call)
+            assert rare is not None
+            confirmed: set[str] = rare["nodes_confirmed"]
+            confirmed.add(sender_id)
+            if latency is None:
+                latency = self.repl_latency[sender_id] = ReplicationLatency()
+            latency.record(now_ms - job.ctime // 1_000_000)
+            if len(confirmed) >= job.repl:
+                self.achieved(job, now_ms)
+
+    def achieved(self, job: Job, now_ms: int | None = None) -> bool:
+        """Rule 4.  Returns False if we kept no copy (external replication)."""
+        node = self.node
+        job.state = ACTIVE
+        rare = job._rare  # (job.waiter without its property: hot)
+        pending = rare.pop("waiter", None) if rare is not None else None
+        self.replicating.pop(job.id, None)
+        if pending is not None:
+            node.resolve(pending, b"+%s\r\n" % job.id)
+        if node.id not in job.nodes_delivered:
+            if job.nodes_confirmed:
+                target = node.random.choice(sorted(job.nodes_confirmed))
+                self.outbox.send_jobid(target, bus.ENQUEUE, job.id, job.delay_s)
+            node.unregister(job)
+            return False
+        if rare is not None:
+            rare.pop("nodes_confirmed", None)
+            if not rare or not any(rare.values()):
+                job._rare = None  # every rare field back at its default (memory)
+        node.log.job_stored(job)
+        if job.delay_s:
+            node.schedule(job)
+        else:
+            queue = node.queues.get(job.queue)
+            if queue is None:
+                queue = node.get_queue(job.queue)
+            node.enqueue_new(job, queue, node.now_ms() if now_ms is None else now_ms)
+        return True
+
+    def aborted(self, job: Job) -> None:
+        """The job went away (TTL, DELJOB) while its ADDJOB waited."""
+        pending = job.waiter
+        job.waiter = None
+        self.replicating.pop(job.id, None)
+        if pending is not None:
+            self.node.resolve(pending, resp.error(errors.NOREPL_REMOVED))
+
+    def on_link_up(self, node_id: str) -> None:
+        """Our link to ``node_id`` (re)connected: a REPLJOB for it that was
+        lost with the old link (or never sent, the node was down) goes again
+        now, rather than at the next re-send."""
+        replicating = self.replicating
+        if not replicating:
+            return
+        now_ms = self.node.now_ms()
+        for job in list(replicating.values()):
+            confirmed = job.nodes_confirmed or ()
+            if node_id in job.nodes_delivered and node_id not in confirmed:
+                record = serialize(job, max(1, job.etime_ms - now_ms))
+                self.outbox.send_job(node_id, bus.REPLJOB, record)

@@ -33,25 +33,18 @@
   used when the node that took ADDJOB keeps no copy.
 """
 
-from typing import TYPE_CHECKING
 
 from ..protocol import bus
 from ..core.jobs.job import (ACKED, ACTIVE, BCAST_QUEUED, BCAST_WILLQUEUE,
                                QUEUED, WAIT_REPL, Job)
+from ..core.hooks import RequeueHooks
 from ..core.node import Node
 from ..core.jobs.queue import PAUSED_IN, PAUSED_OUT
 from .membership import ClusterNode
-
-if TYPE_CHECKING:
-    from .cluster import Cluster
+from .outbox import Outbox
 
 CONSUMER_RECENT_MS = 1000  # a GETJOB this recent means consumers poll here
 CONSUMERS_WAIT = 1  # WILLQUEUE's aux: the sender has consumers waiting
-
-
-def broadcast_queued(cluster: "Cluster", job: Job, nack: bool) -> None:
-    mflags = bus.INCR_NACKS if nack else bus.INCR_DELIV
-    cluster.send_to_holders(job, bus.QUEUED, mflags=mflags)
 
 
 def consumers_wait(node: Node, queue_name: bytes) -> bool:
@@ -60,21 +53,6 @@ def consumers_wait(node: Node, queue_name: bytes) -> bool:
     return (queue is not None and not queue.paused & PAUSED_OUT
             and (bool(queue.blocked)
                  or node.now_ms() - queue.consumer_ms <= CONSUMER_RECENT_MS))
-
-
-def will_queue(cluster: "Cluster", job: Job) -> None:
-    aux = CONSUMERS_WAIT if consumers_wait(cluster.node, job.queue) else 0
-    cluster.send_to_holders(job, bus.WILLQUEUE, aux)
-
-
-def working(cluster: "Cluster", job: Job) -> None:
-    cluster.send_to_holders(job, bus.WORKING)
-
-
-def delivered(cluster: "Cluster", job: Job) -> None:
-    """A consumer took the job here: the other holders hold back."""
-    if len(job.nodes_delivered) > 1:
-        cluster.send_to_holders(job, bus.WORKING)
 
 
 def sender_wins(sender_id: str, my_id: str, job_id: bytes) -> bool:
@@ -86,72 +64,101 @@ def sender_wins(sender_id: str, my_id: str, job_id: bytes) -> bool:
     return a > b
 
 
-def on_queued_or_working(cluster: "Cluster", sender: ClusterNode, items: list[tuple[bytes, int]],
-                         type_: int, mflags: int) -> None:
-    node = cluster.node
-    for job_id, _aux in items:
-        job = node.jobs.get(job_id)
-        if job is None:
-            continue
-        if job.state == ACKED:
-            cluster.send_setack(sender.id, job)  # tell it we are done with it
-            continue
-        if job.state == QUEUED and (type_ == bus.WORKING
-                                    or sender_wins(sender.id, node.id, job_id)):
-            node.dequeue(job)
-        if job.retry_s and job.qtime_ms:
-            job.flags |= BCAST_WILLQUEUE
-            job.qtime_ms = node.now_ms() + job.retry_s * 1000 + node.jitter_ms()
-            if job.state != QUEUED:
-                node.schedule(job)
-        if type_ == bus.QUEUED:
-            if mflags & bus.INCR_NACKS:
-                job.nacks += 1
-            if mflags & bus.INCR_DELIV:
-                job.deliveries += 1
-        if sender.id not in job.nodes_delivered:
-            job.nodes_delivered += (sender.id,)
+class Requeue(RequeueHooks):
+    """The requeue state machine of this node's held jobs."""
 
+    node: Node
+    outbox: Outbox
+    jobs_let_go: int
 
-def on_willqueue(cluster: "Cluster", sender: ClusterNode, items: list[tuple[bytes, int]]) -> None:
-    node = cluster.node
-    for job_id, aux in items:
-        job = node.jobs.get(job_id)
-        if job is None:
-            continue
-        if job.state in (ACTIVE, QUEUED) and sender.id not in job.nodes_delivered:
-            job.nodes_delivered += (sender.id,)
-        if job.state == QUEUED:
-            if aux & CONSUMERS_WAIT and job.retry_s and not consumers_wait(node, job.queue):
-                # Nobody takes it here; the sender's consumers wait for it.
+    def __init__(self, node: Node, outbox: Outbox) -> None:
+        self.node = node
+        self.outbox = outbox
+        self.jobs_let_go = 0  # queued copies handed to a holder with consumers
+
+    # ------------------------------------------ what the core tells us
+
+    def broadcast_queued(self, job: Job, nack: bool) -> None:
+        mflags = bus.INCR_NACKS if nack else bus.INCR_DELIV
+        self.outbox.send_to_holders(job, bus.QUEUED, mflags=mflags)
+
+    def will_queue(self, job: Job) -> None:
+        aux = CONSUMERS_WAIT if consumers_wait(self.node, job.queue) else 0
+        self.outbox.send_to_holders(job, bus.WILLQUEUE, aux)
+
+    def working(self, job: Job) -> None:
+        self.outbox.send_to_holders(job, bus.WORKING)
+
+    def delivered(self, job: Job) -> None:
+        """A consumer took the job here: the other holders hold back."""
+        if len(job.nodes_delivered) > 1:
+            self.outbox.send_to_holders(job, bus.WORKING)
+
+    # ------------------------------------------ what other holders say
+
+    def on_queued_or_working(self, sender: ClusterNode, items: list[tuple[bytes, int]],
+                             type_: int, mflags: int) -> None:
+        node = self.node
+        for job_id, _aux in items:
+            job = node.jobs.get(job_id)
+            if job is None:
+                continue
+            if job.state == ACKED:
+                self.outbox.send_setack(sender.id, job)  # tell it we are done with it
+                continue
+            if job.state == QUEUED and (type_ == bus.WORKING
+                                        or sender_wins(sender.id, node.id, job_id)):
+                node.dequeue(job)
+            if job.retry_s and job.qtime_ms:
                 job.flags |= BCAST_WILLQUEUE
                 job.qtime_ms = node.now_ms() + job.retry_s * 1000 + node.jitter_ms()
-                node.dequeue(job)
-                cluster.jobs_let_go += 1
-            else:
-                cluster.send_to_holders(job, bus.QUEUED)
-        elif job.state == ACKED:
-            cluster.send_setack(sender.id, job)
+                if job.state != QUEUED:
+                    node.schedule(job)
+            if type_ == bus.QUEUED:
+                if mflags & bus.INCR_NACKS:
+                    job.nacks += 1
+                if mflags & bus.INCR_DELIV:
+                    job.deliveries += 1
+            if sender.id not in job.nodes_delivered:
+                job.nodes_delivered += (sender.id,)
 
+    def on_willqueue(self, sender: ClusterNode, items: list[tuple[bytes, int]]) -> None:
+        node = self.node
+        for job_id, aux in items:
+            job = node.jobs.get(job_id)
+            if job is None:
+                continue
+            if job.state in (ACTIVE, QUEUED) and sender.id not in job.nodes_delivered:
+                job.nodes_delivered += (sender.id,)
+            if job.state == QUEUED:
+                if aux & CONSUMERS_WAIT and job.retry_s and not consumers_wait(node, job.queue):
+                    # Nobody takes it here; the sender's consumers wait for it.
+                    job.flags |= BCAST_WILLQUEUE
+                    job.qtime_ms = node.now_ms() + job.retry_s * 1000 + node.jitter_ms()
+                    node.dequeue(job)
+                    self.jobs_let_go += 1
+                else:
+                    self.outbox.send_to_holders(job, bus.QUEUED)
+            elif job.state == ACKED:
+                self.outbox.send_setack(sender.id, job)
 
-
-def on_enqueue(cluster: "Cluster", sender: ClusterNode, items: list[tuple[bytes, int]]) -> None:
-    node = cluster.node
-    for job_id, delay_s in items:
-        job = node.jobs.get(job_id)
-        if job is None or job.state not in (WAIT_REPL, ACTIVE):
-            continue
-        queue = node.queues.get(job.queue)
-        if queue is not None and queue.paused & PAUSED_IN:
-            continue
-        # We are the first to queue it: no QUEUED broadcast this time.
-        job.flags &= ~BCAST_QUEUED
-        if job.state == WAIT_REPL:
-            job.state = ACTIVE
-        if delay_s == 0:
-            if not job.qtime_ms:
-                job.qtime_ms = node.now_ms()
-            node.enqueue(job)
-        elif job.retry_s and job.qtime_ms:
-            job.qtime_ms = node.now_ms() + delay_s * 1000
-            node.schedule(job)
+    def on_enqueue(self, sender: ClusterNode, items: list[tuple[bytes, int]]) -> None:
+        node = self.node
+        for job_id, delay_s in items:
+            job = node.jobs.get(job_id)
+            if job is None or job.state not in (WAIT_REPL, ACTIVE):
+                continue
+            queue = node.queues.get(job.queue)
+            if queue is not None and queue.paused & PAUSED_IN:
+                continue
+            # We are the first to queue it: no QUEUED broadcast this time.
+            job.flags &= ~BCAST_QUEUED
+            if job.state == WAIT_REPL:
+                job.state = ACTIVE
+            if delay_s == 0:
+                if not job.qtime_ms:
+                    job.qtime_ms = node.now_ms()
+                node.enqueue(job)
+            elif job.retry_s and job.qtime_ms:
+                job.qtime_ms = node.now_ms() + delay_s * 1000
+                node.schedule(job)

@@ -22,7 +22,7 @@ import os
 import random as _random
 from collections import deque
 import time
-from typing import Any, Callable, Final
+from typing import TYPE_CHECKING, Any, Callable, Final
 
 
 from mypy_extensions import mypyc_attr
@@ -39,7 +39,12 @@ from .jobs.queue import PAUSED_IN, PAUSED_OUT, QUEUE_OVERHEAD, Queue
 from .jobs.job_reply import job_reply
 from .command import Command
 from .admin.config import Config
-from .standalone import Standalone, NoLog
+from .hooks import (AckHooks, ClusterHooks, FederationHooks, NoLog, ReplicationHooks,
+                    RequeueHooks)
+from .keyspace.blocking import KeyBlocking
+
+if TYPE_CHECKING:
+    from .keyspace.scripting import Scripting
 
 
 WILLQUEUE_ADVANCE_MS: Final = 500  # WILLQUEUE goes out this long before a requeue
@@ -105,14 +110,18 @@ class Node:
     table: dict[bytes, Command]
     jobs: dict[bytes, Job]
     queues: dict[bytes, Queue]
-    keyspace: Any
-    blocking: Any
+    keyspace: Keyspace
+    blocking: KeyBlocking
     deadlines: Deadlines
     clients: dict[int, Client]
     monitors: list[Client]
     random_bytes: Callable[[int], bytes]
     ids: jobid.IdGenerator
-    cluster: Any
+    cluster: ClusterHooks
+    replication: ReplicationHooks
+    requeue: RequeueHooks
+    acks: AckHooks
+    federation: FederationHooks
     cluster_size: int
     leaving: bool
     _log: Any
@@ -132,14 +141,15 @@ class Node:
     _memory_limits: tuple[Any, float, float]
     next_client_id: int
     loading: bool
-    on_wake: Any
-    on_shutdown: Any
-    on_timers_changed: Any
-    on_internal_error: Any
+    # The shell's hooks (None: no shell, as in tests and the simulator)
+    on_wake: Callable[[Client], None] | None
+    on_shutdown: Callable[[str], None] | None
+    on_timers_changed: Callable[[], None] | None
+    on_internal_error: Callable[[Command, list[bytes], Exception], bytes] | None
     timer_wake_ms: int | None
-    scripting: Any
-    on_busy: Any
-    on_log: Any
+    scripting: "Scripting | None"
+    on_busy: Callable[[], None] | None
+    on_log: Callable[[str, str], None] | None
 
     def __init__(self, config: Config, node_id: str, clock: Callable[[], float],
                  rng: _random.Random | None = None, *, table: dict[bytes, Command],
@@ -162,7 +172,13 @@ class Node:
         # in the simulator so a run can be replayed.
         self.random_bytes = random_bytes or os.urandom
         self.ids = jobid.IdGenerator(node_id, self.random_bytes)
-        self.cluster = Standalone(self)
+        # The cluster: as a whole, and its state machines (a node alone's
+        # until cluster/ attaches its own)
+        self.cluster = ClusterHooks(self)
+        self.replication = ReplicationHooks()
+        self.requeue = RequeueHooks()
+        self.acks = AckHooks(self)
+        self.federation = FederationHooks()
         # What the hot paths ask of the cluster, kept here by it (a call
         # into its interpreted methods cost ~700 instructions): the nodes
         # it knows, myself included, and CLUSTER LEAVING.
@@ -505,7 +521,7 @@ class Node:
             self._memory_changed(-job.memory())
             self.deletions += 1
         if job._rare is not None and job.waiter is not None:  # (see Job._rare)
-            self.cluster.replication_aborted(job)
+            self.replication.aborted(job)
 
     def delete_job(self, job: Job) -> None:
         """Evict a job here (DELJOB, FASTACK, GC done) and log it."""
@@ -553,7 +569,7 @@ class Node:
         else:
             job.qtime_ms = 0
         if job.flags & BCAST_QUEUED or nack:
-            self.cluster.broadcast_queued(job, nack)
+            self.requeue.broadcast_queued(job, nack)
             if nack:
                 job.nacks += 1
             else:
@@ -589,7 +605,7 @@ class Node:
             if not queue.jobs:
                 return
         if self.cluster_size > 1:
-            self.cluster.jobs_queued(queue)  # (federation: nobody asks alone)
+            self.federation.jobs_queued(queue)  # (federation: nobody asks alone)
 
     def dequeue(self, job: Job) -> bool:
         """Take a queued job out of its queue, back to active."""
@@ -623,9 +639,9 @@ class Node:
         else:
             self.schedule(job)
         if consumer and len(job.nodes_delivered) > 1:
-            self.cluster.delivered(job)  # other holders hold back
+            self.requeue.delivered(job)  # other holders hold back
         if not queue.jobs and self.cluster_size > 1:
-            self.cluster.queue_drained(queue)  # (federation: nobody to ask alone)
+            self.federation.queue_drained(queue)  # (federation: nobody to ask alone)
         return job
 
     def serve_blocked(self, queue: Queue) -> None:
@@ -656,7 +672,7 @@ class Node:
                 if qtime < at:
                     at = qtime
         elif state == ACKED:
-            gc_ms = self.cluster.next_gc_ms(job)
+            gc_ms = self.acks.next_gc_ms(job)
             if gc_ms < at:
                 at = gc_ms
         self.deadlines.set(job, at)
@@ -703,7 +719,7 @@ class Node:
                 and job.qtime_ms - WILLQUEUE_ADVANCE_MS <= now_ms
                 and self.cluster_size > 1):
             # Rule: tell the other holders we are about to requeue it.
-            self.cluster.will_queue(job)
+            self.requeue.will_queue(job)
             job.flags &= ~BCAST_WILLQUEUE
             if job.qtime_ms - WILLQUEUE_ADVANCE_MS < now_ms:
                 # Woken late (the node was frozen, or its loop busy): the
@@ -718,7 +734,7 @@ class Node:
             else:
                 self.enqueue(job)
         elif state == ACKED:
-            self.cluster.try_gc(job)
+            self.acks.try_gc(job)
             if job.id not in self.jobs:
                 return
         if job.wake_ms is None:
@@ -739,7 +755,7 @@ class Node:
         # No schedule in between: START-GC may free the job at once (a lone
         # node always does), and otherwise we schedule it just below.
         self.mark_acked(job, schedule=False)
-        self.cluster.try_gc(job)
+        self.acks.try_gc(job)
         if job.id in self.jobs:
             self.schedule(job)
 

@@ -183,7 +183,7 @@ REPL_BUCKET_BITS = tuple(range(0, 15))
 
 def replication(node: Any) -> list[ReplicationView]:
     """ADDJOB-to-GOTJOB latency to each known peer (none without a cluster)."""
-    latencies = getattr(node.cluster, "repl_latency", None)
+    latencies = getattr(node.replication, "repl_latency", None)
     membership = getattr(node.cluster, "membership", None)
     if not latencies or membership is None:
         return []

@@ -28,7 +28,8 @@ from typing import Any
 
 import trio
 
-from ..cluster import JOBS_FRAME_BYTES, Cluster
+from ..cluster import Cluster
+from ..outbox import JOBS_FRAME_BYTES
 from .. import commands as _cluster_commands  # noqa: F401 (registers CLUSTER)
 from .. import bus_guard
 from ...protocol import bus

@@ -128,7 +128,7 @@ def addjob(node: Node, client: Client, argv: list[bytes]) -> Any:
         # confirmed (or answers now, for ASYNC); see cluster/replication.py.
         # Inside EXEC or a script nothing waits: ADDJOB acts as ASYNC.
         asynchronous = asynchronous or node.blocking.atomic_depth > 0
-        return cluster.replicate(job, client, timeout_ms, asynchronous, external)
+        return node.replication.replicate(job, client, timeout_ms, asynchronous, external)
     job.state = ACTIVE
     holders = _ONLY_ME.get(node.id)
     if holders is None:
@@ -225,7 +225,7 @@ def getjob(node: Node, client: Client, argv: list[bytes]) -> bytes | None:
 
                 count -= 1
         if count and node.cluster_size > 1:
-            node.cluster.need_jobs(name)  # (federation: nobody to ask alone)
+            node.federation.need_jobs(name)  # (federation: nobody to ask alone)
         progress = False
     while count and progress:
         progress = False
@@ -236,7 +236,7 @@ def getjob(node: Node, client: Client, argv: list[bytes]) -> bytes | None:
             queue.consumer_ms = now_ms
             if not queue.jobs or queue.paused & PAUSED_OUT:
                 if node.cluster_size > 1:
-                    node.cluster.need_jobs(name)
+                    node.federation.need_jobs(name)
                 continue
             out.append(job_reply(node.fetch(queue, now_ms), withcounters))
             progress = True
@@ -270,12 +270,12 @@ def ackjob(node: Node, client: Client, argv: list[bytes]) -> bytes:
         if job is None:
             # An ack for a job we never saw may still matter elsewhere: the
             # cluster keeps a "dummy ack" for IDs whose TTL digits are odd.
-            node.cluster.dummy_ack(job_id)
+            node.acks.dummy_ack(job_id)
         elif job.state != ACKED:
             known += 1
             node.ack(job)
         else:
-            node.cluster.try_gc(job)
+            node.acks.try_gc(job)
     return resp.integer(known)
 
 
@@ -286,7 +286,7 @@ def fastack(node: Node, client: Client, argv: list[bytes]) -> bytes:
     known = 0
     for job_id in ids:
         job = node.jobs.get(job_id)
-        node.cluster.fast_ack(job, job_id)
+        node.acks.fast_ack(job, job_id)
         if job is not None:
             node.delete_job(job)
             known += 1
@@ -359,7 +359,7 @@ def working(node: Node, client: Client, argv: list[bytes]) -> bytes:
         job.flags |= BCAST_WILLQUEUE
         job.qtime_ms = now_ms + job.retry_s * 1000 + node.jitter_ms()
         node.schedule(job)
-    node.cluster.working(job)
+    node.requeue.working(job)
     return resp.integer(job.retry_s)
 
 

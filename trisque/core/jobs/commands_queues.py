@@ -52,7 +52,7 @@ def qstat(node: Node, client: Client, argv: list[bytes]) -> bytes:
         "idle": max(0, now_s - queue.atime_s),
         "blocked": len(queue.blocked),
         "import-from": list(queue.import_from),
-        "import-rate": node.cluster.import_rate(queue),
+        "import-rate": node.federation.import_rate(queue),
         "jobs-in": queue.jobs_in,
         "jobs-out": queue.jobs_out,
         "pause": queue.pause_name(),
@@ -73,7 +73,7 @@ def qscan(node: Node, client: Client, argv: list[bytes]) -> bytes:
     cursor, count, busyloop = parse_scan_args(argv, filter_option)
     minlen, maxlen, importrate = filters[b"MINLEN"], filters[b"MAXLEN"], filters[b"IMPORTRATE"]
 
-    rate = node.cluster.import_rate
+    rate = node.federation.import_rate
 
     def wanted(queue: Queue) -> bool:
         size = len(queue.jobs)

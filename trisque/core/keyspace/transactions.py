@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..standalone import NoLog
+from ..hooks import NoLog
 
 if TYPE_CHECKING:
     from ..client import Client

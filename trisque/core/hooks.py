@@ -1,24 +1,98 @@
-"""What the core asks of the cluster and of the log, for a node alone.
+"""The core's seams: what it asks of the cluster and of the log.
 
-The core calls these hooks at the points where the Disque state machines
-involve other nodes or the disk.  ``cluster/`` provides the real cluster
-rules with the same methods, ``server/aof/append_only_log.py`` the real log; a node
-started without them behaves as a one-node cluster without persistence.
+The core calls these at the points where Disque's state machines involve
+other nodes or the disk.  Each base class answers as a node alone does (no
+one to replicate to, nobody to tell, nothing written), so a node started
+without a cluster or an append-only file runs on them as they are.
+``cluster/`` subclasses them, one object per state machine (replication.py,
+requeue.py, acks.py, federation.py), owned by ``Cluster`` (cluster.py),
+which hands them to the node; ``server/aof/`` provides the real log.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..protocol.errors import CommandError
+
 if TYPE_CHECKING:
-    from .client import Client
+    from .client import Client, PendingReply
     from .jobs.job import Job
-    from .node import Node
     from .jobs.queue import Queue
+    from .node import Node
 
 
-class Standalone:
-    """A cluster of one: nothing to replicate to, nobody to tell."""
+class ReplicationHooks:
+    """Job replication (ADDJOB REPLICATE n > 1)."""
+
+    def replicate(self, job: Job, client: Client, timeout_ms: int, asynchronous: bool,
+                  external: bool) -> PendingReply | bytes:
+        """Copy the job to other nodes: the reply now, or one that waits."""
+        raise AssertionError("no other node to replicate to")
+
+    def aborted(self, job: Job) -> None:
+        """A job whose ADDJOB still waits for copies was removed."""
+
+
+class RequeueHooks:
+    """Requeueing: what other holders hear when a job moves here."""
+
+    def broadcast_queued(self, job: Job, nack: bool) -> None:
+        """The job was queued again here (rule: QUEUED to other holders)."""
+
+    def will_queue(self, job: Job) -> None:
+        """We will requeue the job in 500 ms (rule: WILLQUEUE)."""
+
+    def delivered(self, job: Job) -> None:
+        """A consumer took the job (GETJOB): other holders hold back."""
+
+    def working(self, job: Job) -> None:
+        """A consumer said WORKING: other holders postpone their requeue."""
+
+
+class AckHooks:
+    """Acks and their garbage collection."""
+
+    def __init__(self, node: Node) -> None:
+        self.node = node
+
+    def try_gc(self, job: Job) -> None:
+        """An acked job: with no other holder, free it now."""
+        self.node.delete_job(job)
+
+    def next_gc_ms(self, job: Job) -> int:
+        """When to try the GC of an acked job again."""
+        return job.etime_ms
+
+    def dummy_ack(self, job_id: bytes) -> None:
+        """ACKJOB for a job never seen here: nothing to tell anyone."""
+
+    def fast_ack(self, job: Job | None, job_id: bytes) -> None:
+        """FASTACK: best-effort DELJOB to other holders."""
+
+
+class FederationHooks:
+    """Federation: consumers here, jobs elsewhere (NEEDJOBS/YOURJOBS)."""
+
+    def need_jobs(self, queue_name: bytes) -> None:
+        """A consumer found the queue empty."""
+
+    def queue_drained(self, queue: Queue) -> None:
+        """The queue just became empty (an ad-hoc NEEDJOBS)."""
+
+    def jobs_queued(self, queue: Queue) -> None:
+        """Jobs were queued and no local consumer took them (answer the
+        NEEDJOBS that found the queue empty)."""
+
+    def import_rate(self, queue: Queue) -> int:
+        """Jobs per second this queue received from other nodes."""
+        return 0
+
+
+class ClusterHooks:
+    """The cluster as a whole, as the core sees it; as is, a cluster of one.
+    (Its state machines' hooks above are the node's own attributes, read
+    on every job: ``node.requeue``, ``node.acks``, ...)"""
 
     def __init__(self, node: Node) -> None:
         self.node = node
@@ -34,53 +108,6 @@ class Standalone:
     def leaving(self) -> bool:
         return False
 
-    def replicate(self, job: Job, client: Client, timeout_ms: int, asynchronous: bool,
-                  external: bool) -> bytes:
-        raise AssertionError("no other node to replicate to")
-
-    def replication_aborted(self, job: Job) -> None:
-        """A job whose ADDJOB still waits for copies was removed."""
-
-    def broadcast_queued(self, job: Job, nack: bool) -> None:
-        """The job was queued again here (rule: QUEUED to other holders)."""
-
-    def will_queue(self, job: Job) -> None:
-        """We will requeue the job in 500 ms (rule: WILLQUEUE)."""
-
-    def delivered(self, job: Job) -> None:
-        """A consumer took the job (GETJOB): other holders hold back."""
-
-    def working(self, job: Job) -> None:
-        """A consumer said WORKING: other holders postpone their requeue."""
-
-    def try_gc(self, job: Job) -> None:
-        """Ack garbage collection: with no other holder, free it now."""
-        self.node.delete_job(job)
-
-    def next_gc_ms(self, job: Job) -> int:
-        return job.etime_ms
-
-    def dummy_ack(self, job_id: bytes) -> None:
-        """ACKJOB for a job never seen here: nothing to tell anyone."""
-        return None
-
-    def fast_ack(self, job: Job | None, job_id: bytes) -> None:
-        """FASTACK: best-effort DELJOB to other holders."""
-
-    def need_jobs(self, queue_name: bytes) -> None:
-        """A consumer found the queue empty (federation: NEEDJOBS)."""
-
-    def queue_drained(self, queue: Queue) -> None:
-        """The queue just became empty (federation: ad-hoc NEEDJOBS)."""
-
-    def jobs_queued(self, queue: Queue) -> None:
-        """Jobs were queued and no local consumer took them (federation:
-        answer the NEEDJOBS that found the queue empty)."""
-
-    def import_rate(self, queue: Queue) -> int:
-        """Jobs per second this queue received from other nodes."""
-        return 0
-
     def pause_broadcast(self, queue_name: bytes, flags: int) -> None:
         """PAUSE ... BCAST."""
 
@@ -90,7 +117,7 @@ class Standalone:
         return [[node.id, node.config.bind_address(), str(node.config.port), "1"]]
 
     def cron(self, now_ms: int) -> None:
-        pass
+        """The cluster's housekeeping, each cron tick."""
 
     def info_fields(self) -> list[tuple[str, str | int]]:
         return [("cluster_state", "ok"), ("cluster_known_nodes", 1),
@@ -103,7 +130,8 @@ class NoLog:
     enabled = False
     failing: str | None = None  # why the last write failed (MISCONF), or None
     records_jobs = False  # (node.log_active: the job hooks are not called)
-    end = durable = 0  # bytes logged / safe per the fsync policy (shell)
+    end = 0  # bytes logged (shell)
+    durable = 0  # bytes safe per the fsync policy (shell)
 
     def job_stored(self, job: Job) -> None:
         pass
@@ -118,7 +146,6 @@ class NoLog:
         pass
 
     def rewrite(self) -> str:
-        from ..protocol.errors import CommandError
         raise CommandError("ERR Background AOF rewrite needs appendonly yes")
 
     def info(self) -> dict[str, str | int]:

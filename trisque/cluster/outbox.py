@@ -1,0 +1,184 @@
+"""What this node sends its peers in one turn of the event loop.
+
+Job messages to one peer are coalesced: consecutive messages of the same
+type and flags travel in one frame, encoded when the turn ends (or early,
+in a long turn).  The frames go to a *transport*: the real one is
+cluster/tcp/transport.py, the simulator's is in memory.
+"""
+
+from typing import Any, Callable
+
+from mypy_extensions import mypyc_attr
+
+from ..protocol import bus
+from ..core.jobs.job import Job
+from .membership import ClusterNode, Membership
+
+EARLY_FLUSH_ITEMS = 128  # messages in the outbox: send them before the turn ends
+# A frame carries job records up to about this many bytes (a bigger job
+# alone), so the largest frame is one max-job-size job plus this and the
+# headers: what a peer's cluster-bus-max-frame must take (64mb by default).
+JOBS_FRAME_BYTES = 1024 * 1024
+JOBIDS_FRAME_ITEMS = 16384  # job IDs per frame (44 bytes each: ~700 KB)
+
+
+@mypyc_attr(allow_interpreted_subclasses=True)  # test transports extend it
+class Transport:
+    """What a transport provides, doing nothing: links to nobody (a node
+    alone, or a test or benchmark that carries frames its own way)."""
+
+    def send(self, node_id: str, frame: bytes) -> None:
+        """Queue ``frame`` for the node ``node_id``."""
+
+    def flush_soon(self) -> None:
+        """Frames are queued in the outbox: have it flushed at the end of
+        this turn.  (A transport may also offer ``push()``: write what is
+        queued now, in the middle of a long turn.)"""
+
+    def ensure_link(self, node: ClusterNode) -> None:
+        """Connect to ``node`` unless already linked."""
+
+    def drop_link(self, node_id: str) -> None:
+        """Close the link to ``node_id``, if any."""
+
+    def rename_link(self, old_id: str, new_id: str) -> None:
+        """A handshake node got its real ID: its link follows."""
+
+    def cron(self, now_ms: int) -> None:
+        """Optional: the transport's own housekeeping, each cron tick."""
+
+
+class Batch:
+    """Messages to one peer of one type and mflags, in a row: one frame.
+    (A class, not a list: compiled, its fields are read natively.)"""
+
+    __slots__ = ("type", "mflags", "items")
+    type: int
+    mflags: int
+    items: list[Any]  # job records, or (job id, aux) pairs
+
+    def __init__(self, type_: int, mflags: int) -> None:
+        self.type = type_
+        self.mflags = mflags
+        self.items = []
+
+
+def _split_records(records: list[bytes]) -> list[list[bytes]]:
+    """Job records in runs of about JOBS_FRAME_BYTES (a bigger one alone),
+    in order: one frame each."""
+    parts: list[list[bytes]] = [[]]
+    size = 0
+    for record in records:
+        if parts[-1] and size + len(record) > JOBS_FRAME_BYTES:
+            parts.append([])
+            size = 0
+        parts[-1].append(record)
+        size += len(record)
+    return parts
+
+
+class Outbox:
+    """The messages of this turn, by peer, in order."""
+
+    transport: Any  # a Transport, or anything with its methods (duck-typed)
+    membership: Membership
+    my_id: str
+    batches: dict[str, list[Batch]]
+    _queued: int
+    _push: Callable[[], None] | None
+
+    def __init__(self, transport: Any, membership: Membership) -> None:
+        self.transport = transport
+        self.membership = membership
+        self.my_id = membership.myself.id
+        self.batches = {}  # node id -> its batches, in order
+        self._queued = 0  # messages in the outbox
+        # The transport's "write what is queued now", if it has one.
+        self._push = getattr(transport, "push", None)
+
+    def send_jobid(self, node_id: str, type_: int, job_id: bytes, aux: int = 0,
+                   mflags: int = 0) -> None:
+        self._enqueue(node_id, type_, mflags, (job_id, aux))
+
+    def send_jobids(self, node_id: str, type_: int, items: list[tuple[bytes, int]],
+                    mflags: int = 0) -> None:
+        """send_jobid for each of ``items`` ((job id, aux) pairs)."""
+        if node_id == self.my_id or not items:
+            return
+        self._batch(node_id, type_, mflags).extend(items)
+        self._count_queued(len(items))
+
+    def send_job(self, node_id: str, type_: int, record: bytes, mflags: int = 0) -> None:
+        self._enqueue(node_id, type_, mflags, record)
+
+    def send_to_holders(self, job: Job, type_: int, aux: int = 0, mflags: int = 0) -> None:
+        my_id = self.my_id
+        for node_id in job.nodes_delivered:
+            if node_id != my_id:
+                self._enqueue(node_id, type_, mflags, (job.id, aux))
+
+    def send_setack(self, node_id: str, job: Job) -> None:
+        self._enqueue(node_id, bus.SETACK, 0, (job.id, len(job.nodes_delivered)))
+
+    def send_to_all(self, node_ids: list[str], type_: int, mflags: int, item: bytes) -> None:
+        """The same message to several other nodes (a REPLJOB record to
+        each new holder): _enqueue's work, one call for all."""
+        for node_id in node_ids:
+            self._batch(node_id, type_, mflags).append(item)
+        self._count_queued(len(node_ids))
+
+    def _enqueue(self, node_id: str, type_: int, mflags: int,
+                 item: bytes | tuple[bytes, int]) -> None:
+        if node_id == self.my_id:
+            return
+        self._batch(node_id, type_, mflags).append(item)
+        self._count_queued(1)
+
+    def _count_queued(self, n: int) -> None:
+        """Past EARLY_FLUSH_ITEMS, a long turn (a pipelined batch of
+        hundreds of ADDJOBs, a frame of hundreds of REPLJOBs) sends what it
+        produced so far, so the peers work on it meanwhile."""
+        self._queued += n
+        if self._queued >= EARLY_FLUSH_ITEMS and self._push is not None:
+            self.encode()
+            self._push()
+
+    def _batch(self, node_id: str, type_: int, mflags: int) -> list[Any]:
+        """Where a message for ``node_id`` goes: the last batch to it if of
+        the same type (one frame carries a run of them), else a new one."""
+        outbox = self.batches
+        batches = outbox.get(node_id)
+        if batches is None:
+            if not outbox:
+                self.transport.flush_soon()
+            batch = Batch(type_, mflags)
+            outbox[node_id] = [batch]
+            return batch.items
+        last = batches[-1]
+        if last.type == type_ and last.mflags == mflags:
+            return last.items
+        batch = Batch(type_, mflags)
+        batches.append(batch)
+        return batch.items
+
+    def encode(self) -> None:
+        """Encode every batch into frames and hand them to the transport."""
+        self._queued = 0
+        outbox, self.batches = self.batches, {}
+        header = self.membership.header()
+        send = self.transport.send
+        for node_id, batches in outbox.items():
+            for batch in batches:
+                type_, mflags, items = batch.type, batch.mflags, batch.items
+                if type_ in bus.JOBS_TYPES:
+                    if len(items) > 1 and sum(map(len, items)) > JOBS_FRAME_BYTES:
+                        for part in _split_records(items):
+                            send(node_id, bus.jobs(header, type_, part, mflags))
+                    else:
+                        send(node_id, bus.jobs(header, type_, items, mflags))
+                elif len(items) > JOBIDS_FRAME_ITEMS:
+                    for start in range(0, len(items), JOBIDS_FRAME_ITEMS):
+                        send(node_id, bus.jobids(header, type_,
+                                                 items[start:start + JOBIDS_FRAME_ITEMS], mflags))
+                else:
+                    send(node_id, bus.jobids(header, type_, items, mflags))
