@@ -72,9 +72,11 @@ bench: $(DEV)
 pipeline-example: $(DEV)
 	$(BIN)/python trisque/pipeline/examples/tasks_pipeline.py $(ARGS)
 
-# The configuration reference (docs/configuration.md) from core/admin/config.py.
+# The references generated from the code: docs/configuration.md from
+# core/admin/config.py, docs/commands.md from the command table.
 docs: $(STAMP)
 	$(BIN)/python -m trisque.core.admin.config_reference
+	$(BIN)/python -m trisque.server.command_reference
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache build *.so

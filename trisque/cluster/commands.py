@@ -8,10 +8,14 @@ from ..protocol import resp
 from ..protocol.args import upper
 from ..protocol.errors import CommandError, SYNTAX
 from ..core.admin.commands_server import flushall
-from ..core.command import command
+from ..core.command import Commands
 
+COMMANDS = Commands("cluster")
+command = COMMANDS.command
 
-@command("CLUSTER", -2, "admin readonly")
+@command("CLUSTER", -2, "admin readonly",
+         "Cluster membership and state",
+         "MEET ip port | NODES | INFO | FORGET node | RESET HARD|SOFT | LEAVING yes|no | ...")
 def cluster_(node: Any, client: Any, argv: list[bytes]) -> bytes:
     cluster = node.cluster
     membership = getattr(cluster, "membership", None)

@@ -1,24 +1,29 @@
-"""A command's entry in the table: name, arity, flags, handler, as Redis and
-Disque keep theirs, and ``command``, the decorator a command module
-registers its handlers with.  Arity checks, COMMAND output and flag-driven
-refusals (OOM, loading) come from here, not from each handler.
+"""A command's entry in the table: its name, arity, flags and handler, as
+Redis and Disque keep theirs, and its help (group, summary, syntax) for
+COMMAND DOCS and docs/commands.md.  Arity checks, COMMAND output and
+flag-driven refusals (OOM, loading) come from here, not from each handler.
 
 Arity is Redis's: N means exactly N arguments including the name, -N at
 least N.  Flags: write, readonly, denyoom, admin, loading (allowed while
 loading), fast, noauth (allowed before AUTH).
 
-This module imports nothing of the core: command modules import it, the
-table (table.py) imports the command modules, the node is given the table.
+A command module lists its own commands in a ``Commands`` (its
+``COMMANDS``), filled by the decorator ``COMMANDS.command`` as the module
+is defined; nothing global is touched.  ``table_of`` makes a node's table
+from such lists: core/table.py the core's, server/commands.py the node
+process's (with the cluster's).  This module imports nothing of the core.
 """
 
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 Handler = Callable[..., Any]
+H = TypeVar("H", bound=Callable[..., Any])
 
 
 class Command:
     __slots__ = ("name", "lname", "arity", "flags", "handler", "deny_oom",
-                 "ok_loading", "calls", "ns", "hist", "first_key", "last_key", "key_step")
+                 "ok_loading", "calls", "ns", "hist", "first_key", "last_key", "key_step",
+                 "group", "summary", "syntax")
     name: str
     lname: str
     arity: int
@@ -32,9 +37,13 @@ class Command:
     first_key: int
     last_key: int
     key_step: int
+    group: str
+    summary: str
+    syntax: str
 
     def __init__(self, name: str, arity: int, flags: tuple[str, ...], handler: Handler,
-                 keys: tuple[int, int, int] = (0, 0, 0)) -> None:
+                 keys: tuple[int, int, int] = (0, 0, 0), group: str = "generic",
+                 summary: str = "", syntax: str = "") -> None:
         self.name = name
         self.lname = name.lower()
         self.arity = arity
@@ -48,20 +57,46 @@ class Command:
         # calls that took 2**(k-1) to 2**k - 1 ns (the /metrics histogram)
         self.hist = [0] * 65
         self.first_key, self.last_key, self.key_step = keys
+        self.group = group  # COMMAND DOCS: jobs, queues, connection, server, cluster, generic
+        self.summary = summary or name  # one line
+        self.syntax = syntax  # the arguments after the name, as one line; "" if none shown
 
 
-COMMANDS: dict[bytes, "Command"] = {}  # filled as the command modules load
+class Commands:
+    """The commands of one module, in the order it defines them.
+
+    ``command(name, arity, flags, summary, syntax)`` is the decorator that
+    adds the decorated handler ``(node, client, argv) -> reply``; ``group``
+    and ``keys`` (first key, last key, step) default to the module's.
+    """
+
+    def __init__(self, group: str = "generic", keys: tuple[int, int, int] = (0, 0, 0)) -> None:
+        self.group = group
+        self.keys = keys
+        self.commands: list[Command] = []
+
+    def command(self, name: str, arity: int, flags: str = "", summary: str = "",
+                syntax: str = "", *, group: str = "",
+                keys: tuple[int, int, int] | None = None) -> Callable[[H], H]:
+        def add(handler: H) -> H:
+            self.commands.append(Command(name, arity, tuple(flags.split()), handler,
+                                         self.keys if keys is None else keys,
+                                         group or self.group, summary, syntax))
+            return handler
+        return add
 
 
-def command(name: str, arity: int, flags: str = "",
-            keys: tuple[int, int, int] = (0, 0, 0)) -> Callable[[Handler], Handler]:
-    """Register the decorated handler ``(node, client, argv) -> reply``."""
-    def register(handler: Handler) -> Handler:
-        entry = Command(name, arity, tuple(flags.split()), handler, keys)
-        COMMANDS[name.encode()] = entry
-        COMMANDS[name.lower().encode()] = entry
-        return handler
-    return register
+def table_of(*lists: Commands) -> dict[bytes, Command]:
+    """A node's table: each command under its upper and lower case name."""
+    table: dict[bytes, Command] = {}
+    for commands in lists:
+        for entry in commands.commands:
+            name = entry.name.encode()
+            if name in table:
+                raise ValueError(f"command {entry.name} defined twice")
+            table[name] = entry
+            table[entry.lname.encode()] = entry
+    return table
 
 
 def unique_commands(table: dict[bytes, "Command"]) -> list["Command"]:

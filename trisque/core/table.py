@@ -1,21 +1,35 @@
-"""The command table: every command of the node core, by name.
+"""The command table of the node core: every command of its modules, by name.
 
-Each command module registers its handlers with ``command.command`` as it
-is imported; importing them all here makes the table whole.  The node is
-given this table (``Node(..., table=COMMANDS)``) and knows no command
-module; the cluster adds CLUSTER to it the same way (cluster/commands.py).
+Each command module lists its commands (its ``COMMANDS``, a
+``command.Commands``); this module names those lists and builds the table
+from them.  The node is given a table (``Node(..., table=COMMANDS)``) and
+knows no command module; the node process adds the cluster's CLUSTER to
+this one (server/commands.py).
 """
 
-from .command import COMMANDS, Command, command, unique_commands
+from .command import Command, Commands, table_of
+from .admin import commands_server
+from .jobs import commands_jobs, commands_queues
+from .keyspace import commands_db, commands_hashes, commands_keys, commands_lists
+from .keyspace import commands_sets, commands_strings, commands_transactions
+from .keyspace import commands_zsets, commands_zsets_blocking, scripting
 
-__all__ = ["COMMANDS", "Command", "command", "unique_commands"]
+__all__ = ["COMMANDS", "KEYSPACE", "KEYSPACE_RECORDS", "LISTS"]
 
-# Registering happens on import; the keyspace's commands join the same table.
-from .jobs import commands_jobs, commands_queues  # noqa: E402,F401
-from .admin import commands_server  # noqa: E402,F401
-from .keyspace import commands_db, commands_keys, commands_strings  # noqa: E402,F401
-from .keyspace import commands_hashes, commands_sets, commands_zsets  # noqa: E402,F401
-from .keyspace import commands_lists  # noqa: E402,F401
-from .keyspace import commands_zsets_blocking  # noqa: E402,F401
-from .keyspace import commands_transactions  # noqa: E402,F401
-from .keyspace import scripting  # noqa: E402,F401
+KEYSPACE: tuple[Commands, ...] = (
+    commands_db.COMMANDS, commands_keys.COMMANDS, commands_strings.COMMANDS,
+    commands_lists.COMMANDS, commands_hashes.COMMANDS, commands_sets.COMMANDS,
+    commands_zsets.COMMANDS, commands_zsets_blocking.COMMANDS,
+    commands_transactions.COMMANDS, scripting.COMMANDS)
+
+LISTS: tuple[Commands, ...] = (
+    commands_jobs.COMMANDS, commands_queues.COMMANDS, commands_server.COMMANDS, *KEYSPACE)
+
+COMMANDS: dict[bytes, Command] = table_of(*LISTS)
+
+# The records the AOF loader hands to Keyspace.replay (server/aof/keys.py):
+# every keyspace write command (each logs a record of its own name or of
+# another of these) and SELECT, which says which db the next records are about.
+KEYSPACE_RECORDS: frozenset[bytes] = frozenset(
+    [b"SELECT"] + [c.name.encode() for commands in KEYSPACE for c in commands.commands
+                   if "write" in c.flags])

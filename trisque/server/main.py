@@ -15,7 +15,7 @@ from ..core.admin.build_form import build_form, is_compiled, stale_sources
 from ..core.admin.version import VERSION
 from ..core.admin.config import Config, ConfigError
 from ..core.node import Node
-from ..core.table import COMMANDS
+from .commands import COMMANDS
 from ..shell import collector, heap, log, open_files
 from .clients.connection import ClientServer
 from ..shell.tls import bus_tls, client_tls, reload_on_change
@@ -93,7 +93,7 @@ async def run(config):
 
     collector.tune()
     heap.tune()  # large blocks in their own mappings: no holes in the heap
-    node = Node(config, os.urandom(20).hex(), time.time, table=COMMANDS)
+    node = Node(config, os.urandom(20).hex(), time.time, table=COMMANDS)  # CLUSTER too
     config.on_change["loglevel"] = log.set_level
     open_files.fit_maxclients(config)  # a descriptor per client, or fewer clients
     config.on_change["maxclients"] = open_files.on_maxclients_set

@@ -30,7 +30,6 @@ import trio
 
 from ..cluster import Cluster
 from ..outbox import JOBS_FRAME_BYTES
-from .. import commands as _cluster_commands  # noqa: F401 (registers CLUSTER)
 from .. import bus_guard
 from ...protocol import bus
 from ...shell import log

@@ -13,20 +13,22 @@ from ...protocol.args import to_int, upper
 from ...protocol.errors import CommandError
 
 from . import auth_failure
-from .. import command_docs
 from . import info as info_module
 from ..client import REPLY_OFF, REPLY_ON, REPLY_SKIP, BlockedGet
 from .config import ConfigError
 from .version import VERSION
-from ..command import Command, command, unique_commands
+from ..command import Command, Commands, unique_commands
 
 if TYPE_CHECKING:
     from ..client import Client
     from ..node import Node
 
+COMMANDS = Commands("server")  # and the connection's (group="connection")
+command = COMMANDS.command
 
 
-@command("PING", -1, "readonly fast")  # -LOADING while loading, as Disque
+@command("PING", -1, "readonly fast",  # -LOADING while loading, as Disque
+         "Ping the server", "[message]", group="connection")
 def ping(node: Node, client: Client, argv: list[bytes]) -> bytes:
     if len(argv) > 2:
         raise CommandError(errors.wrong_arity("ping"))
@@ -35,18 +37,20 @@ def ping(node: Node, client: Client, argv: list[bytes]) -> bytes:
     return resp.PONG
 
 
-@command("ECHO", 2, "readonly fast")
+@command("ECHO", 2, "readonly fast",
+         "Echo the given string", "message", group="connection")
 def echo(node: Node, client: Client, argv: list[bytes]) -> bytes:
     return resp.bulk(argv[1])
 
 
-@command("QUIT", -1, "readonly fast loading noauth")
+@command("QUIT", -1, "readonly fast loading noauth",
+         "Close the connection", group="connection")
 def quit_(node: Node, client: Client, argv: list[bytes]) -> bytes:
     client.close_after_reply = True
     return resp.OK
 
 
-@command("TIME", 1, "readonly fast")
+@command("TIME", 1, "readonly fast", "The server time")
 def time_(node: Node, client: Client, argv: list[bytes]) -> bytes:
     now = node.clock()
     seconds = int(now)
@@ -63,7 +67,8 @@ def _password_ok(node: Node, password: bytes) -> bool:
     return hmac.compare_digest(password, node.config.requirepass.encode())
 
 
-@command("AUTH", -2, "readonly fast loading noauth")
+@command("AUTH", -2, "readonly fast loading noauth",
+         "Authenticate to the server", "[username] password", group="connection")
 def auth(node: Node, client: Client, argv: list[bytes]) -> bytes | None:
     if len(argv) > 3:
         raise CommandError(errors.SYNTAX)
@@ -85,7 +90,10 @@ def auth(node: Node, client: Client, argv: list[bytes]) -> bytes | None:
     return resp.OK
 
 
-@command("HELLO", -1, "readonly fast loading noauth")
+@command("HELLO", -1, "readonly fast loading noauth",
+         "Without arguments: this node and the nodes it knows; "
+         "with a protocol version: switch to RESP2 or RESP3",
+         "[protover [AUTH username password] [SETNAME clientname]]", group="connection")
 def hello(node: Node, client: Client, argv: list[bytes]) -> bytes | None:
     """Bare HELLO is Disque's: [1, myid, [id, ip, port, priority]...].
     HELLO protover [AUTH user pass] [SETNAME name] is Redis's handshake."""
@@ -138,7 +146,8 @@ def _valid_name(arg: bytes) -> str:
     return name
 
 
-@command("INFO", -1, "readonly loading")
+@command("INFO", -1, "readonly loading",
+         "Information and statistics about the node", "[section]")
 def info(node: Node, client: Client, argv: list[bytes]) -> bytes:
     if len(argv) > 2:
         raise CommandError(errors.SYNTAX)
@@ -148,7 +157,8 @@ def info(node: Node, client: Client, argv: list[bytes]) -> bytes:
     return resp.encode(resp.Verbatim(info_module.render(node, section)), client.disque_proto())
 
 
-@command("COMMAND", -1, "readonly loading")
+@command("COMMAND", -1, "readonly loading",
+         "Details about the commands", "[COUNT|INFO|DOCS|LIST] [command ...]")
 def command_(node: Node, client: Client, argv: list[bytes]) -> bytes:
     commands = unique_commands(node.table)
     if len(argv) == 1:
@@ -167,11 +177,10 @@ def command_(node: Node, client: Client, argv: list[bytes]) -> bytes:
         docs: dict[str, dict[str, object]] = {}
         for c in commands:
             if not names or c.name.encode() in names:
-                group, summary, syntax = command_docs.docs_for(c)
-                entry: dict[str, object] = {"summary": summary, "since": "1.0.0",
-                                            "group": group}
-                if syntax:
-                    entry["arguments"] = [{"name": syntax, "type": "string"}]
+                entry: dict[str, object] = {"summary": c.summary, "since": "1.0.0",
+                                            "group": c.group}
+                if c.syntax:  # one argument named by the whole line: redis-cli prints it as is
+                    entry["arguments"] = [{"name": c.syntax, "type": "string"}]
                 docs[c.lname] = entry
         return resp.encode(docs, client.proto)
     if sub == "LIST":
@@ -192,7 +201,10 @@ def _command_info(c: Command) -> list[object]:
             [resp.Status(cat) for cat in categories], [], [], []]
 
 
-@command("CLIENT", -2, "admin readonly loading")  # client libraries send CLIENT SETINFO on connect
+@command("CLIENT", -2, "admin readonly loading",  # client libraries send CLIENT SETINFO on connect
+         "Manage client connections",
+         "LIST|ID|INFO|KILL|SETNAME|GETNAME|SETINFO|REPLY|DISQUE-RESP3 [arguments]",
+         group="connection")
 def client_(node: Node, client: Client, argv: list[bytes]) -> bytes | None:
     sub = upper(argv[1])
     if sub == "ID" and len(argv) == 2:
@@ -321,7 +333,9 @@ def _kill(node: Node, c: Client) -> None:
         node.on_wake(c)
 
 
-@command("CONFIG", -2, "admin readonly loading")
+@command("CONFIG", -2, "admin readonly loading",
+         "Get, set, reset or rewrite configuration",
+         "GET pattern | SET parameter value | RESETSTAT | REWRITE")
 def config_(node: Node, client: Client, argv: list[bytes]) -> bytes:
     sub = upper(argv[1])
     config = node.config
@@ -358,7 +372,8 @@ def config_(node: Node, client: Client, argv: list[bytes]) -> bytes:
     raise CommandError("ERR CONFIG subcommand must be one of GET, SET, RESETSTAT, REWRITE")
 
 
-@command("DEBUG", -2, "admin")
+@command("DEBUG", -2, "admin",
+         "Debugging commands", "FLUSHALL | SLEEP seconds | ...")
 def debug(node: Node, client: Client, argv: list[bytes]) -> bytes:
     sub = upper(argv[1])
     if sub == "FLUSHALL":  # Disque's: everything on this node, keys too
@@ -409,7 +424,8 @@ def flushall(node: Node) -> None:
             node.drop_queue(queue)
 
 
-@command("SLOWLOG", -2, "readonly")
+@command("SLOWLOG", -2, "readonly",
+         "The slow commands log", "GET [count] | LEN | RESET")
 def slowlog(node: Node, client: Client, argv: list[bytes]) -> bytes:
     sub = upper(argv[1])
     if sub == "GET":
@@ -425,7 +441,8 @@ def slowlog(node: Node, client: Client, argv: list[bytes]) -> bytes:
     raise CommandError("ERR Unknown SLOWLOG subcommand or wrong # of args. Try GET, RESET, LEN.")
 
 
-@command("LATENCY", -2, "admin readonly loading")
+@command("LATENCY", -2, "admin readonly loading",
+         "Latency monitor", "LATEST | HISTORY event | RESET | DOCTOR")
 def latency(node: Node, client: Client, argv: list[bytes]) -> bytes:
     sub = upper(argv[1])
     if sub in ("LATEST", "HISTORY"):
@@ -437,7 +454,8 @@ def latency(node: Node, client: Client, argv: list[bytes]) -> bytes:
     raise CommandError(errors.SYNTAX)
 
 
-@command("MONITOR", 1, "admin readonly")
+@command("MONITOR", 1, "admin readonly",
+         "Stream every command the server receives")
 def monitor(node: Node, client: Client, argv: list[bytes]) -> bytes | None:
     if client.monitor:
         return None  # a second MONITOR is ignored silently, as in Disque
@@ -446,7 +464,8 @@ def monitor(node: Node, client: Client, argv: list[bytes]) -> bytes | None:
     return resp.OK
 
 
-@command("SHUTDOWN", -1, "admin readonly loading")
+@command("SHUTDOWN", -1, "admin readonly loading",
+         "Stop the server", "[NOSAVE|SAVE|REWRITE-AOF]")
 def shutdown(node: Node, client: Client, argv: list[bytes]) -> bytes | None:
     mode = upper(argv[1]) if len(argv) > 1 else ""
     if mode not in ("", "SAVE", "NOSAVE", "REWRITE-AOF") or len(argv) > 2:
@@ -458,7 +477,8 @@ def shutdown(node: Node, client: Client, argv: list[bytes]) -> bytes | None:
     return None
 
 
-@command("BGREWRITEAOF", 1, "admin readonly")
+@command("BGREWRITEAOF", 1, "admin readonly",
+         "Rewrite the append-only file in the background")
 def bgrewriteaof(node: Node, client: Client, argv: list[bytes]) -> bytes:
     message = node.log.rewrite()
     return resp.status(message)

@@ -15,7 +15,10 @@ from .job_reply import job_reply
 from ..node import Node
 from .queue import PAUSED_IN, PAUSED_OUT, Queue
 from .scan import parse_scan_args, scan
-from ..command import command
+from ..command import Commands
+
+COMMANDS = Commands("jobs")
+command = COMMANDS.command
 
 TTL_DEFAULT_S: Final = 24 * 3600
 _ONLY_ME: Final[dict[str, tuple[str, ...]]] = {}  # node id -> (node id,): shared nodes_delivered
@@ -39,7 +42,10 @@ def validate_ids(ids: list[bytes]) -> None:
             raise CommandError(errors.BADID)
 
 
-@command("ADDJOB", -4, "write denyoom fast")
+@command("ADDJOB", -4, "write denyoom fast",
+         "Add a job to a queue, replicated to REPLICATE nodes",
+         "queue body ms-timeout [REPLICATE count] [DELAY sec] [RETRY sec] "
+         "[TTL sec] [MAXLEN count] [ASYNC]")
 def addjob(node: Node, client: Client, argv: list[bytes]) -> Any:
     """ADDJOB queue body timeout_ms [REPLICATE n] [DELAY s] [RETRY s]
     [TTL s] [MAXLEN n] [ASYNC]"""
@@ -165,10 +171,15 @@ _GETJOB_OPTIONS: Final = {b"FROM": _FROM, b"NOHANG": _NOHANG, b"WITHCOUNTERS": _
                           b"TIMEOUT": _TIMEOUT, b"COUNT": _COUNT}
 
 
+_GETJOB_HELP: Final = ("Fetch jobs from the first queues that have some, or block",
+                       "[NOHANG] [TIMEOUT ms-timeout] [COUNT count] [WITHCOUNTERS] "
+                       "FROM queue1 queue2 ... queueN")
+
+
 # GETJOBS: another name of GETJOB (same grammar, replies and errors), the
 # one users read in this project's description.
-@command("GETJOBS", -2, "write fast")
-@command("GETJOB", -2, "write fast")
+@command("GETJOBS", -2, "write fast", *_GETJOB_HELP)
+@command("GETJOB", -2, "write fast", *_GETJOB_HELP)
 def getjob(node: Node, client: Client, argv: list[bytes]) -> bytes | None:
     """GETJOB [NOHANG] [TIMEOUT ms] [COUNT n] [WITHCOUNTERS] FROM queue..."""
     timeout_ms = 0
@@ -258,7 +269,8 @@ def getjob(node: Node, client: Client, argv: list[bytes]) -> bytes | None:
     return None
 
 
-@command("ACKJOB", -1, "write fast")
+@command("ACKJOB", -1, "write fast",
+         "Acknowledge jobs: they will never be delivered again", "jobid1 jobid2 ... jobidN")
 def ackjob(node: Node, client: Client, argv: list[bytes]) -> bytes:
 
     ids = argv[1:]
@@ -279,7 +291,8 @@ def ackjob(node: Node, client: Client, argv: list[bytes]) -> bytes:
     return resp.integer(known)
 
 
-@command("FASTACK", -1, "write fast")
+@command("FASTACK", -1, "write fast",
+         "Acknowledge jobs with a best-effort delete on every node", "jobid1 jobid2 ... jobidN")
 def fastack(node: Node, client: Client, argv: list[bytes]) -> bytes:
     ids = argv[1:]
     validate_ids(ids)
@@ -304,17 +317,20 @@ def _enqueue_generic(node: Node, argv: list[bytes], nack: bool) -> bytes:
     return resp.integer(enqueued)
 
 
-@command("ENQUEUE", -1, "write denyoom fast")
+@command("ENQUEUE", -1, "write denyoom fast",
+         "Put active jobs back in their queue now", "jobid1 jobid2 ... jobidN")
 def enqueue(node: Node, client: Client, argv: list[bytes]) -> bytes:
     return _enqueue_generic(node, argv, nack=False)
 
 
-@command("NACK", -1, "write denyoom fast")
+@command("NACK", -1, "write denyoom fast",
+         "Put active jobs back in their queue now, counting a nack", "jobid1 jobid2 ... jobidN")
 def nack(node: Node, client: Client, argv: list[bytes]) -> bytes:
     return _enqueue_generic(node, argv, nack=True)
 
 
-@command("DEQUEUE", -1, "write fast")
+@command("DEQUEUE", -1, "write fast",
+         "Take queued jobs out of their queue", "jobid1 jobid2 ... jobidN")
 def dequeue(node: Node, client: Client, argv: list[bytes]) -> bytes:
     ids = argv[1:]
     validate_ids(ids)
@@ -326,7 +342,8 @@ def dequeue(node: Node, client: Client, argv: list[bytes]) -> bytes:
     return resp.integer(dequeued)
 
 
-@command("DELJOB", -1, "write fast")
+@command("DELJOB", -1, "write fast",
+         "Delete jobs from this node only", "jobid1 jobid2 ... jobidN")
 def deljob(node: Node, client: Client, argv: list[bytes]) -> bytes:
     ids = argv[1:]
     validate_ids(ids)
@@ -339,7 +356,8 @@ def deljob(node: Node, client: Client, argv: list[bytes]) -> bytes:
     return resp.integer(evicted)
 
 
-@command("WORKING", 2, "write fast")
+@command("WORKING", 2, "write fast",
+         "Postpone the next delivery of a job by its RETRY time", "jobid")
 def working(node: Node, client: Client, argv: list[bytes]) -> bytes:
     validate_ids(argv[1:])
     job = node.jobs.get(argv[1])
@@ -363,7 +381,8 @@ def working(node: Node, client: Client, argv: list[bytes]) -> bytes:
     return resp.integer(job.retry_s)
 
 
-@command("SHOW", 2, "readonly fast")
+@command("SHOW", 2, "readonly fast",
+         "Describe a job (15 fields)", "jobid")
 def show(node: Node, client: Client, argv: list[bytes]) -> bytes:
     validate_ids(argv[1:])
     job = node.jobs.get(argv[1])
@@ -396,7 +415,10 @@ def job_info(node: Node, job: Job) -> dict[str, Any]:
     }
 
 
-@command("JSCAN", -1, "readonly")
+@command("JSCAN", -1, "readonly",
+         "Iterate the jobs of this node",
+         "[cursor] [COUNT count] [BUSYLOOP] [QUEUE queue] [STATE state1 "
+         "STATE state2 ... STATE stateN] [REPLY all|id]")
 def jscan(node: Node, client: Client, argv: list[bytes]) -> bytes:
     """JSCAN [cursor] [COUNT n] [BUSYLOOP] [QUEUE q] [STATE s]... [REPLY all|id]"""
     queue: bytes | None = None
@@ -440,6 +462,7 @@ def jscan(node: Node, client: Client, argv: list[bytes]) -> bytes:
     return resp.encode([str(cursor), items], client.disque_proto())
 
 
-@command("LOADJOB", 2, "write")
+@command("LOADJOB", 2, "write",
+         "Load a serialized job (append-only file only)", "serialized-job")
 def loadjob(node: Node, client: Client, argv: list[bytes]) -> bytes:
     raise CommandError("ERR LOADJOB is a special command only processed from AOF")

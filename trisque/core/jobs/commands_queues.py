@@ -11,20 +11,25 @@ from ...protocol.errors import CommandError
 from .job_reply import job_reply
 from .queue import PAUSED_ALL, PAUSED_IN, PAUSED_OUT, PAUSE_NAMES, Queue
 from .scan import parse_scan_args, scan
-from ..command import command
+from ..command import Commands
 
 if TYPE_CHECKING:
     from ..client import Client
     from ..node import Node
 
+COMMANDS = Commands("queues")
+command = COMMANDS.command
 
-@command("QLEN", 2, "readonly fast")
+@command("QLEN", 2, "readonly fast",
+         "Number of jobs queued in a queue", "queue")
 def qlen(node: Node, client: Client, argv: list[bytes]) -> bytes:
     queue = node.queues.get(argv[1])
     return resp.integer(len(queue.jobs) if queue is not None else 0)
 
 
-@command("QPEEK", 3, "readonly")
+@command("QPEEK", 3, "readonly",
+         "Show jobs of a queue without taking them, newest first if count is negative",
+         "queue count")
 def qpeek(node: Node, client: Client, argv: list[bytes]) -> bytes:
     """QPEEK queue count: oldest first, or newest first if count < 0."""
     count = to_int(argv[2])
@@ -39,7 +44,8 @@ def qpeek(node: Node, client: Client, argv: list[bytes]) -> bytes:
     return b"*%d\r\n%s" % (len(picked), b"".join(job_reply(j) for j in picked))
 
 
-@command("QSTAT", 2, "readonly fast")
+@command("QSTAT", 2, "readonly fast",
+         "Describe a queue", "queue")
 def qstat(node: Node, client: Client, argv: list[bytes]) -> bytes:
     queue = node.queues.get(argv[1])
     if queue is None:
@@ -59,7 +65,9 @@ def qstat(node: Node, client: Client, argv: list[bytes]) -> bytes:
     }, client.disque_proto())
 
 
-@command("QSCAN", -1, "readonly")
+@command("QSCAN", -1, "readonly",
+         "Iterate the queues of this node",
+         "[cursor] [COUNT count] [BUSYLOOP] [MINLEN len] [MAXLEN len] [IMPORTRATE rate]")
 def qscan(node: Node, client: Client, argv: list[bytes]) -> bytes:
     """QSCAN [cursor] [COUNT n] [BUSYLOOP] [MINLEN n] [MAXLEN n] [IMPORTRATE r]"""
     filters = {b"MINLEN": -1, b"MAXLEN": -1, b"IMPORTRATE": -1}  # -1: none (Disque's, given or not)
@@ -91,7 +99,9 @@ def qscan(node: Node, client: Client, argv: list[bytes]) -> bytes:
 _PAUSE_OPTIONS = {b"NONE": 0, b"IN": PAUSED_IN, b"OUT": PAUSED_OUT, b"ALL": PAUSED_ALL}
 
 
-@command("PAUSE", -3, "readonly fast")
+@command("PAUSE", -3, "readonly fast",
+         "Pause a queue for input, output, both or none",
+         "queue option1 [option2 ... optionN] (in|out|all|none|state|bcast)")
 def pause(node: Node, client: Client, argv: list[bytes]) -> bytes:
     """PAUSE queue none|in|out|all|state [bcast]..."""
     name = argv[1]

@@ -20,7 +20,6 @@ Modules (one concept each):
 - ``numbers.py``: Redis's integer and long double parsing/formatting.
 - ``patterns.py``: Redis's glob matching (KEYS, SCAN MATCH).
 - ``args.py``: argument grammar (SET options, expire times).
-- ``key_table.py``: ``key_command``, which registers in the one table.
 - ``hashes.py``, ``sets.py``, ``zsets.py`` (with ``scores.py``): the
   collection types; ``commands_hashes.py``, ``commands_sets.py``,
   ``commands_zsets.py``, ``commands_zsets_blocking.py``: their commands;
@@ -48,11 +47,13 @@ How to add a type (say lists):
    yields argument lists that rebuild it (``RPUSH key`` + up to 64 items
    each, as Redis's rewrite).  Import it from ``commands_lists.py`` so the
    registration runs.
-2. A module ``commands_lists.py`` with handlers ``(node, client, argv) ->
-   bytes | None`` registered with ``@key_command(name, arity, flags,
-   keys)`` (flags as table.py: ``write denyoom`` for commands that grow,
-   ``write`` for others, ``readonly``; ``fast`` where O(1)), and import it
-   at the end of ``core/table.py``.  Look keys up with
+2. A module ``commands_lists.py`` with its list of commands, ``COMMANDS =
+   Commands(keys=(1, 1, 1))`` (``core/command.py``), and handlers ``(node,
+   client, argv) -> bytes | None`` added to it with ``@key_command(name,
+   arity, flags, summary, syntax)`` (``key_command = COMMANDS.command``;
+   flags as command.py: ``write denyoom`` for commands that grow, ``write``
+   for others, ``readonly``; ``fast`` where O(1)); name that list in
+   ``core/table.py``'s ``KEYSPACE`` and run ``make docs``.  Look keys up with
    ``ks.lookup(db, key)`` (``db = ks.dbs[client.db]``), check the class
    (``raise CommandError(WRONGTYPE)``), create with ``ks.store``, remove
    with ``ks.delete`` (an emptied collection must be deleted: empty
@@ -62,8 +63,8 @@ How to add a type (say lists):
    that replays the same (a deterministic command as is; LPOP's effect
    with its count, never a relative time).  Reply in ``client.proto``
    (RESP3 maps, sets, doubles via ``protocol.resp.encode``).
-3. The AOF needs nothing else: every ``write`` command registered with
-   ``key_command`` is replayed through its own handler.  Add the type's
+3. The AOF needs nothing else: every ``write`` command of ``KEYSPACE``
+   is replayed through its own handler (``table.KEYSPACE_RECORDS``).  Add the type's
    generator to ``tests/server/keyspace_gen.py`` so the differential test
    covers it.
 

@@ -13,13 +13,16 @@ from typing import TYPE_CHECKING
 
 from ...protocol import resp
 from ...protocol.errors import CommandError
+from ..command import Commands
 from .args import int_arg
-from .key_table import key_command
 from .numbers import INT32_MAX, INT32_MIN
 
 if TYPE_CHECKING:
     from ..client import Client
     from ..node import Node
+
+COMMANDS = Commands(keys=(1, 1, 1))  # the keyspace's: group generic, the key at argv[1]
+key_command = COMMANDS.command
 
 
 def _db_index(node: Node, arg: bytes, message: str | None) -> int:

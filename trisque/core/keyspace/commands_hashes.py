@@ -16,17 +16,20 @@ from typing import TYPE_CHECKING
 from ...protocol import resp
 from ...protocol.errors import CommandError, wrong_arity
 from ..jobs.scan import scan
+from ..command import Commands
 from .args import int_arg
 from .containers import (EMPTY_SCAN, LONG_MAX, array, bulks, changed, count_arg,
                          lookup_typed, map_reply, scan_cursor, scan_options, scan_reply)
 from .hashes import FIELD_OVERHEAD, LISTPACK_ENTRIES, LISTPACK_VALUE, Hash
-from .key_table import key_command
 from .numbers import INT64_MAX, INT64_MIN, add_long_double, format_long_double, parse_ll, parse_long_double
 from .types import WRONGTYPE
 
 if TYPE_CHECKING:
     from ..client import Client
     from ..node import Node
+
+COMMANDS = Commands(keys=(1, 1, 1))  # the keyspace's: group generic, the key at argv[1]
+key_command = COMMANDS.command
 
 
 def _hash(node: Node, client: Client, key: bytes) -> Hash | None:

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING
 from ...protocol import resp
 from ...protocol.errors import CommandError, unknown_subcommand, wrong_arity
 from ..jobs.scan import parse_cursor, scan
+from ..command import Commands
 from .args import int_arg
 from .containers import scan_arguments
-from .key_table import key_command
 from .numbers import INT64_MAX, INT64_MIN
 from .patterns import compile_pattern
 from .types import NAMES, type_of
@@ -21,6 +21,9 @@ from .types import NAMES, type_of
 if TYPE_CHECKING:
     from ..client import Client
     from ..node import Node
+
+COMMANDS = Commands(keys=(1, 1, 1))  # the keyspace's: group generic, the key at argv[1]
+key_command = COMMANDS.command
 
 
 @key_command("UNLINK", -2, "write fast", keys=(1, -1, 1))
@@ -68,7 +71,8 @@ def keys_(node: Node, client: Client, argv: list[bytes]) -> bytes:
     return _keys_array(found)
 
 
-@key_command("SCAN", -2, "readonly", keys=(0, 0, 0))
+@key_command("SCAN", -2, "readonly", keys=(0, 0, 0),
+             summary="SCAN cursor [MATCH pattern] [COUNT count] [TYPE type].  Every key")
 def scan_(node: Node, client: Client, argv: list[bytes]) -> bytes:
     """SCAN cursor [MATCH pattern] [COUNT count] [TYPE type].  Every key
     present for the whole iteration is returned (scan.py's cursor)."""
@@ -250,7 +254,8 @@ def persist(node: Node, client: Client, argv: list[bytes]) -> bytes:
     return resp.ONE
 
 
-@key_command("RANDOMKEY", 1, "readonly", keys=(0, 0, 0))
+@key_command("RANDOMKEY", 1, "readonly", keys=(0, 0, 0),
+             summary="A random live key.  O(n) in the db's size (a dict has no random")
 def randomkey(node: Node, client: Client, argv: list[bytes]) -> bytes:
     """A random live key.  O(n) in the db's size (a dict has no random
     access); expired keys met on the way are deleted, as Redis does."""
@@ -283,7 +288,8 @@ _OBJECT_HELP = [
 ]
 
 
-@key_command("OBJECT", -2, "readonly", keys=(2, 2, 1))
+@key_command("OBJECT", -2, "readonly", keys=(2, 2, 1),
+             summary="OBJECT ENCODING|IDLETIME|REFCOUNT|FREQ key, OBJECT HELP.  Access")
 def object_(node: Node, client: Client, argv: list[bytes]) -> bytes:
     """OBJECT ENCODING|IDLETIME|REFCOUNT|FREQ key, OBJECT HELP.  Access
     times are not kept (a field per key): IDLETIME answers 0."""

@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING
 
 from ...protocol import resp
 from ...protocol.errors import NOT_INTEGER, SYNTAX, CommandError, wrong_arity
+from ..command import Commands
 from .blocking import KeyWaiter
-from .key_table import key_command
 from .lists import (ITEM_OVERHEAD, PACK, List, clamp_range, item_size, items_in_range,
                     items_size, positions, remove)
 from .numbers import INT64_MAX, INT64_MIN, parse_ll, parse_long_double, round_long_double
@@ -35,6 +35,9 @@ if TYPE_CHECKING:
     from ..node import Node
     from .db import Db
     from .keyspace import Keyspace
+
+COMMANDS = Commands(keys=(1, 1, 1))  # the keyspace's: group generic, the key at argv[1]
+key_command = COMMANDS.command
 
 _NOT_POSITIVE = "ERR value is out of range, must be positive"
 _WRONGTYPE_REPLY = resp.error(WRONGTYPE)

@@ -16,15 +16,18 @@ from typing import TYPE_CHECKING
 from ...protocol import resp
 from ...protocol.errors import CommandError
 from ..jobs.scan import scan
+from ..command import Commands
 from .containers import (EMPTY_SCAN, OUT_OF_RANGE_POSITIVE, array, changed, count_arg,
                          lookup_typed, scan_cursor, scan_options, scan_reply, set_reply)
-from .key_table import key_command
 from .sets import Set
 from .types import WRONGTYPE
 
 if TYPE_CHECKING:
     from ..client import Client
     from ..node import Node
+
+COMMANDS = Commands(keys=(1, 1, 1))  # the keyspace's: group generic, the key at argv[1]
+key_command = COMMANDS.command
 
 
 def _set(node: Node, client: Client, key: bytes) -> Set | None:
@@ -101,7 +104,8 @@ def _random_member(node: Node, s: Set) -> bytes:
     return next(islice(s, node.random.randrange(len(s)), None))
 
 
-@key_command("SPOP", -2, "write fast")
+@key_command("SPOP", -2, "write fast",
+             summary="SPOP key [count]: random members removed; logged as their SREM.")
 def spop(node: Node, client: Client, argv: list[bytes]) -> bytes:
     """SPOP key [count]: random members removed; logged as their SREM."""
     key = argv[1]
@@ -136,7 +140,8 @@ def spop(node: Node, client: Client, argv: list[bytes]) -> bytes:
     return set_reply(popped, client.proto)
 
 
-@key_command("SRANDMEMBER", -2, "readonly")
+@key_command("SRANDMEMBER", -2, "readonly",
+             summary="SRANDMEMBER key [count]: a negative count may repeat members.")
 def srandmember(node: Node, client: Client, argv: list[bytes]) -> bytes:
     """SRANDMEMBER key [count]: a negative count may repeat members."""
     if len(argv) > 3:
@@ -286,7 +291,8 @@ def sdiffstore(node: Node, client: Client, argv: list[bytes]) -> bytes:
     return _store(node, client, argv[1], _diff(_sets(node, client, argv[2:])), argv)
 
 
-@key_command("SINTERCARD", -3, "readonly", keys=(0, 0, 0))
+@key_command("SINTERCARD", -3, "readonly", keys=(0, 0, 0),
+             summary="SINTERCARD numkeys key [key ...] [LIMIT limit]")
 def sintercard(node: Node, client: Client, argv: list[bytes]) -> bytes:
     """SINTERCARD numkeys key [key ...] [LIMIT limit]"""
     numkeys = count_arg(argv[1], 1, "ERR numkeys should be greater than 0")
@@ -303,7 +309,8 @@ def sintercard(node: Node, client: Client, argv: list[bytes]) -> bytes:
     return b":%d\r\n" % len(_inter(_sets(node, client, argv[2:2 + numkeys]), limit))
 
 
-@key_command("SSCAN", -3, "readonly")
+@key_command("SSCAN", -3, "readonly",
+             summary="SSCAN key cursor [MATCH pattern] [COUNT count].  An intset comes")
 def sscan(node: Node, client: Client, argv: list[bytes]) -> bytes:
     """SSCAN key cursor [MATCH pattern] [COUNT count].  An intset comes
     whole and sorted in one call (as Redis); a hash-table set through

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING
 
 from ...protocol import resp
 from ...protocol.errors import CommandError, wrong_arity
+from ..command import Commands
 from .args import (EX, EXAT, GET, KEEPTTL, NX, PERSIST, PX, PXAT, XX, expire_at_ms,
                    int_arg, string_options)
-from .key_table import key_command
 from .keyspace import EXPIRE_OVERHEAD, KEY_OVERHEAD
 from .numbers import (INT64_MAX, INT64_MIN, add_long_double, format_long_double,
                       parse_ll, parse_long_double)
@@ -24,6 +24,9 @@ from .types import WRONGTYPE, memory_of
 if TYPE_CHECKING:
     from ..client import Client
     from ..node import Node
+
+COMMANDS = Commands(keys=(1, 1, 1))  # the keyspace's: group generic, the key at argv[1]
+key_command = COMMANDS.command
 
 _EMPTY_BULK = b"$0\r\n\r\n"
 _NOT_FLOAT = "ERR value is not a valid float"

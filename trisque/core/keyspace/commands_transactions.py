@@ -7,13 +7,16 @@ from typing import TYPE_CHECKING
 
 from ...protocol import resp
 from ...protocol.errors import OOM, CommandError
-from .key_table import key_command
+from ..command import Commands
 from .transactions import (EXECABORT, NOT_IN_EXEC, Atomic, Transaction, discard,
                            unwatch_all, watch_failed, watch_key)
 
 if TYPE_CHECKING:
     from ..client import Client
     from ..node import Node
+
+COMMANDS = Commands(keys=(1, 1, 1))  # the keyspace's: group generic, the key at argv[1]
+key_command = COMMANDS.command
 
 
 @key_command("MULTI", 1, "fast loading", keys=(0, 0, 0))

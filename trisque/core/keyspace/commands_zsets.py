@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Callable, Iterable
 from ...protocol import resp
 from ...protocol.errors import CommandError
 from ..jobs.scan import scan
+from ..command import Commands
 from .args import int_arg
 from .containers import (EMPTY_SCAN, LONG_MAX, OUT_OF_RANGE_POSITIVE, array, changed,
                          count_arg, double, lookup_typed, scan_cursor, scan_options,
                          scan_reply)
-from .key_table import key_command
 from .scores import (BAD_RANGE, listpack_score, parse_lex_bound, parse_score,
                      parse_score_bound)
 from .zsets import LISTPACK_ENTRIES, LISTPACK_VALUE, Pair, ZSet
@@ -30,6 +30,9 @@ from .zsets import LISTPACK_ENTRIES, LISTPACK_VALUE, Pair, ZSet
 if TYPE_CHECKING:
     from ..client import Client
     from ..node import Node
+
+COMMANDS = Commands(keys=(1, 1, 1))  # the keyspace's: group generic, the key at argv[1]
+key_command = COMMANDS.command
 
 _NAN = "ERR resulting score is not a number (NaN)"
 # ZADD's options (Redis's ZADD_IN_*)
@@ -459,7 +462,8 @@ def zpopmax(node: Node, client: Client, argv: list[bytes]) -> bytes:
 
 # ------------------------------------------------------- random and scan
 
-@key_command("ZRANDMEMBER", -2, "readonly")
+@key_command("ZRANDMEMBER", -2, "readonly",
+             summary="ZRANDMEMBER key [count [WITHSCORES]] (as HRANDFIELD).")
 def zrandmember(node: Node, client: Client, argv: list[bytes]) -> bytes:
     """ZRANDMEMBER key [count [WITHSCORES]] (as HRANDFIELD)."""
     argc = len(argv)
@@ -489,7 +493,8 @@ def zrandmember(node: Node, client: Client, argv: list[bytes]) -> bytes:
     return pairs_reply(pairs, withscores, client.proto)
 
 
-@key_command("ZSCAN", -3, "readonly")
+@key_command("ZSCAN", -3, "readonly",
+             summary="ZSCAN key cursor [MATCH pattern] [COUNT count].  A listpack zset")
 def zscan(node: Node, client: Client, argv: list[bytes]) -> bytes:
     """ZSCAN key cursor [MATCH pattern] [COUNT count].  A listpack zset
     comes whole, in order, its scores as the listpack holds them; a

@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING
 
 from ...protocol import resp
 from ...protocol.errors import CommandError
+from ..command import Commands
 from .blocking import KeyWaiter
 from .commands_lists import timeout_ms_arg
 from .commands_zsets import pop
 from .containers import double
-from .key_table import key_command
 from .types import WRONGTYPE
 from .zsets import ZSet
 
@@ -24,6 +24,9 @@ if TYPE_CHECKING:
     from ..client import Client
     from ..node import Node
     from .db import Db
+
+COMMANDS = Commands(keys=(1, 1, 1))  # the keyspace's: group generic, the key at argv[1]
+key_command = COMMANDS.command
 
 _POP_NAMES = {False: b"ZPOPMIN", True: b"ZPOPMAX"}
 
@@ -71,13 +74,15 @@ def _bzpop(node: Node, client: Client, argv: list[bytes], highest: bool) -> byte
     return None
 
 
-@key_command("BZPOPMIN", -3, "write", keys=(1, -2, 1))
+@key_command("BZPOPMIN", -3, "write", keys=(1, -2, 1),
+             summary="BZPOPMIN key [key ...] timeout")
 def bzpopmin(node: Node, client: Client, argv: list[bytes]) -> bytes | None:
     """BZPOPMIN key [key ...] timeout"""
     return _bzpop(node, client, argv, False)
 
 
-@key_command("BZPOPMAX", -3, "write", keys=(1, -2, 1))
+@key_command("BZPOPMAX", -3, "write", keys=(1, -2, 1),
+             summary="BZPOPMAX key [key ...] timeout")
 def bzpopmax(node: Node, client: Client, argv: list[bytes]) -> bytes | None:
     """BZPOPMAX key [key ...] timeout"""
     return _bzpop(node, client, argv, True)

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from ...protocol import resp
 from ...protocol.errors import OOM, CommandError, unknown_subcommand
 from ..client import Client
-from .key_table import key_command
+from ..command import Commands
 from .lua_convert import lua_to_reply, reply_to_lua
 from .lua_sandbox import Sandbox, ScriptCompileError, ScriptError
 from .transactions import Atomic
@@ -42,6 +42,9 @@ from .transactions import Atomic
 if TYPE_CHECKING:
     from ..node import Node
     from ..command import Command
+
+COMMANDS = Commands(keys=(1, 1, 1))  # the keyspace's: group generic, the key at argv[1]
+key_command = COMMANDS.command
 
 NOSCRIPT = "NOSCRIPT No matching script. Please use EVAL."
 BUSY = ("BUSY Redis is busy running a script. You can only call SCRIPT KILL "

@@ -2,7 +2,7 @@
 keys written by a rewrite.
 
 Keyspace writes are logged by the core (``Keyspace.log``) as the commands
-that replay them; here every such record name (``key_table.AOF_RECORDS``)
+that replay them; here every such record name (``table.KEYSPACE_RECORDS``)
 gets a replay handler that runs it through the command's own handler, with
 one client per load carrying the SELECTed db, and the rewrite gets the
 keyspace's snapshot as a source after the jobs.
@@ -12,9 +12,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterator
 
-from ...core import table  # noqa: F401 (registers every command, so AOF_RECORDS is full)
 from ...core.client import Client
-from ...core.keyspace.key_table import AOF_RECORDS
+from ...core.table import KEYSPACE_RECORDS
 
 from . import load as aof_load, rewrite as aof_rewrite
 
@@ -33,6 +32,6 @@ def key_snapshot(node: Node) -> Iterator[bytes]:
     return node.keyspace.snapshot()
 
 
-for _name in AOF_RECORDS:
+for _name in KEYSPACE_RECORDS:
     aof_load.REPLAY[_name] = replay_key_record
 aof_rewrite.SNAPSHOT_SOURCES.append(key_snapshot)
