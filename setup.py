@@ -25,6 +25,8 @@ COMPILED = [
     "trisque/core/jobs/deadlines.py",
     "trisque/core/jobs/job.py",
     "trisque/core/jobs/queue.py",
+    "trisque/core/jobs/lifecycle.py",
+    "trisque/core/admin/stats.py",
     "trisque/core/client.py",
     "trisque/core/command.py",
     "trisque/core/node.py",

@@ -31,7 +31,8 @@ from ..core.client import Client, PendingReply
 from ..core.jobs.job import (ACTIVE, BCAST_QUEUED, BCAST_WILLQUEUE,
                                WAIT_REPL, Job, serialize)
 from ..core.hooks import ReplicationHooks
-from ..core.node import WILLQUEUE_ADVANCE_MS, Node
+from ..core.jobs.lifecycle import WILLQUEUE_ADVANCE_MS
+from ..core.node import Node
 from ..core.jobs.queue import PAUSED_IN
 from .membership import ClusterNode, Membership
 from .outbox import Outbox

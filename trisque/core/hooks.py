@@ -18,6 +18,7 @@ from ..protocol.errors import CommandError
 if TYPE_CHECKING:
     from .client import Client, PendingReply
     from .jobs.job import Job
+    from .jobs.lifecycle import JobLifecycle
     from .jobs.queue import Queue
     from .node import Node
 
@@ -53,7 +54,7 @@ class RequeueHooks:
 class AckHooks:
     """Acks and their garbage collection."""
 
-    def __init__(self, node: Node) -> None:
+    def __init__(self, node: JobLifecycle) -> None:
         self.node = node
 
     def try_gc(self, job: Job) -> None:

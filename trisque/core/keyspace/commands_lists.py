@@ -118,7 +118,7 @@ def _removed(node: Node, ks: Keyspace, db: Db, key: bytes, lst: List, size: int)
     if it is now empty (empty lists vanish)."""
     lst.nbytes -= size
     db.memory -= size
-    node._memory_changed(-size)
+    node.memory_changed(-size)
     if not lst:
         ks.delete(db, key)
     elif db.watched:
@@ -194,10 +194,7 @@ def _push(node: Node, client: Client, argv: list[bytes], left: bool, existing: b
         size = items_size(items)
     lst.nbytes += size
     db.memory += size
-    used = node.used_memory + size  # (node._memory_changed, inline: hot)
-    node.used_memory = used
-    if used > node.peak_memory:
-        node.peak_memory = used
+    node.memory_changed(size)
     if db.watched:
         ks.touched(db, key)
     _log(node, ks, db, argv)
@@ -275,7 +272,7 @@ def _pop(node: Node, client: Client, argv: list[bytes], left: bool) -> bytes:
     size = ITEM_OVERHEAD + len(item)
     lst.nbytes -= size
     db.memory -= size
-    node.used_memory -= size  # (node._memory_changed, inline: hot)
+    node.memory_changed(-size)
     if not (part or lst.packed or lst.head or lst.tail):
         ks.delete(db, key)
     elif db.watched:

@@ -80,7 +80,7 @@ def set_(node: Node, client: Client, argv: list[bytes]) -> bytes | None:
             delta -= EXPIRE_OVERHEAD
     keys[key] = value
     db.memory += delta
-    node._memory_changed(delta)
+    node.memory_changed(delta)
     if db.watched:
         ks.touched(db, key)
     ks.log(db, b"SET", key, value)

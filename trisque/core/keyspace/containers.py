@@ -44,7 +44,7 @@ def changed(node: Node, db: Db, key: bytes, delta: int, empty: bool) -> None:
     ks = node.keyspace
     if delta:
         db.memory += delta
-        node._memory_changed(delta)
+        node.memory_changed(delta)
     if empty:
         ks.delete(db, key)  # (what is left: the key and the empty value)
         return

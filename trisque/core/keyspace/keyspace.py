@@ -89,7 +89,7 @@ class Keyspace:
     def grow(self, db: Db, delta: int) -> None:
         """``db`` holds ``delta`` more bytes (negative: fewer)."""
         db.memory += delta
-        self.node._memory_changed(delta)
+        self.node.memory_changed(delta)
 
     def store(self, db: Db, key: bytes, value: object, keepttl: bool = False) -> None:
         """Set ``key`` to ``value`` whatever it held (Redis's setKey); its
@@ -104,7 +104,7 @@ class Keyspace:
                 delta -= EXPIRE_OVERHEAD
         keys[key] = value
         db.memory += delta
-        self.node._memory_changed(delta)
+        self.node.memory_changed(delta)
         if db.watched:
             self.touched(db, key)
         if old is None and self.blocking.count:
@@ -119,7 +119,7 @@ class Keyspace:
             delta -= EXPIRE_OVERHEAD
         db.deletions += 1
         db.memory += delta
-        self.node._memory_changed(delta)
+        self.node.memory_changed(delta)
         if db.watched:
             self.touched(db, key)
         return True
@@ -209,7 +209,7 @@ class Keyspace:
     def flush_db(self, db: Db, lazy: bool = False) -> None:
         """Empty ``db`` (FLUSHDB); ``lazy`` frees its values from the cron."""
         watched = [key for key in db.watched if key in db.keys]
-        self.node._memory_changed(-db.memory)
+        self.node.memory_changed(-db.memory)
         old = db.clear()
         if lazy and old:
             self.lazyfree.append(old)

@@ -25,7 +25,8 @@ import trio
 from ...protocol.resp import ProtocolError, RequestParser, error
 from ...core.admin import output_limit, protected_mode
 from ...core.client import Client
-from ...core.node import Node, Stats
+from ...core.admin.stats import Stats
+from ...core.node import Node
 from ...core.admin.output_limit import OutputLimit
 
 from ...shell import log

@@ -1,0 +1,43 @@
+"""The node's counters: INFO stats, reset by CONFIG RESETSTAT."""
+
+from typing import Any
+
+
+class Stats:
+    __slots__ = ("commands", "connections", "rejected", "net_in", "net_out",
+                 "expired_jobs", "keyspace_hits", "commandstats",
+                 "start_ms", "auth_failures", "denied", "query_limit_kills",
+                 "output_limit_kills", "tls_handshake_failures")
+    commands: int
+    connections: int
+    rejected: int
+    net_in: int
+    net_out: int
+    expired_jobs: int
+    keyspace_hits: int
+    commandstats: dict[str, Any]
+    start_ms: int
+    auth_failures: int
+    denied: int
+    query_limit_kills: int
+    output_limit_kills: int
+    tls_handshake_failures: int
+
+    def __init__(self, now_ms: int) -> None:
+        self.start_ms = now_ms
+        self.reset()
+
+    def reset(self) -> None:
+        self.commands = 0
+        self.connections = 0
+        self.rejected = 0
+        self.net_in = 0
+        self.net_out = 0
+        self.expired_jobs = 0
+        self.keyspace_hits = 0
+        self.commandstats = {}  # name -> [calls, usec]
+        self.auth_failures = 0  # refused AUTH / HELLO AUTH
+        self.denied = 0  # connections refused by protected mode
+        self.query_limit_kills = 0  # closed past client-query-buffer-limit
+        self.output_limit_kills = 0  # closed past client-output-buffer-limit
+        self.tls_handshake_failures = 0  # TLS clients and bus peers (shell/tls.py)

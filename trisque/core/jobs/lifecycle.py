@@ -1,0 +1,416 @@
+"""A job's life on one node: its states and every move between them, as in
+the Disque README's state machines.
+
+- ADDJOB registers it (``wait-repl`` until replicated, then ``active``) and
+  queues it, unless it has a DELAY: then its requeue timer queues it later.
+- GETJOB takes it from its queue (``queued`` -> ``active``) and arms the
+  requeue timer: if no ACKJOB arrives within RETRY it is queued again
+  (counting an additional delivery).  RETRY 0 jobs are never requeued.
+- ACKJOB marks it ``acked`` and hands it to ack garbage collection, which
+  frees it once every node that may hold a copy has it acked too.
+- At its TTL it is removed, whatever its state.
+
+Every timed step of a job (delay, requeue, WILLQUEUE, expiry, GC retries)
+is a deadline in ``deadlines``; when one arrives, ``process_job`` runs.
+Where other nodes take part, the cluster's state machines hear of it
+through the hooks (hooks.py): ``self.replication``, ``self.requeue``,
+``self.acks``, ``self.federation``.  Nothing here blocks, awaits or reads
+the wall clock: the time comes from ``self.clock``.  ``Node`` (node.py)
+is this plus the clients, the commands and the keyspace.
+"""
+
+import random as _random
+from typing import Any, Callable, Final
+
+from mypy_extensions import mypyc_attr
+
+from ...protocol import jobid
+from ..admin.stats import Stats
+from ..hooks import AckHooks, FederationHooks, NoLog, ReplicationHooks, RequeueHooks
+from .deadlines import Deadlines
+from .job import (ACKED, ACTIVE, BCAST_QUEUED, BCAST_WILLQUEUE, DELIVERED, QUEUED,
+                  WAIT_REPL, Job)
+from .queue import PAUSED_IN, PAUSED_OUT, QUEUE_OVERHEAD, Queue
+
+WILLQUEUE_ADVANCE_MS: Final = 500  # WILLQUEUE goes out this long before a requeue
+TIME_ERROR_MS: Final = 500  # requeue jitter: uniform in [-250, +250) ms
+_JITTER_DRAWS: Final = 1024  # random 16-bit numbers fetched at a time
+# 16-bit draws at or above this would favour the low jitters: drawn again
+_JITTER_LIMIT: Final = 65536 // TIME_ERROR_MS * TIME_ERROR_MS
+BASE_MEMORY: Final = 1024 * 1024  # an idle node's used_memory: buffers, tables (not the interpreter)
+
+
+@mypyc_attr(allow_interpreted_subclasses=True)  # (Node allows them: the simulator's)
+class JobLifecycle:
+    """The jobs and queues of one node, their timers, and the rules that
+    move them."""
+
+    id: str
+    clock: Callable[[], float]
+    random: _random.Random
+    _jitter_bytes: bytes
+    _jitter_at: int
+    jobs: dict[bytes, Job]
+    queues: dict[bytes, Queue]
+    deadlines: Deadlines
+    random_bytes: Callable[[int], bytes]
+    ids: jobid.IdGenerator
+    replication: ReplicationHooks
+    requeue: RequeueHooks
+    acks: AckHooks
+    federation: FederationHooks
+    cluster_size: int
+    leaving: bool
+    _log: Any
+    log_failing: str | None
+    log_active: bool
+    used_memory: int
+    peak_memory: int
+    stats: Stats
+    deletions: int
+    queue_deletions: int
+    _last_ctime: int
+    _last_etime: int
+    on_timers_changed: Callable[[], None] | None
+    timer_wake_ms: int | None
+
+    def __init__(self, node_id: str, clock: Callable[[], float],
+                 rng: _random.Random | None, random_bytes: Callable[[int], bytes]) -> None:
+        self.id = node_id  # 40 hex chars, str
+        self.clock = clock  # () -> seconds as float
+        self.random = rng or _random.Random()
+        self._jitter_bytes = b""  # see jitter_ms
+        self._jitter_at = 0
+        self.jobs = {}  # job id -> Job
+        self.queues = {}  # name -> Queue
+        self.deadlines = Deadlines()
+        # Where job IDs get their randomness: the OS, or a seeded generator
+        # in the simulator so a run can be replayed.
+        self.random_bytes = random_bytes
+        self.ids = jobid.IdGenerator(node_id, random_bytes)
+        # The cluster's state machines: a node alone's until cluster/
+        # attaches its own (cluster.py)
+        self.replication = ReplicationHooks()
+        self.requeue = RequeueHooks()
+        self.acks = AckHooks(self)
+        self.federation = FederationHooks()
+        # What the hot paths ask of the cluster, kept here by it: the nodes
+        # it knows, myself included, and CLUSTER LEAVING.
+        self.cluster_size = 1
+        self.leaving = False
+        # Read before and after every command, so kept here, natively: why
+        # the AOF cannot be written (its log sets it).
+        self.log_failing = None
+        self.log_active = False  # the log records jobs: see the log property
+        self.log = NoLog()
+        self.used_memory = BASE_MEMORY
+        self.peak_memory = BASE_MEMORY
+        self.stats = Stats(self.now_ms())
+        self.deletions = 0  # jobs removed, so scan cursors never skip one
+        self.queue_deletions = 0
+        self._last_ctime = 0
+        self._last_etime = 0
+        self.on_timers_changed = None  # shell hook: an earlier deadline exists
+        self.timer_wake_ms = None  # when the shell's timer loop will next look
+
+    # -------------------------------------------------------------- time
+
+    def now_ms(self) -> int:
+        return int(self.clock() * 1000)
+
+    def jitter_ms(self) -> int:
+        """Uniform in [-250, +250) ms, from 16-bit numbers that
+        ``self.random`` gives 1024 at a time (one C call: random.choices
+        loops in Python, 1.5k instructions a draw); a seeded generator
+        still replays the same numbers."""
+        while True:
+            at = self._jitter_at
+            pool = self._jitter_bytes
+            if at >= len(pool):
+                pool = self._jitter_bytes = self.random.randbytes(2 * _JITTER_DRAWS)
+                at = 0
+            self._jitter_at = at + 2
+            draw = pool[at] << 8 | pool[at + 1]
+            if draw < _JITTER_LIMIT:
+                return draw % TIME_ERROR_MS - TIME_ERROR_MS // 2
+
+    # ---------------------------------------------------- memory and log
+
+    def memory_changed(self, delta: int) -> None:
+        """Every byte the node's data (jobs, queues, keys) takes or gives
+        back goes through here: INFO's used_memory, maxmemory's levels."""
+        used = self.used_memory + delta
+        self.used_memory = used
+        if used > self.peak_memory:
+            self.peak_memory = used
+
+    @property
+    def log(self) -> Any:
+        """Where stored and deleted jobs are recorded: the AOF, or NoLog."""
+        return self._log
+
+    @log.setter
+    def log(self, log: Any) -> None:
+        # Its job hooks are skipped while they would do nothing: a log says
+        # so with records_jobs (the AOF keeps log_active current as its
+        # state changes); any other log records.
+        self._log = log
+        self.log_active = getattr(log, "records_jobs", True)
+
+    # ------------------------------------------------------ job registry
+
+    def create_job(self, queue: bytes, body: bytes, repl: int, ttl_s: int, retry_s: int,
+                   delay_s: int, now_ms: int) -> Job:
+        etime_ms = now_ms + ttl_s * 1000
+        if etime_ms == self._last_etime:
+            etime_ms = self._last_etime  # jobs of the same ms share the int (memory)
+        else:
+            self._last_etime = etime_ms
+        # ctime: ms * 1e6, strictly increasing here (FIFO among jobs of a ms)
+        ctime = now_ms * 1000000
+        if ctime <= self._last_ctime:
+            ctime = self._last_ctime + 1
+        self._last_ctime = ctime
+        job = Job(self.ids.new(ttl_s, retry_s), queue, body, WAIT_REPL, repl,
+                  ctime, etime_ms, delay_s, retry_s)
+        job.qtime_ms = now_ms + (delay_s or retry_s) * 1000
+        return job
+
+    def register(self, job: Job) -> bool:
+        """Make ``job`` known here.  Returns False if its ID already is."""
+        if self.jobs.setdefault(job.id, job) is not job:
+            return False  # (one dict operation: hot in ADDJOB)
+        self.memory_changed(job.memory())
+        return True
+
+    def unregister(self, job: Job) -> None:
+        """Forget ``job`` entirely: out of its queue, timers and registry."""
+        if job.state == QUEUED:
+            self._remove_from_queue(job)
+        self.deadlines.cancel(job)
+        jobs = self.jobs
+        if job.id in jobs:  # (two lookups of a cached hash: dict.pop is a method call compiled)
+            del jobs[job.id]
+            self.memory_changed(-job.memory())
+            self.deletions += 1
+        if job._rare is not None and job.waiter is not None:  # (see Job._rare)
+            self.replication.aborted(job)
+
+    def delete_job(self, job: Job) -> None:
+        """Evict a job here (DELJOB, FASTACK, GC done) and log it."""
+        self.unregister(job)
+        if self.log_active:
+            self.log.job_deleted(job)
+
+    # ------------------------------------------------------------ queues
+
+    def get_queue(self, name: bytes) -> Queue:
+        queue = self.queues.get(name)
+        if queue is None:
+            queue = Queue(name, self.now_ms() // 1000)
+            self.queues[name] = queue
+            self.memory_changed(QUEUE_OVERHEAD + len(name))
+        return queue
+
+    def drop_queue(self, queue: Queue) -> None:
+        del self.queues[queue.name]
+        self.memory_changed(-(QUEUE_OVERHEAD + len(queue.name)))
+        self.queue_deletions += 1
+
+    def _remove_from_queue(self, job: Job) -> None:
+        queue = self.queues[job.queue]
+        queue.jobs.remove(job)
+        job.state = ACTIVE
+
+    def enqueue(self, job: Job, nack: bool = False) -> bool:
+        """Put ``job`` into its queue (Disque's enqueueJob).
+
+        The first time a job is queued nobody else needs to know; a later
+        enqueue is a redelivery, announced with QUEUED so other holders
+        postpone their own requeue, and counted as a NACK or an additional
+        delivery.  Returns False if the job cannot be queued now.
+        """
+        if job.state == QUEUED or job.qtime_ms == 0:
+            return False
+        if job.retry_s == 0 and job.flags & DELIVERED:
+            return False  # at-most-once: delivered once, never again
+        now_ms = self.now_ms()
+        job.state = QUEUED
+        if job.retry_s:
+            job.flags |= BCAST_WILLQUEUE
+            job.qtime_ms = now_ms + job.retry_s * 1000 + self.jitter_ms()
+        else:
+            job.qtime_ms = 0
+        if job.flags & BCAST_QUEUED or nack:
+            self.requeue.broadcast_queued(job, nack)
+            if nack:
+                job.nacks += 1
+            else:
+                job.deliveries += 1
+        else:
+            job.flags |= BCAST_QUEUED
+        self.schedule(job)
+        queue = self.get_queue(job.queue)
+        if nack:
+            queue.nacks += 1
+        self._put(job, queue, now_ms)
+        return True
+
+    def enqueue_new(self, job: Job, queue: Queue, now_ms: int) -> None:
+        """Queue a job just created here, in ``queue`` (its own): the first
+        enqueue of enqueue(), without what only a requeue needs."""
+        job.state = QUEUED
+        if job.retry_s:
+            job.flags |= BCAST_WILLQUEUE | BCAST_QUEUED
+            job.qtime_ms = now_ms + job.retry_s * 1000 + self.jitter_ms()
+        else:
+            job.flags |= BCAST_QUEUED
+            job.qtime_ms = 0
+        self.deadlines.set(job, job.etime_ms)  # queued: only its expiry is due
+        self._put(job, queue, now_ms)
+
+    def _put(self, job: Job, queue: Queue, now_ms: int) -> None:
+        queue.jobs.add(job)
+        queue.atime_s = now_ms // 1000
+        queue.jobs_in += 1
+        if queue.blocked and not queue.paused & PAUSED_OUT:
+            self.serve_blocked(queue)  # may take it at once
+            if not queue.jobs:
+                return
+        if self.cluster_size > 1:
+            self.federation.jobs_queued(queue)  # (federation: nobody asks alone)
+
+    def dequeue(self, job: Job) -> bool:
+        """Take a queued job out of its queue, back to active."""
+        if job.state != QUEUED:
+            return False
+        self._remove_from_queue(job)
+        self.schedule(job)
+        return True
+
+    def fetch(self, queue: Queue, now_ms: int, consumer: bool = True) -> Job:
+        """Take the oldest job from ``queue`` (Disque's queueFetchJob) for
+        a consumer (or to send to another node); its requeue timer starts
+        now."""
+        job = queue.jobs.pop(0)
+        job.state = ACTIVE
+        job.flags |= DELIVERED
+        queue.atime_s = now_ms // 1000
+        queue.jobs_out += 1
+        if job.retry_s:
+            # schedule(job), inline for the usual case (hot: GETJOB)
+            qtime = now_ms + job.retry_s * 1000
+            if self.cluster_size > 1:
+                qtime += self.jitter_ms()
+                job.qtime_ms = qtime
+                if job.flags & BCAST_WILLQUEUE:
+                    qtime -= WILLQUEUE_ADVANCE_MS
+            else:
+                job.qtime_ms = qtime
+            at = job.etime_ms
+            self.deadlines.set(job, qtime if qtime < at else at)
+        else:
+            self.schedule(job)
+        if consumer and len(job.nodes_delivered) > 1:
+            self.requeue.delivered(job)  # other holders hold back
+        if not queue.jobs and self.cluster_size > 1:
+            self.federation.queue_drained(queue)  # (federation: nobody to ask alone)
+        return job
+
+    def serve_blocked(self, queue: Queue) -> None:
+        """Give ``queue``'s jobs to the consumers blocked on it: the node's
+        clients (node.py); here nobody waits."""
+
+    # ------------------------------------------------------------ timers
+
+    def schedule(self, job: Job) -> None:
+        """Set the job's next wake-up from its state (Disque's
+        updateJobAwakeTime): expiry always; the requeue (or the WILLQUEUE
+        just before it) while active; the next GC attempt while acked."""
+        at = job.etime_ms
+        state = job.state
+        if state == ACTIVE:
+            qtime = job.qtime_ms
+            if qtime:
+                if job.flags & BCAST_WILLQUEUE and self.cluster_size > 1:
+                    qtime -= WILLQUEUE_ADVANCE_MS
+                if qtime < at:
+                    at = qtime
+        elif state == ACKED:
+            gc_ms = self.acks.next_gc_ms(job)
+            if gc_ms < at:
+                at = gc_ms
+        self.deadlines.set(job, at)
+
+    def timers_changed(self, wake_ms: int) -> None:
+        """A deadline at ``wake_ms`` was set: wake the shell's timer loop if
+        it would sleep past it (not on every deadline: a task switch each)."""
+        if (self.on_timers_changed is not None
+                and (self.timer_wake_ms is None or wake_ms < self.timer_wake_ms)):
+            self.timer_wake_ms = wake_ms
+            self.on_timers_changed()
+
+    def process_job(self, job: Job, now_ms: int) -> None:
+        """A job's deadline arrived (Disque's processJob)."""
+        if job.etime_ms <= now_ms:
+            self.stats.expired_jobs += 1
+            self.unregister(job)
+            return
+        state = job.state
+        if (state == ACTIVE and job.flags & BCAST_WILLQUEUE
+                and job.qtime_ms
+                and job.qtime_ms - WILLQUEUE_ADVANCE_MS <= now_ms
+                and self.cluster_size > 1):
+            # Rule: tell the other holders we are about to requeue it.
+            self.requeue.will_queue(job)
+            job.flags &= ~BCAST_WILLQUEUE
+            if job.qtime_ms - WILLQUEUE_ADVANCE_MS < now_ms:
+                # Woken late (the node was frozen, or its loop busy): the
+                # holders still get the advance to answer (SETACK if it
+                # was acked meanwhile, QUEUED if queued elsewhere) before
+                # it goes back in a queue.
+                job.qtime_ms = now_ms + WILLQUEUE_ADVANCE_MS
+        if state == ACTIVE and job.qtime_ms and job.qtime_ms <= now_ms:
+            queue = self.queues.get(job.queue)
+            if job.retry_s and queue is not None and queue.paused & PAUSED_IN:
+                job.qtime_ms = now_ms + job.retry_s * 1000 + self.jitter_ms()
+            else:
+                self.enqueue(job)
+        elif state == ACKED:
+            self.acks.try_gc(job)
+            if job.id not in self.jobs:
+                return
+        if job.wake_ms is None:
+            self.schedule(job)
+
+    # -------------------------------------------------------------- acks
+
+    def ack(self, job: Job) -> None:
+        """A consumer acknowledged the job (ACK-JOB then START-GC)."""
+        queue = self.queues.get(job.queue)
+        if queue is not None:
+            queue.acks += 1
+        if job.held_only_by(self.id):
+            # START-GC would free it at once, with nobody to tell (every
+            # job of a lone node): straight there (~11% of an ACKJOB).
+            self.delete_job(job)
+            return
+        # No schedule in between: START-GC may free the job at once (a lone
+        # node always does), and otherwise we schedule it just below.
+        self.mark_acked(job, schedule=False)
+        self.acks.try_gc(job)
+        if job.id in self.jobs:
+            self.schedule(job)
+
+    def mark_acked(self, job: Job, schedule: bool = True) -> None:
+        """The job will never be queued again; GC will free it."""
+        if job.state == QUEUED:
+            self._remove_from_queue(job)
+        job.state = ACKED
+        job.qtime_ms = 0
+        if job._rare is not None:  # (nodes_confirmed is None unless set)
+            job.nodes_confirmed = None
+        if self.log_active:
+            self.log.job_deleted(job)
+        if schedule:
+            self.schedule(job)
