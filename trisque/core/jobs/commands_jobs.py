@@ -269,91 +269,112 @@ def getjob(node: Node, client: Client, argv: list[bytes]) -> bytes | None:
     return None
 
 
-@command("ACKJOB", -1, "write fast",
-         "Acknowledge jobs: they will never be delivered again", "jobid1 jobid2 ... jobidN")
-def ackjob(node: Node, client: Client, argv: list[bytes]) -> bytes:
+class JobsById:
+    """A command that takes a list of job IDs: every ID is checked before
+    any is acted on, each is looked up (None: not known here), and the reply
+    counts the jobs ``act`` acted on.  (A class, not a function passed
+    around: compiled, ``act`` is a native call.)"""
 
-    ids = argv[1:]
-    validate_ids(ids)
-    known = 0
-    jobs = node.jobs
-    for job_id in ids:
-        job: Job | None = jobs.get(job_id)
+    def run(self, node: Node, argv: list[bytes]) -> bytes:
+        ids = argv[1:]
+        validate_ids(ids)
+        jobs = node.jobs
+        done = 0
+        for job_id in ids:
+            if self.act(node, job_id, jobs.get(job_id)):
+                done += 1
+        return resp.integer(done)
+
+    def act(self, node: Node, job_id: bytes, job: Job | None) -> bool:
+        raise NotImplementedError
+
+
+class Ack(JobsById):
+    def act(self, node: Node, job_id: bytes, job: Job | None) -> bool:
         if job is None:
             # An ack for a job we never saw may still matter elsewhere: the
             # cluster keeps a "dummy ack" for IDs whose TTL digits are odd.
             node.acks.dummy_ack(job_id)
-        elif job.state != ACKED:
-            known += 1
+            return False
+        if job.state != ACKED:
             node.ack(job)
-        else:
-            node.acks.try_gc(job)
-    return resp.integer(known)
+            return True
+        node.acks.try_gc(job)
+        return False
+
+
+class FastAck(JobsById):
+    def act(self, node: Node, job_id: bytes, job: Job | None) -> bool:
+        node.acks.fast_ack(job, job_id)
+        if job is None:
+            return False
+        node.delete_job(job)
+        return True
+
+
+class Requeue(JobsById):
+    def __init__(self, nack: bool) -> None:
+        self.nack = nack  # NACK: counted as a nack, not an additional delivery
+
+    def act(self, node: Node, job_id: bytes, job: Job | None) -> bool:
+        return job is not None and job.state == ACTIVE and node.enqueue(job, self.nack)
+
+
+class Dequeue(JobsById):
+    def act(self, node: Node, job_id: bytes, job: Job | None) -> bool:
+        return job is not None and node.dequeue(job)
+
+
+class Delete(JobsById):
+    def act(self, node: Node, job_id: bytes, job: Job | None) -> bool:
+        if job is None:
+            return False
+        node.delete_job(job)
+        return True
+
+
+_ACK: Final = Ack()
+_FAST_ACK: Final = FastAck()
+_ENQUEUE: Final = Requeue(nack=False)
+_NACK: Final = Requeue(nack=True)
+_DEQUEUE: Final = Dequeue()
+_DELETE: Final = Delete()
+
+
+@command("ACKJOB", -1, "write fast",
+         "Acknowledge jobs: they will never be delivered again", "jobid1 jobid2 ... jobidN")
+def ackjob(node: Node, client: Client, argv: list[bytes]) -> bytes:
+    return _ACK.run(node, argv)
 
 
 @command("FASTACK", -1, "write fast",
          "Acknowledge jobs with a best-effort delete on every node", "jobid1 jobid2 ... jobidN")
 def fastack(node: Node, client: Client, argv: list[bytes]) -> bytes:
-    ids = argv[1:]
-    validate_ids(ids)
-    known = 0
-    for job_id in ids:
-        job = node.jobs.get(job_id)
-        node.acks.fast_ack(job, job_id)
-        if job is not None:
-            node.delete_job(job)
-            known += 1
-    return resp.integer(known)
-
-
-def _enqueue_generic(node: Node, argv: list[bytes], nack: bool) -> bytes:
-    ids = argv[1:]
-    validate_ids(ids)
-    enqueued = 0
-    for job_id in ids:
-        job = node.jobs.get(job_id)
-        if job is not None and job.state == ACTIVE and node.enqueue(job, nack):
-            enqueued += 1
-    return resp.integer(enqueued)
+    return _FAST_ACK.run(node, argv)
 
 
 @command("ENQUEUE", -1, "write denyoom fast",
          "Put active jobs back in their queue now", "jobid1 jobid2 ... jobidN")
 def enqueue(node: Node, client: Client, argv: list[bytes]) -> bytes:
-    return _enqueue_generic(node, argv, nack=False)
+    return _ENQUEUE.run(node, argv)
 
 
 @command("NACK", -1, "write denyoom fast",
          "Put active jobs back in their queue now, counting a nack", "jobid1 jobid2 ... jobidN")
 def nack(node: Node, client: Client, argv: list[bytes]) -> bytes:
-    return _enqueue_generic(node, argv, nack=True)
+    return _NACK.run(node, argv)
 
 
 @command("DEQUEUE", -1, "write fast",
          "Take queued jobs out of their queue", "jobid1 jobid2 ... jobidN")
 def dequeue(node: Node, client: Client, argv: list[bytes]) -> bytes:
-    ids = argv[1:]
-    validate_ids(ids)
-    dequeued = 0
-    for job_id in ids:
-        job = node.jobs.get(job_id)
-        if job is not None and node.dequeue(job):
-            dequeued += 1
-    return resp.integer(dequeued)
+    return _DEQUEUE.run(node, argv)
 
 
 @command("DELJOB", -1, "write fast",
          "Delete jobs from this node only", "jobid1 jobid2 ... jobidN")
 def deljob(node: Node, client: Client, argv: list[bytes]) -> bytes:
-    ids = argv[1:]
-    validate_ids(ids)
-    evicted = 0
-    for job_id in ids:
-        job = node.jobs.get(job_id)
-        if job is not None:
-            node.delete_job(job)
-            evicted += 1
-    return resp.integer(evicted)
+    return _DELETE.run(node, argv)
 
 
 @command("WORKING", 2, "write fast",
