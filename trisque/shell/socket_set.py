@@ -1,6 +1,6 @@
 """A set of non-blocking sockets served by one trio task: an epoll set
 waited on with a single trio wait, which ``wake()`` interrupts.  The client
-loop (connection.py) and the bus loop (bus_links.py) each own one."""
+loop (connection.py) and the bus loop (cluster/tcp/transport.py) each own one."""
 
 import select
 from typing import Callable

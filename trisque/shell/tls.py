@@ -8,7 +8,7 @@
   memory BIOs, fed the bytes received and asked for the bytes to send.
 - ``TlsSocket`` puts a stream inside a plain non-blocking socket with the
   socket's own ``recv``/``send`` contract, so the client loop
-  (connection.py) and the bus loop (bus_links.py) serve TLS connections in
+  (connection.py) and the bus loop (cluster/tcp/transport.py) serve TLS connections in
   the same epoll set, with the same code, as plain ones.  Every byte the
   kernel gave is decrypted in the same ``recv``, so no plaintext waits
   inside the SSL object where epoll would not signal it (the ``pending()``
