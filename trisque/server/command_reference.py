@@ -14,6 +14,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from ..core.admin.generated_section import GeneratedSection, ReferenceError as ReferenceError
 from ..core.command import Command, unique_commands
 from .commands import COMMANDS
 
@@ -25,10 +26,6 @@ REGENERATE_COMMAND = "make docs"
 REFERENCE_PATH = Path(__file__).resolve().parents[2] / "docs" / "commands.md"
 # COMMAND DOCS's groups in the order the reference shows them.
 GROUPS = ("jobs", "queues", "connection", "server", "cluster", "generic")
-
-
-class ReferenceError(Exception):
-    """The reference file has lost its markers."""
 
 
 def _code(text: str) -> str:
@@ -55,30 +52,12 @@ def reference(table: dict[bytes, Command] = COMMANDS) -> str:
     return "\n".join(lines[1:])
 
 
-def replace_between_markers(text: str, body: str) -> str:
-    """``text`` with what lies between the markers replaced by ``body``."""
-    start = text.find(START_MARKER)
-    end = text.find(END_MARKER)
-    if start < 0 or end < start:
-        raise ReferenceError(f"the markers {START_MARKER!r} and {END_MARKER!r} "
-                             "are missing or out of order")
-    return text[:start + len(START_MARKER)] + "\n" + body + "\n" + text[end:]
-
-
-def write(path: Path = REFERENCE_PATH) -> bool:
-    """Bring the file's reference up to date; True if it changed."""
-    old = path.read_text(encoding="utf-8")
-    new = replace_between_markers(old, reference())
-    if new == old:
-        return False
-    path.write_text(new, encoding="utf-8")
-    return True
+SECTION = GeneratedSection(REFERENCE_PATH, START_MARKER, END_MARKER)
+replace_between_markers = SECTION.replace
 
 
 def main() -> int:
-    changed = write()
-    print(f"{REFERENCE_PATH}: {'updated' if changed else 'already up to date'}")
-    return 0
+    return SECTION.main(reference())
 
 
 if __name__ == "__main__":

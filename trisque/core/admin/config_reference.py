@@ -14,6 +14,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from .generated_section import GeneratedSection, ReferenceError as ReferenceError
 from .config import BY_NAME, DIRECTIVES, IGNORED, Directive
 from .config_values import format_memory
 
@@ -22,10 +23,6 @@ END_MARKER = "<!-- config-reference:end -->"
 REGENERATE_COMMAND = "make docs"
 # The repository's root: this file is core/admin/config_reference.py.
 REFERENCE_PATH = Path(__file__).resolve().parents[3] / "docs" / "configuration.md"
-
-
-class ReferenceError(Exception):
-    """The reference file has lost its markers."""
 
 
 def _cell(text: str) -> str:
@@ -89,30 +86,12 @@ def table() -> str:
     return "\n".join(lines)
 
 
-def replace_between_markers(text: str, body: str) -> str:
-    """``text`` with what lies between the markers replaced by ``body``."""
-    start = text.find(START_MARKER)
-    end = text.find(END_MARKER)
-    if start < 0 or end < start:
-        raise ReferenceError(f"the markers {START_MARKER!r} and {END_MARKER!r} "
-                             "are missing or out of order")
-    return text[:start + len(START_MARKER)] + "\n" + body + "\n" + text[end:]
-
-
-def write(path: Path = REFERENCE_PATH) -> bool:
-    """Bring the file's table up to date; True if it changed."""
-    old = path.read_text(encoding="utf-8")
-    new = replace_between_markers(old, table())
-    if new == old:
-        return False
-    path.write_text(new, encoding="utf-8")
-    return True
+SECTION = GeneratedSection(REFERENCE_PATH, START_MARKER, END_MARKER)
+replace_between_markers = SECTION.replace
 
 
 def main() -> int:
-    changed = write()
-    print(f"{REFERENCE_PATH}: {'updated' if changed else 'already up to date'}")
-    return 0
+    return SECTION.main(table())
 
 
 if __name__ == "__main__":
