@@ -5,7 +5,8 @@ Each set of packages is installed once with ``pip install --target`` into
 a cache beside the test environment (``<venv>/trisque-test-cache``), and
 used by a child interpreter that has those folders first on its path, so
 they shadow the environment's packages there and nowhere else.  Needs PyPI
-the first time.
+the first time.  ``without_hiredis()`` hides hiredis the same way: redis-py
+then parses with its own pure-Python parsers.
 """
 
 import os
@@ -63,6 +64,25 @@ def pydisque() -> str:
 def dwq() -> str:
     """dwq and its pydisque fork, without redis-py."""
     return installed("dwq-0.1.0", DWQ, deps=False)
+
+
+def without_hiredis() -> str:
+    """A folder whose ``hiredis`` module refuses to import: first on a
+    child's path, it hides the environment's hiredis, so redis-py falls back
+    to its pure-Python parsers (as after a plain ``pip install redis``)."""
+    target = os.path.join(CACHE, "no-hiredis")
+    if os.path.isdir(target):
+        return target
+    os.makedirs(CACHE, exist_ok=True)
+    partial = f"{target}.partial-{os.getpid()}"
+    os.makedirs(partial, exist_ok=True)
+    with open(os.path.join(partial, "hiredis.py"), "w") as f:
+        f.write('raise ImportError("hiredis hidden by tests/client_libs.py")\n')
+    try:
+        os.rename(partial, target)
+    except OSError:  # another run made it first
+        shutil.rmtree(partial, ignore_errors=True)
+    return target
 
 
 def child_env(paths: Sequence[str]) -> dict[str, str]:

@@ -1,19 +1,40 @@
 """pydisque's API against a trisque node, as its users call it.
 
 Run by test_pydisque.py in a child interpreter whose redis-py is the
-version under test (tests/client_libs.py):
-``python pydisque_api.py PORT REDIS_MAJOR``.  Prints ``ok`` and the
-redis-py version; an assertion error otherwise.
+version under test (tests/client_libs.py), with hiredis or without it
+(redis-py's pure-Python parsers):
+``python pydisque_api.py PORT REDIS_MAJOR hiredis|pure``.  Prints ``ok``
+and the redis-py version; an assertion error otherwise, or a timeout
+error where a reply would leave the client waiting.
 """
 
 import sys
+from typing import Any
 
 import redis
+import redis.utils
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 from pydisque.client import Client
 
 
-def main(port: int, major: int) -> None:
+class TimedRedis(redis.Redis):
+    """pydisque's connections, with a socket timeout: a reply the client
+    cannot parse to its end fails the run instead of hanging it (after
+    pydisque's own three tries; redis-py's are turned off)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("socket_timeout", 2)
+        kwargs.setdefault("retry", Retry(NoBackoff(), 0))
+        super().__init__(*args, **kwargs)
+
+
+redis.Redis = TimedRedis  # type: ignore[misc]  # (pydisque calls redis.Redis)
+
+
+def main(port: int, major: int, parser: str) -> None:
     assert redis.__version__.startswith(f"{major}."), redis.__version__
+    assert redis.utils.HIREDIS_AVAILABLE == (parser == "hiredis"), parser
     client = Client([f"127.0.0.1:{port}"])
     client.connect()  # HELLO: Disque's node list
     node_id = client.connected_node.node_id
@@ -39,6 +60,10 @@ def main(port: int, major: int) -> None:
     assert show[b"nodes-delivered"] == [node_id], show
     assert len(client.show(job_id)) == 30  # Disque's flat array, as it documents
     assert client.show("D-12345678-aaaaaaaaaaaaaaaaaaaaaaaa-0001") is None
+    once = client.add_job("pyd-once", "x", timeout=0, retry=0)  # no requeue: a null field
+    show = client.show(once, return_dict=True)
+    assert show[b"next-requeue-within"] is None and show[b"body"] == b"x", show
+    client.del_job(once)
 
     stat = client.qstat("pyd", return_dict=True)
     assert stat[b"name"] == b"pyd" and stat[b"len"] == 2, stat
@@ -69,4 +94,4 @@ def main(port: int, major: int) -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]), int(sys.argv[2]))
+    main(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3])

@@ -6,7 +6,8 @@ client sends: Redis reads a header up to a CR alone, we up to CRLF, so no
 bare CR or LF is generated; and a nested array that ends a read, after a
 complete request whose last argument it ends with, is refused when the
 next bytes come rather than at once (telling it from the end of that
-request would cost every pipelined read: 1 of 6,000 cases, seeds 1-4)."""
+request would cost every pipelined read: 1 of 6,000 cases, seeds 1-4).
+And the null replies of Redis's commands, RESP2 and RESP3, byte for byte."""
 
 import random
 import re
@@ -16,6 +17,7 @@ import time
 import pytest
 
 from tests.server.conftest import REDIS_SERVER
+from tests.server.util import raw_replies
 
 pytestmark = pytest.mark.skipif(
     REDIS_SERVER is None,
@@ -117,3 +119,45 @@ def test_same_replies_as_redis(make_server, redis_port):
         theirs = normalized(exchange(redis_port, writes))
         assert ours == theirs, (case, writes)
     assert _pings(srv.port)
+
+
+# Replies that are a null, or hold one, in Redis's commands: RESP2's $-1 and
+# *-1, RESP3's _ (what redis-server 7 answers each, byte for byte).  WATCH
+# and a write from the same connection make the EXEC abort.
+NULL_CASES = [
+    ("SET", "s", "v"), ("RPUSH", "l", "a"), ("HSET", "h", "f", "v"),
+    ("ZADD", "z", "1", "m"), ("SADD", "set", "m"),
+    ("GET", "missing"), ("MGET", "s", "missing"), ("GETDEL", "missing"),
+    ("GETEX", "missing"), ("SET", "s", "w", "GET", "NX"), ("SET", "new", "v", "NX", "GET"),
+    ("LPOP", "missing"), ("RPOP", "missing"), ("LPOP", "missing", "2"),
+    ("LINDEX", "l", "5"), ("LPOS", "l", "zz"), ("RPOPLPUSH", "missing", "l"),
+    ("HGET", "h", "nope"), ("HGET", "missing", "f"), ("HMGET", "h", "f", "nope"),
+    ("ZSCORE", "z", "nope"), ("ZMSCORE", "z", "m", "nope"), ("ZRANK", "z", "nope"),
+    ("ZINCRBY", "z", "1", "m"), ("ZADD", "z", "XX", "INCR", "1", "nope"),
+    ("SPOP", "missing"), ("SRANDMEMBER", "missing"),
+    ("CLIENT", "GETNAME"), ("OBJECT", "ENCODING", "missing"),
+    ("EVAL", "return nil", "0"), ("EVAL", "return false", "0"),
+    ("EVAL", "return {1, nil, 2}", "0"), ("EVAL", "return redis.call('GET', 'missing')", "0"),
+    ("MULTI",), ("GET", "missing"), ("LPOP", "missing", "2"), ("EXEC",),
+    ("WATCH", "s"), ("SET", "s", "x"), ("MULTI",), ("GET", "s"), ("EXEC",),
+    ("BLPOP", "missing", "0.01"), ("BRPOP", "missing", "0.01"),
+    ("BRPOPLPUSH", "missing", "l", "0.01"), ("BLMOVE", "missing", "l", "LEFT", "LEFT", "0.01"),
+    ("BZPOPMIN", "missing", "0.01"), ("BLMPOP", "0.01", "1", "missing", "LEFT"),
+    ("LMPOP", "1", "missing", "LEFT"),
+]
+
+
+@pytest.mark.parametrize("proto", [2, 3])
+def test_null_replies_as_redis(make_server, redis_port, proto):
+    """Every null as redis-server's, on RESP2 and RESP3: a RESP3 client
+    (redis-py's own parser) reads no RESP2 null."""
+    srv = make_server()
+    requests = [("HELLO", str(proto)), ("FLUSHALL",)] + NULL_CASES
+    ours = raw_replies(srv.port, requests)[2:]
+    theirs = raw_replies(redis_port, requests)[2:]
+    for request, mine, redis_reply in zip(NULL_CASES, ours, theirs):
+        assert mine == redis_reply, request
+    if proto == 3:
+        assert not any(b"$-1\r\n" in r or b"*-1\r\n" in r for r in ours)
+    else:
+        assert b"$-1\r\n" in ours and b"*-1\r\n" in ours

@@ -7,7 +7,7 @@ and bare HELLO, which only a full node answers."""
 import hiredis
 import redis
 
-from tests.harness import Server
+from tests.harness import Server, wait_for
 from tests.server.util import Raw
 
 
@@ -67,3 +67,52 @@ def reply_bytes(raw: Raw) -> bytes:
         reader.feed(chunk)
         data += chunk
     return data
+
+
+UNKNOWN_ID = "D-12345678-aaaaaaaaaaaaaaaaaaaaaaaa-0001"
+
+
+def test_disque_nulls_are_resp3_nulls_on_resp3(shared: Server) -> None:
+    """Disque's commands on a RESP3 connection: flat arrays, and every null
+    RESP3's ``_`` (a null reply and a null inside an array), byte for byte;
+    RESP2 keeps ``$-1``/``*-1``.  redis-py's pure-Python RESP3 parser reads
+    ``$-1`` as a length and waits for -1 bytes: pydisque's show() of an
+    acknowledged job hung there (tests/server/test_pydisque.py)."""
+    with Raw(shared.port) as r2, Raw(shared.port) as r3, Raw(shared.port) as blocked:
+        r3.call("HELLO", 3)
+        blocked.call("HELLO", 3)
+        acked = r3.call("ADDJOB", "nulls", "x", 0)
+        once = r3.call("ADDJOB", "nulls-once", "y", 0, "RETRY", 0)
+        assert r3.call("ACKJOB", acked) == 1
+        for raw, null, null_array in ((r2, b"$-1\r\n", b"*-1\r\n"), (r3, b"_\r\n", b"_\r\n")):
+            raw.send_command("SHOW", acked)
+            assert reply_bytes(raw) == null
+            raw.send_command("SHOW", UNKNOWN_ID)
+            assert reply_bytes(raw) == null
+            raw.send_command("QSTAT", "never-used")  # (GETJOB makes its queues)
+            assert reply_bytes(raw) == null_array
+            raw.send_command("GETJOB", "NOHANG", "FROM", "no-such-queue")
+            assert reply_bytes(raw) == null_array
+            raw.send_command("GETJOB", "TIMEOUT", 10, "FROM", "no-such-queue")
+            assert reply_bytes(raw) == null_array
+            raw.send_command("SHOW", once)  # next-requeue-within: a null field
+            show = reply_bytes(raw)
+            assert show.startswith(b"*30\r\n$2\r\nid\r\n")
+            assert b"$19\r\nnext-requeue-within\r\n" + null in show
+            raw.send_command("JSCAN", 0, "QUEUE", "nulls-once", "REPLY", "all")
+            assert b"$19\r\nnext-requeue-within\r\n" + null in reply_bytes(raw)
+            # inside EXEC and a script, and a blocked GETJOB's timeout
+            assert raw.call("MULTI") == b"OK"
+            raw.send_command("GETJOB", "NOHANG", "FROM", "no-such-queue")
+            raw.send_command("SHOW", acked)
+            assert raw.reply() == raw.reply() == b"QUEUED"
+            raw.send_command("EXEC")
+            assert reply_bytes(raw) == b"*2\r\n" + null_array + null
+            raw.send_command("EVAL", "return redis.call('SHOW', ARGV[1])", 0, acked)
+            assert reply_bytes(raw) == null
+        client_id = blocked.call("CLIENT", "ID")
+        blocked.send_command("GETJOB", "FROM", "no-such-queue")
+        wait_for(lambda: b"cmd=getjob" in r2.call("CLIENT", "LIST"), message="blocked")
+        assert r2.call("CLIENT", "UNBLOCK", client_id) == 1
+        assert reply_bytes(blocked) == b"_\r\n"
+        assert r3.call("DELJOB", once) == 1

@@ -54,9 +54,9 @@ def test_nohang_empty_is_null_array(core, getjob):
     assert core.node.execute(core.default, [getjob.encode(), b"NOHANG", b"FROM", b"q"]) is None
     assert core.default.out == [b"*-1\r\n"]
     core.default.out.clear()
-    c3 = core.client(proto=3)  # RESP3: still Disque's null array
+    c3 = core.client(proto=3)  # RESP3: RESP3's null (a RESP3 parser may not read *-1)
     core.node.execute(c3, [getjob.encode(), b"NOHANG", b"FROM", b"q"])
-    assert c3.out == [b"*-1\r\n"]
+    assert c3.out == [b"_\r\n"]
     maps = core.client(proto=3, disque_resp3=True)
     core.node.execute(maps, [getjob.encode(), b"NOHANG", b"FROM", b"q"])
     assert maps.out == [b"_\r\n"]
@@ -139,14 +139,14 @@ def test_blocking_on_several_queues(core):
 
 @both_names
 def test_blocking_timeout_returns_null(core, getjob):
-    consumer = core.client(proto=3)  # RESP3, yet Disque's null array
+    consumer = core.client(proto=3)  # RESP3: RESP3's null, with or without the opt-in
     maps = core.client(proto=3, disque_resp3=True)
     core(getjob, "TIMEOUT", 1000, "FROM", "q", client=consumer)
     core(getjob, "TIMEOUT", 1500, "FROM", "q", client=maps)
     core.advance(0.999)
     assert consumer.out == [] and consumer.blocked is not None
     core.advance(0.001)
-    assert consumer.out == [b"*-1\r\n"] and consumer.blocked is None
+    assert consumer.out == [b"_\r\n"] and consumer.blocked is None
     assert maps.out == []
     core.advance(0.5)
     assert maps.out == [b"_\r\n"]
@@ -282,7 +282,7 @@ def test_flushall_unblocks_getjob_with_null(core):
     core("GETJOB", "FROM", "q", client=maps)
     add(core, "other")
     assert core("DEBUG", "FLUSHALL") == b"OK"
-    assert consumer.out == [b"*-1\r\n"] and c3.out == [b"*-1\r\n"]
+    assert consumer.out == [b"*-1\r\n"] and c3.out == [b"_\r\n"]
     assert maps.out == [b"_\r\n"]
     assert core.node.blocked_clients() == 0
     assert not core.node.queues and not core.node.jobs

@@ -69,10 +69,10 @@ def test_qstat(core):
     fields = as_dict(core("QSTAT", "q"))
     assert fields[b"blocked"] == 1 and fields[b"idle"] == 0
     assert fields[b"pause"] == b"out"
-    c3 = core.client(proto=3)  # RESP3 alone: Disque's flat array, *-1
+    c3 = core.client(proto=3)  # RESP3 alone: Disque's flat array, RESP3's null
     assert core("QSTAT", "q", client=c3) == core("QSTAT", "q")
     assert core.node.execute(c3, [b"QSTAT", b"nope"]) is None
-    assert c3.out.pop() == b"*-1\r\n"
+    assert c3.out.pop() == b"_\r\n"
     maps = core.client(proto=3, disque_resp3=True)
     stat3 = core("QSTAT", "q", client=maps)
     assert isinstance(stat3, dict) and stat3 == as_dict(core("QSTAT", "q"))

@@ -200,6 +200,16 @@ def test_encode():
     assert resp.null_array(2) == b"*-1\r\n" and resp.null_array(3) == b"_\r\n"
 
 
+def test_resp3_flat_is_resp2_shapes_with_resp3_null():
+    """Disque's commands on a RESP3 connection: nothing RESP2-only."""
+    flat = resp.RESP3_FLAT
+    assert resp.encode({"a": None, "b": [None, 1.5, True]}, flat) == \
+        b"*4\r\n$1\r\na\r\n_\r\n$1\r\nb\r\n*3\r\n_\r\n$3\r\n1.5\r\n:1\r\n"
+    assert resp.encode(resp.Verbatim("hi"), flat) == b"$2\r\nhi\r\n"
+    assert resp.null(flat) == resp.null_array(flat) == b"_\r\n"
+    assert resp.null(2) == b"$-1\r\n" and resp.null(3) == b"_\r\n"
+
+
 def test_a_large_request_over_many_reads_is_not_copied_per_read():
     """The buffered part of a request is checked where it lies: a copy per
     read would make a 20 MB body in 16 KB reads quadratic (seconds)."""

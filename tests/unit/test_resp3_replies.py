@@ -1,8 +1,10 @@
-"""Disque's commands answer a RESP3 connection exactly as a RESP2 one
-(flat field/value arrays, ``$-1``/``*-1`` nulls, INFO as a bulk): Disque
-never spoke RESP3 and its clients parse RESP2 shapes.  A connection that
-sends ``CLIENT DISQUE-RESP3 ON`` gets RESP3 types from them instead.
-Redis's generic commands answer in RESP3 types either way.
+"""Disque's commands answer a RESP3 connection in RESP2's shapes (flat
+field/value arrays, INFO as a bulk): Disque never spoke RESP3 and its
+clients parse RESP2 shapes.  Their nulls are RESP3's ``_`` all the same:
+``$-1``/``*-1`` are not RESP3, and redis-py's own RESP3 parser reads
+``$-1`` as a length and waits for -1 bytes.  A connection that sends
+``CLIENT DISQUE-RESP3 ON`` gets RESP3 types from them instead.  Redis's
+generic commands answer in RESP3 types either way.
 
 The same requests run on two cores with the same seed and clock, one
 through a RESP2 client and one through a RESP3 client, and their replies
@@ -37,6 +39,16 @@ SCRIPT: list[tuple[Union[str, int], ...]] = [
     ("INFO", "jobs"), ("INFO", "queues"), ("INFO", "nosuchsection"),
     ("ACKJOB", "$0"), ("SHOW", "$0"), ("FASTACK", "$1"), ("DELJOB", "$2", UNKNOWN),
     ("LOADJOB", "x"), ("SHOW", "nonsense"), ("GETJOB", "FROM"),
+    # no RETRY: SHOW's next-requeue-within is a null inside the array
+    ("ADDJOB", "once", "four", 0, "RETRY", 0), ("SHOW", "$3"),
+    ("JSCAN", 0, "QUEUE", "once", "REPLY", "all"),
+]
+
+# Where a RESP3 connection's reply differs from a RESP2 one's: its nulls.
+RESP3_NULLS = [
+    ("QSTAT", "nope"), ("SHOW", UNKNOWN),
+    ("GETJOB", "NOHANG", "FROM", "q"), ("GETJOBS", "NOHANG", "FROM", "q"),
+    ("SHOW", "$0"), ("SHOW", "$3"), ("JSCAN", 0, "QUEUE", "once", "REPLY", "all"),
 ]
 
 # What CLIENT DISQUE-RESP3 ON changes: maps, RESP3 nulls, INFO as verbatim.
@@ -46,6 +58,7 @@ RESP3_TYPED = [
     ("GETJOB", "NOHANG", "FROM", "q"), ("GETJOBS", "NOHANG", "FROM", "q"),
     ("SHOW", "$0"), ("SHOW", "$1"), ("QSTAT", "q"),
     ("INFO", "jobs"), ("INFO", "queues"), ("INFO", "nosuchsection"), ("SHOW", "$0"),
+    ("SHOW", "$3"), ("JSCAN", 0, "QUEUE", "once", "REPLY", "all"),
 ]
 
 
@@ -80,11 +93,17 @@ def differing(a: Sequence[bytes], b: Sequence[bytes]) -> list[tuple[Union[str, i
     return [request for request, x, y in zip(SCRIPT, a, b) if x != y]
 
 
-def test_disque_commands_answer_resp3_in_resp2_shapes() -> None:
-    resp2 = replay(2)
+def test_disque_commands_answer_resp3_in_resp2_shapes_with_resp3_nulls() -> None:
+    resp2, resp3 = replay(2), replay(3)
     assert all(resp2), "every request answered"
     assert not is_error(decode_all(resp2[0])[0])
-    assert differing(resp2, replay(3)) == []
+    assert differing(resp2, resp3) == RESP3_NULLS
+    for request, plain, flat3 in zip(SCRIPT, resp2, resp3):
+        assert b"$-1\r\n" not in flat3 and b"*-1\r\n" not in flat3, request
+        assert flat3 == plain.replace(b"$-1\r\n", b"_\r\n").replace(b"*-1\r\n", b"_\r\n")
+    assert resp3[SCRIPT.index(("SHOW", UNKNOWN))] == b"_\r\n"
+    show = resp3[SCRIPT.index(("SHOW", "$3"))]
+    assert show.startswith(b"*30\r\n") and b"$19\r\nnext-requeue-within\r\n_\r\n" in show
 
 
 def test_opt_in_gives_resp3_types_with_the_same_content() -> None:

@@ -2,9 +2,11 @@
 
 Disque never spoke RESP3, and its clients (pydisque, dwq) read every reply
 as RESP2: so Disque's own commands answer in RESP2 shapes (flat field/value
-arrays, ``$-1``/``*-1`` nulls, INFO as a bulk) on a RESP3 connection too,
-unless it asked for RESP3 types with ``CLIENT DISQUE-RESP3 ON``
-(``disque_proto``).  Redis's generic commands (HELLO 3, CLIENT, CONFIG...)
+arrays, INFO as a bulk) on a RESP3 connection too, unless it asked for
+RESP3 types with ``CLIENT DISQUE-RESP3 ON`` (``disque_proto``).  Their
+nulls are RESP3's ``_`` there all the same: RESP2's ``$-1``/``*-1`` are
+not RESP3, and a RESP3 parser may not read them (redis-py's own waits for
+-1 bytes).  Redis's generic commands (HELLO 3, CLIENT, CONFIG...)
 answer in RESP3 types, as Redis 7 does.
 
 The shell owns the socket; the core appends encoded replies to ``out`` and,
@@ -18,6 +20,7 @@ from typing import Any, Final
 
 from mypy_extensions import mypyc_attr
 
+from ..protocol.resp import RESP3_FLAT
 from .jobs.deadlines import Scheduled
 
 # reply modes (CLIENT REPLY)
@@ -88,8 +91,12 @@ class Client(Scheduled):
         self.watch = None  # transactions.Watch: the keys WATCHed
 
     def disque_proto(self) -> int:
-        """The RESP version Disque's commands answer this client in."""
-        return self.proto if self.disque_resp3 else 2
+        """The protocol Disque's commands answer this client in (for
+        protocol/resp.py's encoders): RESP2, or on a RESP3 connection
+        RESP2's shapes with RESP3's null, or RESP3 after the opt-in."""
+        if self.proto == 2 or self.disque_resp3:
+            return self.proto
+        return RESP3_FLAT
 
 
 class BlockedGet:

@@ -271,7 +271,7 @@ class Node(JobLifecycle):
         if type(reply) is not bytes:
             # Nothing waits inside EXEC or a script (blocking.atomic()): a
             # handler that still did not answer is answered a null.
-            reply = resp.null(client.proto) if reply is None else _pending_now(reply)
+            reply = resp.null(client.proto) if reply is None else _pending_now(reply, client)
         return reply
 
     def _reply_error(self, client: Client, message: str, command: Command | None = None) -> None:
@@ -423,10 +423,10 @@ class Node(JobLifecycle):
         assert queued == in_queues, (queued, in_queues)
 
 
-def _pending_now(pending: Any) -> bytes:
+def _pending_now(pending: Any, client: Client) -> bytes:
     """A PendingReply's data if it is known already, else a null."""
     data = getattr(pending, "data", None)
-    return data if type(data) is bytes else resp.NULL2
+    return data if type(data) is bytes else resp.null(client.proto)
 
 
 def _repr_arg(arg: bytes) -> bytes:

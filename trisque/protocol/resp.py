@@ -39,6 +39,13 @@ class Verbatim(str):
 
 # ---------------------------------------------------------------- encoding
 
+# The protocol the encoders below answer in: 2 and 3 are RESP2 and RESP3;
+# RESP3_FLAT is RESP2's shapes (flat arrays, bulk text, integer booleans)
+# with RESP3's null, what Disque's commands answer a RESP3 connection
+# (core/client.py, disque_proto): a RESP3 parser may read no RESP2 null
+# (redis-py's own reads ``$-1`` as a length of -1 and waits).
+RESP3_FLAT: Final = 23
+
 OK: Final = b"+OK\r\n"
 PONG: Final = b"+PONG\r\n"
 NULL2: Final = b"$-1\r\n"
@@ -77,11 +84,11 @@ def bulk(data: bytes | str) -> bytes:
 
 
 def null(proto: int) -> bytes:
-    return NULL3 if proto == 3 else NULL2
+    return NULL2 if proto == 2 else NULL3
 
 
 def null_array(proto: int) -> bytes:
-    return NULL3 if proto == 3 else NULL_ARRAY2
+    return NULL_ARRAY2 if proto == 2 else NULL3
 
 
 def array_header(n: int) -> bytes:
@@ -93,7 +100,8 @@ def encode(value: Any, proto: int = 2) -> bytes:
 
     str/bytes -> bulk, Status -> simple string, int -> integer, None -> null,
     list/tuple -> array, dict -> map (a flat array in RESP2), float -> double
-    (a bulk in RESP2), bool -> boolean (an integer in RESP2).
+    (a bulk in RESP2), bool -> boolean (an integer in RESP2).  RESP3_FLAT:
+    RESP2's types, RESP3's null.
     """
     out: list[bytes] = []
     _encode(value, proto, out)
@@ -114,7 +122,7 @@ def _encode(value: Any, proto: int, out: list[bytes]) -> None:
         for item in value:
             _encode(item, proto, out)
     elif value is None:
-        out.append(NULL3 if proto == 3 else NULL2)
+        out.append(NULL2 if proto == 2 else NULL3)
     elif kind is Status:
         out.append(b"+%s\r\n" % value.encode())
     elif kind is dict:
