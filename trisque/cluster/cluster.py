@@ -33,7 +33,6 @@ Handler = Callable[[ClusterNode, bus.Message], None]
 
 class Cluster(ClusterHooks):
     transport: Any  # a Transport (outbox.py), or anything with its methods
-    local_ip: str
     membership: Membership
     outbox: Outbox
     replication: Replication
@@ -50,9 +49,8 @@ class Cluster(ClusterHooks):
     def __init__(self, node: Node, transport: Any, ip: str, port: int, bus_port: int) -> None:
         self.node = node
         self.transport = transport
-        self.local_ip = ip
         self.membership = membership = Membership(node, transport, ip, port, bus_port)
-        self.outbox = outbox = Outbox(transport, membership)
+        self.outbox = outbox = Outbox(node, transport, membership)
         self.tombstones = set()  # IDs of acked jobs freed recently (acks.py)
         self.replication = Replication(node, outbox, membership, self.tombstones)
         self.requeue = Requeue(node, outbox)
@@ -93,7 +91,6 @@ class Cluster(ClusterHooks):
         """Adopt ``node_id`` (from nodes.conf, or a hard reset)."""
         self.node.id = node_id
         self.node.ids = IdGenerator(node_id, self.node.random_bytes)
-        self.outbox.my_id = node_id
 
     # ------------------------------------------------- hooks of the core
 

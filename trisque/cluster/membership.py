@@ -117,7 +117,7 @@ class Membership:
     def __init__(self, node: Node, transport: Any, ip: str, port: int, bus_port: int) -> None:
         self.node = node
         self.transport = transport  # (duck-typed: see outbox.Transport)
-        self.local_ip = ip
+        self.local_ip = ip  # the bus's address; the transport learns it when bound to any
         myself_id = node.id
         me = ClusterNode(myself_id, ip, port, bus_port, node.now_ms())
         me.myself = True

@@ -12,6 +12,7 @@ from mypy_extensions import mypyc_attr
 
 from ..protocol import bus
 from ..core.jobs.job import Job
+from ..core.node import Node
 from .membership import ClusterNode, Membership
 
 EARLY_FLUSH_ITEMS = 128  # messages in the outbox: send them before the turn ends
@@ -80,17 +81,17 @@ def _split_records(records: list[bytes]) -> list[list[bytes]]:
 class Outbox:
     """The messages of this turn, by peer, in order."""
 
+    node: Node
     transport: Any  # a Transport, or anything with its methods (duck-typed)
     membership: Membership
-    my_id: str
     batches: dict[str, list[Batch]]
     _queued: int
     _push: Callable[[], None] | None
 
-    def __init__(self, transport: Any, membership: Membership) -> None:
+    def __init__(self, node: Node, transport: Any, membership: Membership) -> None:
+        self.node = node  # (its id: nothing goes to myself)
         self.transport = transport
         self.membership = membership
-        self.my_id = membership.myself.id
         self.batches = {}  # node id -> its batches, in order
         self._queued = 0  # messages in the outbox
         # The transport's "write what is queued now", if it has one.
@@ -103,7 +104,7 @@ class Outbox:
     def send_jobids(self, node_id: str, type_: int, items: list[tuple[bytes, int]],
                     mflags: int = 0) -> None:
         """send_jobid for each of ``items`` ((job id, aux) pairs)."""
-        if node_id == self.my_id or not items:
+        if node_id == self.node.id or not items:
             return
         self._batch(node_id, type_, mflags).extend(items)
         self._count_queued(len(items))
@@ -112,7 +113,7 @@ class Outbox:
         self._enqueue(node_id, type_, mflags, record)
 
     def send_to_holders(self, job: Job, type_: int, aux: int = 0, mflags: int = 0) -> None:
-        my_id = self.my_id
+        my_id = self.node.id
         for node_id in job.nodes_delivered:
             if node_id != my_id:
                 self._enqueue(node_id, type_, mflags, (job.id, aux))
@@ -129,7 +130,7 @@ class Outbox:
 
     def _enqueue(self, node_id: str, type_: int, mflags: int,
                  item: bytes | tuple[bytes, int]) -> None:
-        if node_id == self.my_id:
+        if node_id == self.node.id:
             return
         self._batch(node_id, type_, mflags).append(item)
         self._count_queued(1)

@@ -47,6 +47,7 @@ class Node(JobLifecycle):
     clients: dict[int, Client]
     monitors: list[Client]
     cluster: ClusterHooks
+    log_failing: str | None
     keys_ready: bool
     slowlog: list[Any]
     slowlog_next_id: int
@@ -73,8 +74,10 @@ class Node(JobLifecycle):
         self.clients = {}  # id -> Client
         self.monitors = []
         self.cluster = ClusterHooks(self)  # the cluster as a whole (its parts: JobLifecycle)
-        # Read after every command, so kept here natively: whether it made
-        # keys ready that blocked clients wait for.
+        # Read before and after every command, so kept here natively: why
+        # the AOF cannot be written (its log sets it), and whether a command
+        # made keys ready that blocked clients wait for.
+        self.log_failing = None
         self.keys_ready = False
         self.slowlog = []  # newest first: [id, unix_s, usec, argv, addr, name]
         self.slowlog_next_id = 0

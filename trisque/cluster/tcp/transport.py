@@ -527,13 +527,14 @@ class TcpTransport:
         connection, in or out: the local end's address (a restarted
         container may have a new one, and nobody may connect in before
         it has said so)."""
-        if self.cluster.local_ip in _ANY:
+        membership = self.cluster.membership
+        if membership.local_ip in _ANY:
             try:
                 local_ip = sock.getsockname()[0]
             except OSError:
                 return
-            self.cluster.local_ip = local_ip
-            me = self.cluster.membership.myself
+            membership.local_ip = local_ip
+            me = membership.myself
             if me.ip in _ANY:
                 me.ip = local_ip
 

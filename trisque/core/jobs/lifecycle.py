@@ -62,7 +62,6 @@ class JobLifecycle:
     cluster_size: int
     leaving: bool
     _log: Any
-    log_failing: str | None
     log_active: bool
     used_memory: int
     peak_memory: int
@@ -98,9 +97,6 @@ class JobLifecycle:
         # it knows, myself included, and CLUSTER LEAVING.
         self.cluster_size = 1
         self.leaving = False
-        # Read before and after every command, so kept here, natively: why
-        # the AOF cannot be written (its log sets it).
-        self.log_failing = None
         self.log_active = False  # the log records jobs: see the log property
         self.log = NoLog()
         self.used_memory = BASE_MEMORY
