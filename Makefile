@@ -17,7 +17,7 @@ SPEC    = $(VENV)/.install-spec
 CORE   := $(shell sed -n 's/^    "\(trisque\/[a-z_/]*\.py\)",$$/\1/p' setup.py)
 BUILT   = $(VENV)/.built-core
 
-.PHONY: run cluster test test-pure bench pipeline-example docs clean
+.PHONY: run cluster test test-pure bench pipeline-example docs redis-suite clean
 
 $(SPEC): FORCE
 	@mkdir -p $(VENV)
@@ -77,6 +77,13 @@ pipeline-example: $(DEV)
 docs: $(STAMP)
 	$(BIN)/python -m trisque.core.admin.config_reference
 	$(BIN)/python -m trisque.server.command_reference
+
+# Redis 7.0.15's own test units against a node (docs/testing.md), from a
+# Redis tree kept outside the project: make redis-suite REDIS_SRC=../redis-7.0.15
+# (UNITS="type/list expire" for some units only).  Not part of make test.
+redis-suite: $(STAMP)
+	@test -n "$(REDIS_SRC)" || { echo "usage: make redis-suite REDIS_SRC=<redis 7.0.15 tree>"; exit 2; }
+	PYTHON=$(BIN)/python tools/redis-suite.sh $(REDIS_SRC) $(UNITS)
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache build *.so
