@@ -197,7 +197,7 @@ def choose_loader(loader: str = "auto") -> str:
     return PYTHON_LOADER
 
 
-def _run_loadgen(*args: object) -> dict[str, float]:
+def run_loadgen(*args: object) -> dict[str, float]:
     """Run loadgen and read its result line (key=value pairs)."""
     binary = loadgen_binary()
     if binary is None:
@@ -222,7 +222,7 @@ def replay(port: int, requests: list[bytes], clients: int = 50, pipeline: int = 
         f.write(b"".join(requests))
         f.flush()
         style = ["like-redis-benchmark"] if name == C_LIKE_REDIS_BENCHMARK else []
-        got = _run_loadgen("replay", port, clients, pipeline, f.name, *style)
+        got = run_loadgen("replay", port, clients, pipeline, f.name, *style)
     return LoadResult(got["requests"] / got["elapsed"], int(got["replies"]),
                       int(got["errors"]), int(got["int_sum"]), int(got["nils"]), name)
 
@@ -233,7 +233,7 @@ def cycle(port: int, jobs: int, batch: int, kind: str, loader: str = "auto") -> 
     any other (a Disque-compatible server) pipelined ADDJOB x batch,
     GETJOB NOHANG COUNT batch, ACKJOB of the IDs that came back."""
     if choose_loader(loader) != PYTHON_LOADER:  # one connection: one C loop
-        got = _run_loadgen("cycle", port, jobs, batch,
+        got = run_loadgen("cycle", port, jobs, batch,
                            "lists" if kind == "redis" else "jobs")
         return max(1, jobs // batch) * batch / got["elapsed"]
     conn = Connection(port)

@@ -1,7 +1,8 @@
 /*
  * loadgen: a closed-loop RESP load generator as lean as redis-benchmark,
  * for the benchmark rows that replay real job IDs (which redis-benchmark
- * cannot name).  bench/client.py builds it on demand; see bench/README.md.
+ * cannot name), and an open-loop one for latency.  bench/client.py builds
+ * it on demand; see bench/README.md.
  *
  *   loadgen replay PORT CLIENTS PIPELINE FILE [like-redis-benchmark]
  *       FILE holds pre-encoded RESP requests, concatenated (each one
@@ -19,7 +20,18 @@
  *       IDs that came back (the reply must be :BATCH); "lists" sends
  *       LPUSH cycle <12 bytes> x BATCH then RPOP cycle BATCH.
  *
- * Either prints one line of key=value pairs on stdout:
+ *   loadgen open PORT CLIENTS RATE SECONDS KIND OUT [CONSUME_PORT CONSUMERS]
+ *       Open loop (bench/latency.py): RATE requests a second for SECONDS,
+ *       on a fixed schedule over CLIENTS connections, each request's
+ *       latency taken from when it was due.  KIND "jobs[:R[:async]]" sends
+ *       ADDJOB latency <due> 0 [REPLICATE R] [ASYNC]; "lists" LPUSH latency
+ *       <due>.  With CONSUMERS, that many connections to CONSUME_PORT wait
+ *       in GETJOB TIMEOUT 100 (ACKJOB of each job got) or BRPOP.  Writes
+ *       the latencies (int64 ns) to OUT.sent (write replies), OUT.got (a
+ *       consumer has the item) and OUT.acked (its ACKJOB replied), and
+ *       prints elapsed, produced, sent, got, acked, errors, lost.
+ *
+ * replay and cycle print one line of key=value pairs on stdout:
  *   elapsed=<s> requests=<n> replies=<n> errors=<n> integers=<n> int_sum=<n> nils=<n>
  * elapsed runs (CLOCK_MONOTONIC) from the first send to the last reply;
  * integers, int_sum, nils and errors count top-level replies only.
@@ -40,6 +52,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -541,6 +554,327 @@ static int cycle(int port, long jobs, int batch, const char *kind) {
     return 0;
 }
 
+/* ---- open mode: a fixed schedule, latency from the scheduled time ----
+ * Request k is due at start + k / RATE and goes out on producer k % CLIENTS
+ * when due, whatever the server does (requests queue behind a slow reply:
+ * no coordinated omission).  A request's latency runs from its due time,
+ * not from when it could be written. */
+
+typedef struct {
+    int64_t *data;
+    long head, len, cap;
+} Ring;
+
+static void ring_push(Ring *r, int64_t v) {
+    if (r->len == r->cap) {
+        long cap = r->cap ? r->cap * 2 : 64;
+        int64_t *d = xmalloc(sizeof(int64_t) * (size_t)cap);
+        for (long i = 0; i < r->len; i++) d[i] = r->data[(r->head + i) % r->cap];
+        free(r->data);
+        r->data = d;
+        r->head = 0;
+        r->cap = cap;
+    }
+    r->data[(r->head + r->len) % r->cap] = v;
+    r->len++;
+}
+
+static int64_t ring_pop(Ring *r) {
+    if (r->len == 0) die("a reply nobody asked for");
+    int64_t v = r->data[r->head];
+    r->head = (r->head + 1) % r->cap;
+    r->len--;
+    return v;
+}
+
+static int64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Latencies in ns, appended to a file Python reads into a histogram. */
+typedef struct {
+    FILE *f;
+    long long count;
+} Record;
+
+static void record(Record *r, int64_t ns) {
+    if (fwrite(&ns, sizeof ns, 1, r->f) != 1) die("writing latencies: %s", strerror(errno));
+    r->count++;
+}
+
+/* A producer sends the scenario's write; a consumer waits in a blocking
+ * read (GETJOB or BRPOP) and, for jobs, acknowledges what it got. */
+enum { PRODUCER, CONSUMER };
+/* What a consumer's next reply answers */
+enum { WAIT_READ = -1 };
+
+typedef struct {
+    int fd, role;
+    OutBuf out;
+    long sent;
+    InBuf in;
+    Ring due;  /* producer: due times; consumer: WAIT_READ or an ACK's due time */
+} Peer;
+
+typedef struct {
+    int jobs;                   /* ADDJOB/GETJOB/ACKJOB, else LPUSH/BRPOP */
+    const char *replicate;      /* ADDJOB's REPLICATE, or NULL */
+    int async;                  /* ADDJOB ... ASYNC */
+    int consumers;              /* 0: the producers' replies are all we time */
+    Record sent, got, acked;
+    long long errors, lost_reads;
+} Open;
+
+static void peer_flush(int epfd, Peer *p) {
+    while (p->sent < p->out.len) {
+        ssize_t n = write(p->fd, p->out.data + p->sent, (size_t)(p->out.len - p->sent));
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && errno == EAGAIN) break;
+        if (n <= 0) die("write: %s", strerror(errno));
+        p->sent += n;
+    }
+    if (p->sent == p->out.len) p->sent = p->out.len = 0;
+    struct epoll_event ev = {.events = EPOLLIN | (p->out.len ? EPOLLOUT : 0), .data.ptr = p};
+    if (epoll_ctl(epfd, EPOLL_CTL_MOD, p->fd, &ev) < 0) die("epoll_ctl: %s", strerror(errno));
+}
+
+static void produce(int epfd, Peer *p, const Open *o, int64_t due) {
+    char body[24];
+    snprintf(body, sizeof body, "%016llx", (unsigned long long)due);
+    if (o->jobs) {
+        const char *argv[7] = {"ADDJOB", "latency", body, "0"};
+        int argc = 4;
+        if (o->replicate) {
+            argv[argc++] = "REPLICATE";
+            argv[argc++] = o->replicate;
+        }
+        if (o->async) argv[argc++] = "ASYNC";
+        out_multibulk(&p->out, argc, argv);
+    } else {
+        const char *argv[] = {"LPUSH", "latency", body};
+        out_multibulk(&p->out, 3, argv);
+    }
+    ring_push(&p->due, due);
+    peer_flush(epfd, p);
+}
+
+static void consume_next(Peer *p, const Open *o) {
+    const char *getjob[] = {"GETJOB", "TIMEOUT", "100", "COUNT", "1", "FROM", "latency"};
+    const char *brpop[] = {"BRPOP", "latency", "0.1"};
+    if (o->jobs) out_multibulk(&p->out, 7, getjob);
+    else out_multibulk(&p->out, 3, brpop);
+    ring_push(&p->due, WAIT_READ);
+}
+
+/* The due time a job or list item carries in its body (16 hex digits). */
+static int64_t due_in_body(const char *body, long long len) {
+    if (len != 16) die("a body that is not a due time (%lld bytes)", len);
+    char hex[17];
+    memcpy(hex, body, 16);
+    hex[16] = '\0';
+    return (int64_t)strtoull(hex, NULL, 16);
+}
+
+/* The n-th element (a bulk string) of the array at reply; *len its length. */
+static const char *nth_bulk(const char *reply, long len, int n, long long *blen) {
+    long long count, ignored;
+    char kind;
+    int bad = 0;
+    long pos = scan_line_number(reply, len, &count, &bad);
+    if (reply[0] != '*' || bad || count <= n) die("a read reply is not an array of %d", n + 1);
+    for (int i = 0; i < n; i++) pos += scan_reply(reply + pos, len - pos, &kind, &ignored);
+    long head = scan_line_number(reply + pos, len - pos, blen, &bad);
+    if (reply[pos] != '$' || bad || *blen < 0) die("a read reply's field is not a string");
+    return reply + pos + head;
+}
+
+/* One reply for p: returns how many produced items it accounts for at a
+ * consumer (1 for a job or item read, else 0). */
+static int on_reply(int epfd, Peer *p, Open *o, const char *reply, long len, char kind,
+                    long long value) {
+    int64_t due = ring_pop(&p->due), now = now_ns();
+    if (p->role == PRODUCER) {
+        if (kind == '-') o->errors++;
+        else record(&o->sent, now - due);
+        return 0;
+    }
+    if (due != WAIT_READ) {  /* an ACKJOB's reply */
+        if (kind != ':' || value != 1) o->errors++;
+        else record(&o->acked, now - due);
+        return 0;
+    }
+    if (kind == '-') die("a blocking read failed: %.*s", (int)(len - 2), reply);
+    int items = 0;
+    if (value > 0) {
+        long long blen;
+        if (o->jobs) {
+            /* GETJOB COUNT 1: [[queue, id, body]] */
+            long long one, ignored;
+            int bad = 0;
+            long at = scan_line_number(reply, len, &one, &bad);
+            const char *job = reply + at;
+            long jlen = len - at;
+            const char *body = nth_bulk(job, jlen, 2, &blen);
+            int64_t item_due = due_in_body(body, blen);
+            record(&o->got, now - item_due);
+            long long idlen;
+            const char *id = nth_bulk(job, jlen, 1, &idlen);
+            char head[32];
+            int h = snprintf(head, sizeof head, "*2\r\n$6\r\nACKJOB\r\n$%lld\r\n", idlen);
+            out_append(&p->out, head, h);
+            out_append(&p->out, id, (long)idlen);
+            out_append(&p->out, "\r\n", 2);
+            ring_push(&p->due, item_due);
+            (void)ignored;
+        } else {
+            /* BRPOP: [list, item] */
+            const char *body = nth_bulk(reply, len, 1, &blen);
+            record(&o->got, now - due_in_body(body, blen));
+        }
+        items = 1;
+    }
+    consume_next(p, o);
+    peer_flush(epfd, p);
+    return items;
+}
+
+/* Reads what arrived at p and handles each complete reply; returns the
+ * items consumed. */
+static long peer_receive(int epfd, Peer *p, Open *o) {
+    inbuf_make_room(&p->in);
+    ssize_t n = read(p->fd, p->in.data + p->in.end, (size_t)(p->in.size - p->in.end));
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) return 0;
+    if (n == 0) die("the server closed a connection");
+    if (n < 0) die("read: %s", strerror(errno));
+    p->in.end += n;
+    long items = 0;
+    for (;;) {
+        char kind;
+        long long value;
+        const char *at = p->in.data + p->in.start;
+        long used = scan_reply(at, p->in.end - p->in.start, &kind, &value);
+        if (used < 0) die("protocol error in a reply");
+        if (used == 0) return items;
+        p->in.start += used;
+        items += on_reply(epfd, p, o, at, used, kind, value);
+    }
+}
+
+static Record open_record(const char *prefix, const char *what) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s.%s", prefix, what);
+    Record r = {fopen(path, "wb"), 0};
+    if (!r.f) die("%s: %s", path, strerror(errno));
+    return r;
+}
+
+static int open_loop(int port, int clients, double rate, double seconds, const char *kind,
+                     const char *out, int consume_port, int consumers) {
+    Open o = {0};
+    if (strcmp(kind, "lists") == 0) o.jobs = 0;
+    else if (strncmp(kind, "jobs", 4) == 0) {
+        o.jobs = 1;
+        /* jobs, jobs:R or jobs:R:async */
+        const char *colon = strchr(kind, ':');
+        if (colon) {
+            static char replicate[16];
+            snprintf(replicate, sizeof replicate, "%.*s", (int)strcspn(colon + 1, ":"),
+                     colon + 1);
+            o.replicate = replicate;
+            o.async = strstr(colon + 1, ":async") != NULL;
+        }
+    } else die("KIND must be jobs[:R[:async]] or lists");
+    o.consumers = consumers;
+    o.sent = open_record(out, "sent");
+    o.got = open_record(out, "got");
+    o.acked = open_record(out, "acked");
+
+    int epfd = epoll_create1(0);
+    if (epfd < 0) die("epoll_create1: %s", strerror(errno));
+    int total = clients + consumers;
+    Peer *peers = xmalloc(sizeof(Peer) * (size_t)total);
+    memset(peers, 0, sizeof(Peer) * (size_t)total);
+    for (int i = 0; i < total; i++) {
+        Peer *p = &peers[i];
+        p->role = i < clients ? PRODUCER : CONSUMER;
+        p->fd = connect_to(p->role == PRODUCER ? port : consume_port);
+        fcntl(p->fd, F_SETFL, fcntl(p->fd, F_GETFL) | O_NONBLOCK);
+        struct epoll_event ev = {.events = EPOLLIN, .data.ptr = p};
+        if (epoll_ctl(epfd, EPOLL_CTL_ADD, p->fd, &ev) < 0) die("epoll_ctl: %s", strerror(errno));
+    }
+    for (int i = clients; i < total; i++) {
+        consume_next(&peers[i], &o);
+        peer_flush(epfd, &peers[i]);
+    }
+    /* The pacer: a timerfd armed for the next due time (epoll's own
+     * timeout has millisecond steps, too coarse at these rates). */
+    int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK);
+    if (tfd < 0) die("timerfd_create: %s", strerror(errno));
+    struct epoll_event tev = {.events = EPOLLIN, .data.ptr = NULL};
+    if (epoll_ctl(epfd, EPOLL_CTL_ADD, tfd, &tev) < 0) die("epoll_ctl: %s", strerror(errno));
+
+    long long planned = (long long)(rate * seconds), produced = 0, consumed = 0;
+    int64_t start = now_ns() + 10000000;  /* 10 ms to settle */
+    double interval = 1e9 / rate;
+    int64_t drain_deadline = 0;
+    struct epoll_event events[256];
+    for (;;) {
+        int64_t now = now_ns();
+        while (produced < planned && start + (int64_t)(produced * interval) <= now) {
+            produce(epfd, &peers[produced % clients], &o,
+                    start + (int64_t)(produced * interval));
+            produced++;
+        }
+        long owed = 0;
+        for (int i = 0; i < clients; i++) owed += peers[i].due.len;
+        int reading_done = consumers == 0 || consumed >= produced - o.errors;
+        if (produced == planned && owed == 0) {
+            int acks_owed = 0;
+            for (int i = clients; i < total; i++)
+                acks_owed += (int)peers[i].due.len - 1;  /* beyond the pending read */
+            if (reading_done && acks_owed <= 0) break;
+            if (!drain_deadline) drain_deadline = now + 10000000000LL;
+            if (now > drain_deadline) {
+                o.lost_reads = produced - o.errors - consumed;
+                break;
+            }
+        }
+        if (produced < planned) {
+            struct itimerspec when = {0};
+            int64_t next = start + (int64_t)(produced * interval);
+            when.it_value.tv_sec = next / 1000000000;
+            when.it_value.tv_nsec = next % 1000000000;
+            timerfd_settime(tfd, TFD_TIMER_ABSTIME, &when, NULL);
+        }
+        int n = epoll_wait(epfd, events, 256, produced < planned ? -1 : 100);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) die("epoll_wait: %s", strerror(errno));
+        for (int e = 0; e < n; e++) {
+            Peer *p = events[e].data.ptr;
+            if (p == NULL) {
+                uint64_t ticks;
+                if (read(tfd, &ticks, sizeof ticks) < 0 && errno != EAGAIN)
+                    die("timerfd: %s", strerror(errno));
+                continue;
+            }
+            if (events[e].events & EPOLLOUT) peer_flush(epfd, p);
+            if (events[e].events & (EPOLLIN | EPOLLHUP | EPOLLERR))
+                consumed += peer_receive(epfd, p, &o);
+        }
+    }
+    double elapsed = (double)(now_ns() - start) / 1e9;
+    fclose(o.sent.f);
+    fclose(o.got.f);
+    fclose(o.acked.f);
+    printf("elapsed=%.6f produced=%lld sent=%lld got=%lld acked=%lld errors=%lld lost=%lld\n",
+           elapsed, produced, o.sent.count, o.got.count, o.acked.count, o.errors,
+           o.lost_reads);
+    for (int i = 0; i < total; i++) close(peers[i].fd);
+    return 0;
+}
+
 /* ---- arguments ---- */
 
 static long positive(const char *s, const char *what) {
@@ -568,8 +902,21 @@ int main(int argc, char **argv) {
     if (argc == 6 && strcmp(argv[1], "cycle") == 0)
         return cycle((int)positive(argv[2], "PORT"), positive(argv[3], "JOBS"),
                      (int)positive(argv[4], "BATCH"), argv[5]);
+    if ((argc == 8 || argc == 10) && strcmp(argv[1], "open") == 0) {
+        char *end;
+        double rate = strtod(argv[4], &end), seconds = strtod(argv[5], &end);
+        if (rate <= 0 || seconds <= 0) {
+            fprintf(stderr, "loadgen: RATE and SECONDS must be positive\n");
+            return 1;
+        }
+        int consume_port = argc == 10 ? (int)positive(argv[8], "CONSUME_PORT") : 0;
+        int consumers = argc == 10 ? (int)positive(argv[9], "CONSUMERS") : 0;
+        return open_loop((int)positive(argv[2], "PORT"), (int)positive(argv[3], "CLIENTS"),
+                         rate, seconds, argv[6], argv[7], consume_port, consumers);
+    }
     fprintf(stderr,
             "usage: loadgen replay PORT CLIENTS PIPELINE FILE [like-redis-benchmark]\n"
-            "       loadgen cycle PORT JOBS BATCH jobs|lists\n");
+            "       loadgen cycle PORT JOBS BATCH jobs|lists\n"
+            "       loadgen open PORT CLIENTS RATE SECONDS KIND OUT [CONSUME_PORT CONSUMERS]\n");
     return 1;
 }

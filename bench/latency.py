@@ -1,0 +1,274 @@
+"""What a job waits, measured open-loop (issue 29).
+
+    python -m bench latency [--seconds S] [--rates 0.1,0.5,0.8] [--disque PATH]
+                            [--scenarios NAME,...] [--nodes N] [--plot FILE]
+
+bench/loadgen.c's open mode sends requests on a fixed schedule whatever the
+server does and times each from when it was due, so a stalled server shows
+in the figures instead of slowing the load down (closed-loop benchmarks
+hide tails that way: coordinated omission).  Each latency goes into an HDR
+histogram; the table shows p50, p90, p99, p99.9 and max in microseconds.
+
+Scenarios (``--scenarios``, all by default), each on a cluster of
+``--nodes`` trisque nodes, the same of Disque C with ``--disque``, and
+redis-server as the floor (LPUSH, and LPUSH -> BRPOP end to end):
+- addjob-r1, addjob-r3, addjob-r3-async: ADDJOB REPLICATE 1 / 3 / 3 ASYNC
+  on the first node, the reply timed;
+- e2e-local: ADDJOB on the first node until a consumer blocked in GETJOB on
+  that node has the job ("got"), and until its ACKJOB replied ("acked");
+- e2e-federated: the same with the consumers on the second node (the job
+  reaches them by federation: NEEDJOBS / YOURJOBS).
+
+Offered rates are fractions (``--rates``) of a measured maximum: Disque C's
+when it is measured (the issue's goal compares at its rates), else
+trisque's; every server gets the same schedule.  A scenario's maximum is a
+closed-loop run of its ADDJOB over the same connections; end to end, the
+acked jobs a second under an open-loop overload.
+"""
+
+from __future__ import annotations
+
+import array
+import dataclasses
+import os
+import tempfile
+from typing import Sequence
+
+from hdrh.histogram import HdrHistogram
+
+from . import client
+from .cluster import start_cluster
+from .servers import Server, start_disque, start_redis, start_trisque
+
+PRODUCERS = 16   # connections sending the schedule
+CONSUMERS = 8    # connections blocked in GETJOB / BRPOP, end to end
+PERCENTILES = (50.0, 90.0, 99.0, 99.9)
+MAX_NS = 60 * 10**9  # the histograms' range: 1 ns .. 60 s, 3 significant digits
+
+
+@dataclasses.dataclass(frozen=True)
+class Scenario:
+    name: str
+    kind: str            # loadgen's KIND for the job servers
+    end_to_end: bool     # consumers read (and ack) what the producers add
+    consumer_node: int   # which node of the cluster the consumers talk to
+
+
+SCENARIOS = {s.name: s for s in (
+    Scenario("addjob-r1", "jobs:1", False, 0),
+    Scenario("addjob-r3", "jobs:3", False, 0),
+    Scenario("addjob-r3-async", "jobs:3:async", False, 0),
+    Scenario("e2e-local", "jobs", True, 0),
+    Scenario("e2e-federated", "jobs", True, 1),
+)}
+
+
+@dataclasses.dataclass
+class Run:
+    """One open-loop run: counts, and a histogram per measured point."""
+    produced: int
+    errors: int
+    lost: int
+    histograms: dict[str, HdrHistogram]  # "sent" / "got" / "acked"
+
+
+def open_loop(port: int, rate: float, seconds: float, kind: str,
+              consume_port: int | None = None) -> Run:
+    binary = client.loadgen_binary()
+    if binary is None:
+        raise RuntimeError("no C compiler to build bench/loadgen.c")
+    with tempfile.TemporaryDirectory(prefix="trisque-latency-") as tmp:
+        out = os.path.join(tmp, "lat")
+        args = [port, PRODUCERS, rate, seconds, kind, out]
+        if consume_port is not None:
+            args += [consume_port, CONSUMERS]
+        got = client.run_loadgen("open", *args)
+        histograms = {}
+        for point in ("sent", "got", "acked"):
+            values = array.array("q")
+            with open(f"{out}.{point}", "rb") as f:
+                values.frombytes(f.read())
+            if values:
+                h = HdrHistogram(1, MAX_NS, 3)
+                for ns in values:
+                    h.record_value(min(max(ns, 1), MAX_NS))
+                histograms[point] = h
+    return Run(int(got["produced"]), int(got["errors"]), int(got["lost"]), histograms)
+
+
+def flush(servers: Sequence[Server]) -> None:
+    for s in servers:
+        if s.kind == "redis":
+            s.client.delete("latency")
+        else:
+            s.client.execute_command("DEBUG", "FLUSHALL")
+
+
+def addjob_maximum(node: Server, kind: str, requests: int) -> float:
+    """Closed loop: ADDJOBs a second over PRODUCERS connections, pipeline 1."""
+    fields = kind.split(":")
+    options: list[object] = []
+    if len(fields) > 1:
+        options += ["REPLICATE", fields[1]]
+    if fields[2:] == ["async"]:
+        options.append("ASYNC")
+    one = client.encode("ADDJOB", "latency", b"x" * 16, 0, *options)
+    return client.replay(node.port, [one] * requests, clients=PRODUCERS, pipeline=1,
+                         loader="c-lean").rate
+
+
+def end_to_end_maximum(servers: Sequence[Server], scenario: Scenario, rate: float,
+                       seconds: float) -> float:
+    """Acked jobs a second under an open-loop overload of ``rate``."""
+    run = open_loop(servers[0].port, rate, seconds, scenario.kind,
+                    servers[scenario.consumer_node].port)
+    acked = run.histograms.get("acked")
+    return (acked.get_total_count() if acked else 0) / seconds
+
+
+@dataclasses.dataclass
+class Row:
+    scenario: str
+    server: str
+    rate: float
+    point: str
+    percentiles: tuple[float, ...]  # us, PERCENTILES then max
+    lost: int
+    errors: int
+
+
+def rows_of(scenario: Scenario, server: str, rate: float, run: Run) -> list[Row]:
+    points = ("got", "acked") if scenario.end_to_end else ("sent",)
+    rows = []
+    for point in points:
+        h = run.histograms.get(point)
+        if h is None:
+            continue
+        values = tuple(h.get_value_at_percentile(p) / 1000 for p in PERCENTILES)
+        rows.append(Row(scenario.name, server, rate, point, values + (h.get_max_value() / 1000,),
+                        run.lost, run.errors))
+    return rows
+
+
+def run(seconds: float, fractions: Sequence[float], scenarios: Sequence[Scenario],
+        nodes: int, disque: str | None, max_requests: int,
+        plot: str | None) -> list[Row]:
+    clusters: dict[str, list[Server]] = {}
+    try:
+        clusters["trisque"] = start_cluster(nodes, start_trisque)
+        if disque:
+            clusters["disque"] = start_cluster(nodes, lambda: start_disque(disque))
+        clusters["redis"] = [start_redis()]
+        rows: list[Row] = []
+        for scenario in scenarios:
+            maxima = {}
+            for name in ("trisque", "disque"):
+                servers = clusters.get(name)
+                if servers is None:
+                    continue
+                flush(servers)
+                maxima[name] = addjob_maximum(servers[0], scenario.kind, max_requests)
+                if scenario.end_to_end:
+                    flush(servers)
+                    maxima[name] = end_to_end_maximum(servers, scenario, maxima[name],
+                                                      min(seconds, 2.0))
+                flush(servers)
+            reference = maxima.get("disque", maxima["trisque"])
+            shown = ", ".join(f"{k} {v:,.0f}/s" for k, v in maxima.items())
+            print(f"{scenario.name}: maximum {shown}", flush=True)
+            for fraction in fractions:
+                rate = max(1.0, reference * fraction)
+                for name, servers in clusters.items():
+                    flush(servers)
+                    if name == "redis":
+                        got = open_loop(servers[0].port, rate, seconds, "lists",
+                                        servers[0].port if scenario.end_to_end else None)
+                    else:
+                        got = open_loop(servers[0].port, rate, seconds, scenario.kind,
+                                        servers[scenario.consumer_node].port
+                                        if scenario.end_to_end else None)
+                    rows += rows_of(scenario, name, rate, got)
+                    print_rows(rows_of(scenario, name, rate, got), header=False)
+        print()
+        print_rows(rows, header=True)
+        if plot:
+            draw(rows, plot)
+        return rows
+    finally:
+        for servers in clusters.values():
+            for s in servers:
+                s.stop()
+
+
+def print_rows(rows: Sequence[Row], header: bool) -> None:
+    if header:
+        names = " ".join(f"{'p' + format(p, 'g'):>9}" for p in PERCENTILES)
+        print(f"{'scenario':<16} {'server':<8} {'rate/s':>8} {'point':<6} {names} "
+              f"{'max':>9}  lost errors   (us)")
+    for r in rows:
+        figures = " ".join(f"{v:9.0f}" for v in r.percentiles)
+        print(f"{r.scenario:<16} {r.server:<8} {r.rate:8.0f} {r.point:<6} {figures} "
+              f"{r.lost:5d} {r.errors:6d}", flush=True)
+
+
+def draw(rows: Sequence[Row], path: str) -> None:
+    """p99 (solid) and p99.9 (dashed) against the offered rate, one line
+    per server, one panel per scenario and point."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    panels = sorted({(r.scenario, r.point) for r in rows},
+                    key=lambda sp: (list(SCENARIOS).index(sp[0]), sp[1] != "got"))
+    columns = min(4, len(panels))
+    rows_n = (len(panels) + columns - 1) // columns
+    fig, axes = plt.subplots(rows_n, columns, figsize=(4 * columns, 3.4 * rows_n),
+                             squeeze=False)
+    for ax, (scenario, point) in zip(axes.flat, panels):
+        for server in ("trisque", "disque", "redis"):
+            mine = sorted((r for r in rows if (r.scenario, r.point, r.server)
+                           == (scenario, point, server)), key=lambda r: r.rate)
+            if not mine:
+                continue
+            line = ax.plot([r.rate for r in mine], [r.percentiles[2] for r in mine],
+                           marker="o", label=f"{server} p99")[0]
+            ax.plot([r.rate for r in mine], [r.percentiles[3] for r in mine],
+                    linestyle="--", color=line.get_color(), label=f"{server} p99.9")
+        ax.set_title(f"{scenario} ({point})", fontsize=9)
+        ax.set_xlabel("offered rate (per s)")
+        ax.set_ylabel("latency (us)")
+        ax.set_yscale("log")
+        ax.grid(True, which="both", alpha=0.3)
+    for ax in list(axes.flat)[len(panels):]:
+        ax.set_visible(False)
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower right", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    print(f"plot: {path}")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    import argparse
+    parser = argparse.ArgumentParser(prog="python -m bench latency", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seconds", type=float, default=5.0,
+                        help="length of each open-loop run (default 5)")
+    parser.add_argument("--rates", default="0.1,0.5,0.8",
+                        help="offered rates as fractions of the maximum")
+    parser.add_argument("--scenarios", default=",".join(SCENARIOS),
+                        help="comma-separated: " + ", ".join(SCENARIOS))
+    parser.add_argument("--nodes", type=int, default=3)
+    parser.add_argument("--disque", metavar="PATH", help="also run a cluster of this disque-server")
+    parser.add_argument("--max-requests", type=int, default=100000,
+                        help="ADDJOBs of each closed-loop maximum run")
+    parser.add_argument("--plot", metavar="FILE", help="draw the p99/p99.9 curves (PNG/SVG)")
+    args = parser.parse_args(argv)
+    chosen = [SCENARIOS[name] for name in args.scenarios.split(",")]
+    if any(s.consumer_node >= args.nodes for s in chosen):
+        parser.error("e2e-federated needs --nodes 2 or more")
+    run(args.seconds, [float(x) for x in args.rates.split(",")], chosen, args.nodes,
+        args.disque, args.max_requests, args.plot)
+
+
+if __name__ == "__main__":
+    main()
