@@ -3,7 +3,8 @@ python -m bench memory [--jobs N] [--body BYTES]
 python -m bench loaded [-n REQUESTS] [--rounds R] [--jobs N] [--disque PATH]
 python -m bench keyspace [-n REQUESTS] [--rounds R] [--part all|throughput|memory]
 python -m bench hostile [--rounds R] [--garbage-mb M] [--idle N]
-python -m bench latency [--seconds S] [--rates 0.1,0.5,0.8] [--disque PATH] [--plot FILE]"""
+python -m bench latency [--seconds S] [--rates 0.1,0.5,0.8] [--disque PATH] [--plot FILE]
+python -m bench scale [--part all|connections|queues|nodes|bus-model]"""
 
 import argparse
 import sys
@@ -11,9 +12,13 @@ import sys
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["latency"]:  # its own options (bench/latency.py)
+    if argv[:1] == ["latency"]:  # their own options (bench/latency.py, bench/scale.py)
         from . import latency
         latency.main(argv[1:])
+        return
+    if argv[:1] == ["scale"]:
+        from . import scale
+        scale.main(argv[1:])
         return
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("mode", nargs="?", default="throughput",

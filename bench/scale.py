@@ -1,0 +1,204 @@
+"""Scale on one machine (issue 29, item 3), and the bus beyond it.
+
+    python -m bench scale [--part all|connections|queues|nodes|bus-model]
+                          [--connections N] [--queues N] [--sizes 3,5,7]
+
+- connections: a node with N idle clients (10,000 by default) beside 50
+  active ones: memory per connection (RSS and INFO used_memory) and the
+  active clients' ADDJOB rate with and without the idle ones (a ratio);
+  redis-server measured the same way in the same run.
+- queues: 100,000 queues of one job each against 100,000 jobs in one
+  queue on a fresh node: the memory a queue costs beyond its job.
+- nodes: clusters of 3, 5 and 7 real nodes on this machine: the bus's idle
+  cost per node (messages and CPU a second, from INFO and /proc) and the
+  CPU each node spends per ADDJOB REPLICATE 3 sent to the first node.
+- bus-model: the simulator (tests/sim, the same membership code on a
+  virtual network) with the default cluster-node-timeout, idle, at 3 to
+  100 nodes: bus messages and bytes a second per node.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import resource
+import socket
+import time
+from typing import Sequence
+
+from . import client
+from .cluster import start_cluster
+from .servers import Server, start_redis, start_trisque
+from .throughput import redis_benchmark
+
+
+def _memory(server: Server) -> tuple[int, int]:
+    return server.rss_bytes(), int(server.info()["used_memory"])
+
+
+def _open_idle(port: int, count: int) -> list[socket.socket]:
+    """``count`` connections, each having had a PING answered (accepted and
+    registered by the server, not just queued in its backlog)."""
+    conns = []
+    for _ in range(count):
+        s = socket.create_connection(("127.0.0.1", port))
+        s.sendall(b"PING\r\n")
+        conns.append(s)
+    for s in conns:
+        if s.recv(16) != b"+PONG\r\n":
+            raise RuntimeError("an idle client got no PONG")
+    return conns
+
+
+def connections(count: int, requests: int) -> dict[str, tuple[float, float, float]]:
+    """server -> (RSS bytes a connection, used_memory a connection, rate ratio)"""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = count * 2 + 1000
+    if soft < wanted:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(wanted, hard), hard))
+    extra = ["--maxclients", str(count + 1000)]
+    print(f"{count} idle connections beside redis-benchmark -c 50 ADDJOB / LPUSH")
+    print(f"{'server':<8} {'RSS/conn':>9} {'used/conn':>10} {'rate idle=0':>12} "
+          f"{'rate idle=N':>12} {'ratio':>6}")
+    figures = {}
+    for kind, start, command in (
+            ("trisque", start_trisque, ("ADDJOB", "q", "__rand_int__", "0")),
+            ("redis", start_redis, ("LPUSH", "q", "__rand_int__"))):
+        server = start(extra)
+        try:
+            before = redis_benchmark(server.port, requests, 1, *command)
+            rss0, used0 = _memory(server)
+            idle = _open_idle(server.port, count)
+            rss1, used1 = _memory(server)
+            with_idle = redis_benchmark(server.port, requests, 1, *command)
+            for s in idle:
+                s.close()
+        finally:
+            server.stop()
+        print(f"{kind:<8} {(rss1 - rss0) / count:9.0f} {(used1 - used0) / count:10.0f} "
+              f"{before:12.0f} {with_idle:12.0f} {with_idle / before:6.2f}", flush=True)
+        figures[kind] = ((rss1 - rss0) / count, (used1 - used0) / count, with_idle / before)
+    return figures
+
+
+def queues(count: int) -> float:
+    """used_memory of ``count`` jobs in one queue and in ``count`` queues:
+    the bytes a queue costs."""
+    figures = {}
+    for layout in ("one queue", "a queue each"):
+        server = start_trisque()
+        try:
+            base = int(server.info()["used_memory"])
+            requests = [client.encode("ADDJOB", "q" if layout == "one queue" else f"q{i}",
+                                      b"x" * 16, 0) for i in range(count)]
+            result = client.replay(server.port, requests, clients=4, pipeline=64,
+                                   loader="c-lean")
+            if result.errors:
+                raise RuntimeError(f"{result.errors} ADDJOBs failed")
+            figures[layout] = (int(server.info()["used_memory"]) - base) / count
+        finally:
+            server.stop()
+    print(f"{count} jobs (16-byte bodies): used_memory per job "
+          f"{figures['one queue']:.0f} B in one queue, {figures['a queue each']:.0f} B with "
+          f"a queue each: a queue costs {figures['a queue each'] - figures['one queue']:.0f} B")
+    return figures["a queue each"] - figures["one queue"]
+
+
+def _messages_sent(node: Server) -> int:
+    info = node.client.execute_command("CLUSTER", "INFO").decode()
+    return int(info.split("cluster_stats_messages_sent:")[1].split()[0])
+
+
+def nodes(sizes: Sequence[int], idle_seconds: float,
+          requests: int) -> dict[int, tuple[float, float, float, float]]:
+    """size -> (idle messages/s a node, origin, replica copy, all nodes' CPU
+    us per ADDJOB REPLICATE 3)"""
+    figures = {}
+    print(f"{'nodes':>5} {'idle msg/s/node':>16} {'idle cpu ms/s/node':>19} "
+          f"{'R3 cpu us/job: origin':>22} {'replica (copy)':>15} {'all nodes':>10}")
+    for size in sizes:
+        cluster = start_cluster(size, start_trisque)
+        try:
+            time.sleep(2)  # let the handshakes' burst pass
+            sent0 = [_messages_sent(n) for n in cluster]
+            cpu0 = [n.cpu_seconds() for n in cluster]
+            time.sleep(idle_seconds)
+            sent = [_messages_sent(n) - s
+                    for n, s in zip(cluster, sent0)]
+            cpu = [n.cpu_seconds() - c for n, c in zip(cluster, cpu0)]
+            msgs = sum(sent) / size / idle_seconds
+            idle_cpu = sum(cpu) / size / idle_seconds * 1000
+            cpu0 = [n.cpu_seconds() for n in cluster]
+            redis_benchmark(cluster[0].port, requests, 1, "ADDJOB", "q", "__rand_int__", "0",
+                            "REPLICATE", "3")
+            used = [(n.cpu_seconds() - c) * 1e6 / requests for n, c in zip(cluster, cpu0)]
+        finally:
+            for n in cluster:
+                n.stop()
+        per_copy = sum(used[1:]) / 2  # each job has two copies beyond the origin's
+        print(f"{size:5d} {msgs:16.1f} {idle_cpu:19.2f} {used[0]:22.1f} "
+              f"{per_copy:15.1f} {sum(used):10.1f}", flush=True)
+        figures[size] = (msgs, used[0], per_copy, sum(used))
+    return figures
+
+
+def bus_model(sizes: Sequence[int], seconds: int,
+              node_timeout_ms: int) -> dict[int, tuple[float, float]]:
+    """Idle bus traffic per node in the simulator (seed 1): size ->
+    (messages, bytes) a second a node."""
+    figures = {}
+    from tests.sim.world import World
+    print(f"simulated, idle, cluster-node-timeout {node_timeout_ms} ms")
+    print(f"{'nodes':>5} {'msg/s/node':>11} {'bytes/s/node':>13} {'bytes/msg':>10}")
+    for size in sizes:
+        world = World(1, nodes=size, node_timeout_ms=node_timeout_ms)
+        world.start_cluster()
+        world.run_until(120000, stop=world.cluster_formed)
+        if not world.cluster_formed():
+            print(f"{size:5d} did not form a full mesh in 120 s")
+            continue
+        world.run_until(world.now_ms + node_timeout_ms)  # past the forming burst
+        frames: collections.Counter[str] = collections.Counter()
+
+        def count(now: int, src: int, dst: int, frame: bytes, lost: bool) -> None:
+            frames["frames"] += 1
+            frames["bytes"] += len(frame)
+        world.network.trace = count
+        world.run_until(world.now_ms + seconds * 1000)
+        per_node = frames["frames"] / size / seconds
+        bytes_per_node = frames["bytes"] / size / seconds
+        print(f"{size:5d} {per_node:11.1f} {bytes_per_node:13.0f} "
+              f"{frames['bytes'] / max(1, frames['frames']):10.0f}", flush=True)
+        figures[size] = (per_node, bytes_per_node)
+    return figures
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench scale", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--part", default="all",
+                        choices=["all", "connections", "queues", "nodes", "bus-model"])
+    parser.add_argument("--connections", type=int, default=10000)
+    parser.add_argument("--queues", type=int, default=100000)
+    parser.add_argument("--sizes", default="3,5,7", help="nodes part: cluster sizes")
+    parser.add_argument("--model-sizes", default="3,5,7,15,30,50,100",
+                        help="bus-model part: simulated cluster sizes")
+    parser.add_argument("--seconds", type=float, default=10, help="idle time measured")
+    parser.add_argument("-n", "--requests", type=int, default=50000)
+    parser.add_argument("--node-timeout", type=int, default=15000,
+                        help="bus-model: cluster-node-timeout (default: the node's default)")
+    args = parser.parse_args(argv)
+    parts = ["connections", "queues", "nodes", "bus-model"] if args.part == "all" else [args.part]
+    if "connections" in parts:
+        connections(args.connections, args.requests)
+    if "queues" in parts:
+        queues(args.queues)
+    if "nodes" in parts:
+        nodes([int(x) for x in args.sizes.split(",")], args.seconds, args.requests)
+    if "bus-model" in parts:
+        bus_model([int(x) for x in args.model_sizes.split(",")], int(args.seconds * 3),
+                  args.node_timeout)
+
+
+if __name__ == "__main__":
+    main()
