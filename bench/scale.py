@@ -81,27 +81,31 @@ def connections(count: int, requests: int) -> dict[str, tuple[float, float, floa
     return figures
 
 
-def queues(count: int) -> float:
-    """used_memory of ``count`` jobs in one queue and in ``count`` queues:
-    the bytes a queue costs."""
+def queues(count: int) -> tuple[float, float]:
+    """``count`` jobs in one queue against ``count`` queues of one job: the
+    bytes a queue costs, by RSS and by used_memory (the node's estimate,
+    which maxmemory reads)."""
     figures = {}
     for layout in ("one queue", "a queue each"):
         server = start_trisque()
         try:
-            base = int(server.info()["used_memory"])
+            rss0, used0 = _memory(server)
             requests = [client.encode("ADDJOB", "q" if layout == "one queue" else f"q{i}",
                                       b"x" * 16, 0) for i in range(count)]
             result = client.replay(server.port, requests, clients=4, pipeline=64,
                                    loader="c-lean")
             if result.errors:
                 raise RuntimeError(f"{result.errors} ADDJOBs failed")
-            figures[layout] = (int(server.info()["used_memory"]) - base) / count
+            rss1, used1 = _memory(server)
+            figures[layout] = ((rss1 - rss0) / count, (used1 - used0) / count)
         finally:
             server.stop()
-    print(f"{count} jobs (16-byte bodies): used_memory per job "
-          f"{figures['one queue']:.0f} B in one queue, {figures['a queue each']:.0f} B with "
-          f"a queue each: a queue costs {figures['a queue each'] - figures['one queue']:.0f} B")
-    return figures["a queue each"] - figures["one queue"]
+    (rss_one, used_one), (rss_each, used_each) = figures["one queue"], figures["a queue each"]
+    print(f"{count} jobs (16-byte bodies), bytes per job: RSS {rss_one:.0f} in one queue, "
+          f"{rss_each:.0f} with a queue each (used_memory {used_one:.0f} and {used_each:.0f}): "
+          f"a queue costs {rss_each - rss_one:.0f} B of RSS ({used_each - used_one:.0f} B "
+          "counted)")
+    return rss_each - rss_one, used_each - used_one
 
 
 def _messages_sent(node: Server) -> int:

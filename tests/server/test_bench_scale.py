@@ -23,7 +23,8 @@ def test_idle_connections_are_counted_and_leave_the_active_clients_working():
 
 
 def test_a_queue_costs_memory_beyond_its_job():
-    assert scale.queues(2000) > 0
+    rss, counted = scale.queues(2000)
+    assert counted > 0  # maxmemory sees queues
 
 
 def test_nodes_report_idle_bus_traffic_and_cpu_per_replicated_job():
