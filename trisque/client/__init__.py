@@ -13,6 +13,7 @@ the transport: sockets and pools here (sync.py, aio.py), about 300 lines.
 The public names are below; docs/client.md is the guide.
 """
 
+from trisque.client.aio import AsyncClient
 from trisque.client.errors import (
     AuthenticationError, BadJobIdError, LeavingError, LoadingError, NodeError,
     NodeTimeoutError, NoJobError, NoNodeAvailableError, NoReplicationError,
@@ -23,7 +24,7 @@ from trisque.client.replies import Hello, HelloNode, Job, JobState, QueueStats
 from trisque.client.sync import Client
 
 __all__ = [
-    "AuthenticationError", "BadJobIdError", "Client", "Hello", "HelloNode", "Job", "JobState",
+    "AsyncClient", "AuthenticationError", "BadJobIdError", "Client", "Hello", "HelloNode", "Job", "JobState",
     "LeavingError", "LoadingError", "NoJobError", "NoNodeAvailableError", "NoReplicationError",
     "NodeError", "NodeTimeoutError", "OutOfMemoryError", "PersistenceError", "ProtocolError",
     "QueueFullError", "QueuePausedError", "QueueStats", "ReplyError", "TooLateError",

@@ -100,7 +100,7 @@ class Connection:
         except OSError as e:
             self.close()
             raise NodeError(name, f"connection lost: {e}") from None
-        except NodeError:
+        except BaseException:  # NodeError, or interrupted mid-reply: unusable
             self.close()
             raise
 
