@@ -89,7 +89,8 @@ def section_fields(node: Node, name: str) -> list[InfoField] | None:
     if name == "queues":
         return [("registered_queues", len(node.queues))]
     if name == "persistence":
-        return list(node.log.info().items())
+        return [*node.log.info().items(),
+                ("rdb_changes_since_last_save", node.keyspace.changes)]
     if name == "stats":
         return [
             ("total_connections_received", stats.connections),

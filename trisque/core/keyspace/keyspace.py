@@ -55,6 +55,9 @@ class Keyspace:
         self.replaying = False  # the AOF is being replayed: no expiry, no log
         self.aof_db = -1  # the db the last logged record applies to
         self.expired_keys = 0
+        # writes logged since the start (INFO's rdb_changes_since_last_save:
+        # there is no RDB; Redis's dirty counter, one per write record)
+        self.changes = 0
         self.lazyfree: list[dict[bytes, object]] = []  # flushed, freed by the cron
         self.blocking = KeyBlocking(node, databases)  # clients blocked on keys (BLPOP...)
 
@@ -152,6 +155,7 @@ class Keyspace:
         """Log a write of ``db`` (bytes arguments) to the AOF, if any."""
         if self.replaying:
             return
+        self.changes += 1
         log = self.node.log
         if db.id != self.aof_db:
             self.aof_db = db.id
