@@ -4,7 +4,7 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN     = $(VENV)/bin
-# trisque itself (enough to run nodes); then the test and spark extras
+# trisque itself (enough to run nodes); then the test, frameworks and spark extras
 STAMP   = $(VENV)/.installed
 DEV     = $(VENV)/.installed-dev
 # What the install depends on: pyproject.toml without the settings of the
@@ -34,7 +34,7 @@ $(STAMP): $(SPEC)
 
 # Not after $(STAMP): one install with the extras compiles the core once
 $(DEV): $(SPEC)
-	$(install) '.[test,spark]'  # spark: pyspark sdist, ~70 s once, then pip's cache
+	$(install) '.[test,frameworks,spark]'  # spark: pyspark sdist, ~70 s once, then pip's cache
 	touch $(STAMP) $(DEV) $(BUILT)  # (that install compiled the core)
 
 # An edited core module (or setup.py's list of them): compiled again in

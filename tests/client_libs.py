@@ -1,5 +1,5 @@
 """Client libraries the tests run against in versions other than the test
-environment's own (redis-py 5-8, pydisque, dwq).
+environment's own (redis-py 5-8, pydisque, dwq, arq).
 
 Each set of packages is installed once with ``pip install --target`` into
 a cache beside the test environment (``<venv>/trisque-test-cache``), and
@@ -23,6 +23,8 @@ PYDISQUE = ("pydisque==0.1.5",)
 # dwq depends on pydisque-dwq, its fork of pydisque (same client, one
 # keyword renamed); both provide the ``pydisque`` package.
 DWQ = ("dwq==0.1.0", "pydisque-dwq==0.1.5")
+# arq pins redis-py < 6: with its own redis-py, beside the environment's.
+ARQ = ("arq==0.28.0",)
 
 
 def installed(folder: str, requirements: Sequence[str], deps: bool = True) -> str:
@@ -64,6 +66,11 @@ def pydisque() -> str:
 def dwq() -> str:
     """dwq and its pydisque fork, without redis-py."""
     return installed("dwq-0.1.0", DWQ, deps=False)
+
+
+def arq() -> str:
+    """arq and its dependencies (redis-py 5, click)."""
+    return installed("arq-0.28.0", ARQ)
 
 
 def without_hiredis() -> str:
