@@ -59,6 +59,7 @@ COMPILED = [
     "trisque/core/keyspace/blocking.py",
     "trisque/core/keyspace/lists.py",
     "trisque/core/keyspace/commands_lists.py",
+    "trisque/core/keyspace/encoding_limits.py",
     "trisque/core/keyspace/hashes.py",
     "trisque/core/keyspace/containers.py",
     "trisque/core/keyspace/commands_hashes.py",

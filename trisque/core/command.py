@@ -22,7 +22,7 @@ H = TypeVar("H", bound=Callable[..., Any])
 
 class Command:
     __slots__ = ("name", "lname", "arity", "flags", "handler", "deny_oom",
-                 "ok_loading", "calls", "ns", "hist", "first_key", "last_key", "key_step",
+                 "ok_loading", "calls", "ns", "hist", "rejected", "failed", "first_key", "last_key", "key_step",
                  "group", "summary", "syntax")
     name: str
     lname: str
@@ -34,6 +34,8 @@ class Command:
     calls: int
     ns: int
     hist: list[int]
+    rejected: int
+    failed: int
     first_key: int
     last_key: int
     key_step: int
@@ -56,6 +58,10 @@ class Command:
         # calls by the bit length of their time in ns: hist[k] counts the
         # calls that took 2**(k-1) to 2**k - 1 ns (the /metrics histogram)
         self.hist = [0] * 65
+        # INFO commandstats as Redis 7: refused before running (arity, OOM,
+        # NOAUTH...), and run but answering an error
+        self.rejected = 0
+        self.failed = 0
         self.first_key, self.last_key, self.key_step = keys
         self.group = group  # COMMAND DOCS: jobs, queues, connection, server, cluster, generic
         self.summary = summary or name  # one line

@@ -250,6 +250,7 @@ class Node(JobLifecycle):
             reply = command.handler(self, client, argv)
         except CommandError as exc:
             reply = resp.error(exc.message)
+            command.failed += 1
         except Exception as exc:
             # A bug.  Tests and the simulator want it loud (no hook); the
             # server logs it and answers an error rather than dying.
@@ -278,6 +279,8 @@ class Node(JobLifecycle):
         return reply
 
     def _reply_error(self, client: Client, message: str, command: Command | None = None) -> None:
+        if command is not None:
+            command.rejected += 1
         if client.multi is not None:  # refused inside MULTI: EXEC aborts
             message = transactions.rejected(self, client, command, message)
         if client.slots:

@@ -147,14 +147,12 @@ def _valid_name(arg: bytes) -> str:
 
 
 @command("INFO", -1, "readonly loading",
-         "Information and statistics about the node", "[section]")
+         "Information and statistics about the node", "[section ...]")
 def info(node: Node, client: Client, argv: list[bytes]) -> bytes:
-    if len(argv) > 2:
-        raise CommandError(errors.SYNTAX)
-    section = argv[1].decode("utf-8", "replace").lower() if len(argv) > 1 else "default"
+    sections = [arg.decode("utf-8", "replace").lower() for arg in argv[1:]]
     # Disque's sections, so Disque's bulk (Redis 7's verbatim string only
     # after CLIENT DISQUE-RESP3 ON).
-    return resp.encode(resp.Verbatim(info_module.render(node, section)), client.disque_proto())
+    return resp.encode(resp.Verbatim(info_module.render(node, sections)), client.disque_proto())
 
 
 @command("COMMAND", -1, "readonly loading",
@@ -357,7 +355,7 @@ def config_(node: Node, client: Client, argv: list[bytes]) -> bytes:
     if sub == "RESETSTAT" and len(argv) == 2:
         node.stats.reset()
         for entry in unique_commands(node.table):
-            entry.calls = entry.ns = 0
+            entry.calls = entry.ns = entry.rejected = entry.failed = 0
             entry.hist = [0] * 65
         return resp.OK
     if sub == "REWRITE" and len(argv) == 2:

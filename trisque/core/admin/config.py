@@ -140,6 +140,17 @@ _LOGLEVELS = ("debug", "verbose", "notice", "warning")
 def _check_output_limit(words: list[str]) -> None:
     parse_output_limit(words)
 
+
+def _check_save(words: list[str]) -> None:
+    """Redis's save: pairs of integers (seconds, changes), or nothing."""
+    if len(words) % 2:
+        raise ConfigError("Invalid save parameters")
+    for word in words:
+        try:
+            int(word)
+        except ValueError:
+            raise ConfigError("Invalid save parameters") from None
+
 DIRECTIVES = [
     Directive("port", "int", 7711, low=0, high=65535, runtime=False,
               doc="TCP port for clients (RESP); the cluster bus listens on port + 10000 unless cluster-bus-port is set."),
@@ -260,6 +271,26 @@ DIRECTIVES = [
     # ms a script runs before others get -BUSY and SCRIPT KILL works
     Directive("busy-reply-threshold", "int", 5000, low=0,
               doc="Ms a script may run before other clients get -BUSY and SCRIPT KILL works (alias lua-time-limit)."),
+    # Redis's compact encodings (keyspace/encoding_limits.py): OBJECT
+    # ENCODING follows them; defaults as redis.conf 7.0 ships them
+    Directive("hash-max-listpack-entries", "int", 128, low=0, high=2**63 - 1,
+              doc="A hash with more fields converts from listpack to hashtable (OBJECT ENCODING)."),
+    Directive("hash-max-listpack-value", "memory", 64, low=0, high=2**63 - 1,
+              doc="A hash with a longer field or value converts from listpack to hashtable."),
+    Directive("set-max-intset-entries", "int", 512, low=0, high=2**63 - 1,
+              doc="A set of integers with more members converts from intset to hashtable."),
+    Directive("zset-max-listpack-entries", "int", 128, low=0, high=2**63 - 1,
+              doc="A sorted set with more members converts from listpack to skiplist."),
+    Directive("zset-max-listpack-value", "memory", 64, low=0, high=2**63 - 1,
+              doc="A sorted set with a longer member converts from listpack to skiplist."),
+    Directive("list-max-listpack-size", "int", -2, low=-2**31, high=2**31 - 1,
+              doc="Accepted for Redis's tools; no effect (lists pack their own way; OBJECT ENCODING says quicklist, as Redis 7.0)."),
+    Directive("list-compress-depth", "int", 0, low=0, high=2**31 - 1,
+              doc="Accepted for Redis's tools; no effect (list nodes are not compressed)."),
+    # RDB snapshots: none are written (persistence is the AOF); the value
+    # is kept so Redis's tools can set and read it back
+    Directive("save", "list", [], check=_check_save,
+              doc="Accepted for Redis's tools (pairs of seconds and changes, or \"\"); no RDB snapshot is ever written: persistence is the AOF (appendonly)."),
     Directive("slowlog-max-len", "int", 128, low=0,
               doc="Most entries SLOWLOG keeps."),
     Directive("latency-monitor-threshold", "int", 0, low=0,
@@ -282,10 +313,17 @@ DIRECTIVES = [
               doc="Bytes queued for a peer that does not read before its link is closed (it reconnects later)."),
 ]
 BY_NAME = {d.name: d for d in DIRECTIVES}
-BY_NAME["lua-time-limit"] = BY_NAME["busy-reply-threshold"]  # Redis's old name
+# Redis's old names
+ALIASES = {"lua-time-limit": "busy-reply-threshold",
+           "hash-max-ziplist-entries": "hash-max-listpack-entries",
+           "hash-max-ziplist-value": "hash-max-listpack-value",
+           "zset-max-ziplist-entries": "zset-max-listpack-entries",
+           "zset-max-ziplist-value": "zset-max-listpack-value",
+           "list-max-ziplist-size": "list-max-listpack-size"}
+for _alias, _name in ALIASES.items():
+    BY_NAME[_alias] = BY_NAME[_name]
 # Accepted for compatibility with Disque and Redis config files; no effect.
-IGNORED = {"include", "rename-command", "activerehashing",
-           "save", "supervised"}
+IGNORED = {"include", "rename-command", "activerehashing", "supervised"}
 
 
 class Config:
@@ -346,6 +384,14 @@ class Config:
     aof_enqueue_jobs_once: bool
     slowlog_log_slower_than: int
     busy_reply_threshold: int
+    hash_max_listpack_entries: int
+    hash_max_listpack_value: int
+    set_max_intset_entries: int
+    zset_max_listpack_entries: int
+    zset_max_listpack_value: int
+    list_max_listpack_size: int
+    list_compress_depth: int
+    save: list[str]
     slowlog_max_len: int
     latency_monitor_threshold: int
     cluster_config_file: str
@@ -432,12 +478,13 @@ class Config:
         """[(name, text)] for directives matching the glob pattern."""
         pattern = pattern.lower()
         out: list[tuple[str, str]] = []
-        for directive in DIRECTIVES:
-            if fnmatch.fnmatchcase(directive.name, pattern):
+        named = [(d.name, d) for d in DIRECTIVES] + [(a, BY_NAME[a]) for a in ALIASES]
+        for name, directive in named:
+            if fnmatch.fnmatchcase(name, pattern):
                 value = getattr(self, directive.attr)
                 if directive.name == "dir":
                     value = os.getcwd()
-                out.append((directive.name, directive.format(value)))
+                out.append((name, directive.format(value)))
         return out
 
     def set(self, name: str, text: str) -> None:

@@ -19,9 +19,9 @@ if TYPE_CHECKING:
 InfoField = tuple[str, str | int | float]
 
 SECTIONS = ("server", "clients", "memory", "jobs", "queues", "persistence",
-            "stats", "cpu", "cluster", "keyspace")
+            "stats", "replication", "cpu", "cluster", "keyspace")
 DEFAULT = ("server", "clients", "memory", "jobs", "queues", "persistence",
-           "stats", "cpu", "keyspace")
+           "stats", "replication", "cpu", "keyspace")
 # The Redis version whose keyspace commands we follow (tested against it),
 # for Redis tools and clients that check INFO server's redis_version.
 RUN_ID = os.urandom(20).hex()
@@ -110,6 +110,10 @@ def section_fields(node: Node, name: str) -> list[InfoField] | None:
             ("expired_keys", node.keyspace.expired_keys),
             ("latest_fork_usec", 0),
         ]
+    if name == "replication":
+        # Redis's replication: keys have none (jobs replicate over the bus,
+        # INFO cluster), so a node is a master without replicas
+        return [("role", "master"), ("connected_slaves", 0), ("master_repl_offset", 0)]
     if name == "cpu":
         me = resource.getrusage(resource.RUSAGE_SELF)
         kids = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -125,19 +129,24 @@ def section_fields(node: Node, name: str) -> list[InfoField] | None:
     if name == "commandstats":
         return [(f"cmdstat_{c.lname}",
                  f"calls={c.calls},usec={c.ns // 1000},"
-                 f"usec_per_call={c.ns / 1000 / c.calls:.2f}")
-                for c in unique_commands(node.table) if c.calls]
+                 f"usec_per_call={c.ns / 1000 / c.calls if c.calls else 0:.2f},"
+                 f"rejected_calls={c.rejected},failed_calls={c.failed}")
+                for c in unique_commands(node.table) if c.calls or c.rejected]
     return None
 
 
-def render(node: Node, section: str) -> str:
-    names: tuple[str, ...]
-    if section in ("all", "everything"):
-        names = SECTIONS + ("commandstats",)
-    elif section == "default":
-        names = DEFAULT
-    else:
-        names = (section,)
+def render(node: Node, sections: list[str]) -> str:
+    """INFO's text for the sections asked (lower case; none: default), each
+    once, in the table's order, as Redis 7 (INFO cpu all)."""
+    wanted: set[str] = set()
+    for section in sections or ["default"]:
+        if section in ("all", "everything"):
+            wanted.update(SECTIONS + ("commandstats",))
+        elif section == "default":
+            wanted.update(DEFAULT)
+        else:
+            wanted.add(section)
+    names = [name for name in SECTIONS + ("commandstats",) if name in wanted]
     parts = []
     for name in names:
         fields = section_fields(node, name)

@@ -20,7 +20,8 @@ from ..command import Commands
 from .args import int_arg
 from .containers import (EMPTY_SCAN, LONG_MAX, array, bulks, changed, count_arg,
                          lookup_typed, map_reply, scan_cursor, scan_options, scan_reply)
-from .hashes import FIELD_OVERHEAD, LISTPACK_ENTRIES, LISTPACK_VALUE, Hash
+from .encoding_limits import LIMITS
+from .hashes import FIELD_OVERHEAD, Hash
 from .numbers import INT64_MAX, INT64_MIN, add_long_double, format_long_double, parse_ll, parse_long_double
 from .types import WRONGTYPE
 
@@ -41,8 +42,9 @@ def _set_fields(h: Hash, argv: list[bytes], start: int) -> tuple[int, int]:
     grown).  The listpack bounds are checked first, as Redis's
     hashTypeTryConversion."""
     if not h.big:
+        bound = LIMITS.hash_value
         for arg in islice(argv, start, None):
-            if len(arg) > LISTPACK_VALUE:
+            if len(arg) > bound:
                 h.big = True
                 break
     added = delta = 0
@@ -56,7 +58,7 @@ def _set_fields(h: Hash, argv: list[bytes], start: int) -> tuple[int, int]:
         else:
             delta += len(value) - len(old)
         h[field] = value
-    if len(h) > LISTPACK_ENTRIES:
+    if len(h) > LIMITS.hash_entries:
         h.big = True
     h.nbytes += delta
     return added, delta
@@ -202,12 +204,12 @@ def _store_field(node: Node, client: Client, key: bytes, h: Hash | None, field: 
     if h is None:
         _hset(node, client, [b"HSET", key, field, value])
         return
-    if len(field) > LISTPACK_VALUE or len(value) > LISTPACK_VALUE:
+    if len(field) > LIMITS.hash_value or len(value) > LIMITS.hash_value:
         h.big = True
     old = h.get(field)
     delta = len(value) - len(old) if old is not None else FIELD_OVERHEAD + len(field) + len(value)
     h[field] = value
-    if len(h) > LISTPACK_ENTRIES:
+    if len(h) > LIMITS.hash_entries:
         h.big = True
     h.nbytes += delta
     db = node.keyspace.dbs[client.db]

@@ -25,7 +25,8 @@ from .containers import (EMPTY_SCAN, LONG_MAX, OUT_OF_RANGE_POSITIVE, array, cha
                          scan_reply)
 from .scores import (BAD_RANGE, listpack_score, parse_lex_bound, parse_score,
                      parse_score_bound)
-from .zsets import LISTPACK_ENTRIES, LISTPACK_VALUE, Pair, ZSet
+from .encoding_limits import LIMITS
+from .zsets import Pair, ZSet
 
 if TYPE_CHECKING:
     from ..client import Client
@@ -92,7 +93,7 @@ def _zadd(node: Node, client: Client, argv: list[bytes], flags: int, start: int)
         return resp.null(client.proto) if incr else resp.ZERO
     created = z is None
     if z is None:
-        z = ZSet(listpack=len(argv[start + 1]) <= LISTPACK_VALUE)
+        z = ZSet(listpack=len(argv[start + 1]) <= LIMITS.zset_value)
     before = z.nbytes
     for j, i in enumerate(range(start + 1, len(argv), 2)):
         member, score = argv[i], scores[j]
@@ -359,7 +360,7 @@ def zrangestore(node: Node, client: Client, argv: list[bytes]) -> bytes:
             ks.delete(db, dst)
             ks.log(db, b"DEL", dst)
         return resp.ZERO
-    z = ZSet(listpack=len(pairs) <= LISTPACK_ENTRIES)  # (long members convert it)
+    z = ZSet(listpack=len(pairs) <= LIMITS.zset_entries)  # (long members convert it)
     for score, member in pairs:
         z.insert(member, score)
     ks.store(db, dst, z)

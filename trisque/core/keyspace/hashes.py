@@ -3,7 +3,7 @@ keeps its byte count and Redis's encoding.
 
 Redis 7.0 keeps a small hash as a listpack (insertion order, every field
 and value at most ``hash-max-listpack-value`` = 64 bytes, at most
-``hash-max-listpack-entries`` = 128 fields) and converts it to a hash
+``hash-max-listpack-entries`` = 128 fields: encoding_limits.py) and converts it to a hash
 table for good when either bound is crossed.  ``big`` records that
 conversion: OBJECT ENCODING answers from it, and a listpack hash is
 scanned whole in one HSCAN call, as Redis does.  A dict keeps insertion
@@ -16,8 +16,6 @@ from mypy_extensions import mypyc_attr
 
 from .types import ValueType, register_type
 
-LISTPACK_ENTRIES = 128  # hash-max-listpack-entries
-LISTPACK_VALUE = 64  # hash-max-listpack-value
 HASH_OVERHEAD = 120  # the dict object with its slots, before any entry
 # Per field: a dict entry and index slot (~36 at the usual load), two
 # bytes objects' headers (~33 each, rounded to pymalloc's 8).

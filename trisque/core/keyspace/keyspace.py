@@ -32,6 +32,7 @@ from ...protocol import aof
 from ...protocol.errors import CommandError
 from .blocking import KeyBlocking
 from .db import Db
+from .encoding_limits import follow
 from .types import TYPES, memory_of
 
 if TYPE_CHECKING:
@@ -60,6 +61,7 @@ class Keyspace:
         self.changes = 0
         self.lazyfree: list[dict[bytes, object]] = []  # flushed, freed by the cron
         self.blocking = KeyBlocking(node, databases)  # clients blocked on keys (BLPOP...)
+        follow(node.config)  # OBJECT ENCODING's bounds, from CONFIG
 
     # ------------------------------------------------------------ lookups
 

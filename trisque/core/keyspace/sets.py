@@ -7,7 +7,7 @@ cursor (scan.py) needs to resume without missing a member, and it costs
 about the same per member.
 
 Redis 7.0 keeps a set of integers (string2ll's, at most
-``set-max-intset-entries`` = 512) as an intset, sorted, and converts it
+``set-max-intset-entries`` = 512: encoding_limits.py) as an intset, sorted, and converts it
 to a hash table for good on the first other member or past the bound.
 ``intset`` records that: OBJECT ENCODING answers from it, and an intset
 is listed in ascending order (SMEMBERS, SSCAN whole in one call, the
@@ -16,10 +16,10 @@ results of SUNION/SDIFF), as Redis lists it.
 
 from __future__ import annotations
 
+from .encoding_limits import LIMITS
 from .numbers import parse_ll
 from .types import ValueType, register_type
 
-INTSET_ENTRIES = 512  # set-max-intset-entries
 SET_OVERHEAD = 120  # the dict object with its slots, before any member
 MEMBER_OVERHEAD = 72  # a dict entry and index slot, the bytes object's header
 RECORD_MEMBERS = 64  # members per SADD record of an AOF rewrite
@@ -41,7 +41,7 @@ class Set(dict[bytes, bytes]):  # member -> member, in insertion order
             return False
         self[member] = member
         self.nbytes += MEMBER_OVERHEAD + len(member)
-        if self.intset and (parse_ll(member) is None or len(self) > INTSET_ENTRIES):
+        if self.intset and (parse_ll(member) is None or len(self) > LIMITS.set_intset_entries):
             self.intset = False
         return True
 

@@ -7,7 +7,7 @@ Order is Redis's: by score, then by member bytes (memcmp).
 
 Redis 7.0 keeps a small zset as a listpack (at most
 ``zset-max-listpack-entries`` = 128 members of at most
-``zset-max-listpack-value`` = 64 bytes) and converts it to a skiplist for
+``zset-max-listpack-value`` = 64 bytes: encoding_limits.py) and converts it to a skiplist for
 good past either bound.  ``listpack`` records that: OBJECT ENCODING
 answers from it, ZSCAN returns a listpack zset whole, and a listpack
 stores a score as d2string's text, which turns -0 into 0 (the skiplist
@@ -25,10 +25,9 @@ from typing import Iterator, Protocol, overload
 
 from sortedcontainers import SortedList
 
+from .encoding_limits import LIMITS
 from .types import ValueType, register_type
 
-LISTPACK_ENTRIES = 128  # zset-max-listpack-entries
-LISTPACK_VALUE = 64  # zset-max-listpack-value
 ZSET_OVERHEAD = 480  # the object, its dict and SortedList, before any member
 # Per member: a dict entry and index slot (~36), the bytes header (~40),
 # the float (24), the (score, member) tuple (56) and its list slot (8).
@@ -86,7 +85,7 @@ class ZSet:
     def insert(self, member: bytes, score: float) -> None:
         """Add a member that is not there yet."""
         if self.listpack:
-            if len(self.scores) + 1 > LISTPACK_ENTRIES or len(member) > LISTPACK_VALUE:
+            if len(self.scores) + 1 > LIMITS.zset_entries or len(member) > LIMITS.zset_value:
                 self.listpack = False
             else:
                 score += 0.0  # -0 -> 0, as the listpack's text
