@@ -31,7 +31,8 @@ COMMANDS: dict[bytes, Command] = table_of(*LISTS)
 
 # The records the AOF loader hands to Keyspace.replay (server/aof/keys.py):
 # every keyspace write command (each logs a record of its own name or of
-# another of these) and SELECT, which says which db the next records are about.
+# another of these), SELECT, which says which db the next records are about,
+# and FUNCTION (its LOAD, DELETE, FLUSH, RESTORE: the libraries).
 KEYSPACE_RECORDS: frozenset[bytes] = frozenset(
-    [b"SELECT"] + [c.name.encode() for commands in KEYSPACE for c in commands.commands
+    [b"SELECT", b"FUNCTION"] + [c.name.encode() for commands in KEYSPACE for c in commands.commands
                    if "write" in c.flags])

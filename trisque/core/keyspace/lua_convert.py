@@ -117,8 +117,12 @@ def _double(value: float, proto: int) -> bytes:
     return b",%s\r\n" % text if proto == 3 else b"$%d\r\n%s\r\n" % (len(text), text)
 
 
-def lua_to_reply(value: Any, proto: int, script_resp: int, depth: int = 0) -> bytes:
-    """A script's result as a reply to a client speaking ``proto``."""
+def lua_to_reply(value: Any, proto: int, script_resp: int, rawget: Any,
+                 depth: int = 0) -> bytes:
+    """A script's result as a reply to a client speaking ``proto``.
+    Tables are read with ``rawget`` (the script's Lua state's): no
+    metamethod runs, as Redis's lua_rawget (``return _G`` is an empty
+    array, not an error from the globals' guard)."""
     kind = value.__class__
     if kind is bytes:
         return b"$%d\r\n%s\r\n" % (len(value), value)
@@ -136,37 +140,37 @@ def lua_to_reply(value: Any, proto: int, script_resp: int, depth: int = 0) -> by
         return b"_\r\n" if proto == 3 else b"$-1\r\n"
     if depth >= MAX_DEPTH:
         return b"-ERR reached lua stack limit\r\n"
-    err = value[b"err"]
+    err = rawget(value, b"err")
     if err.__class__ is bytes:
         text = _one_line(err)
         return b"-%s\r\n" % text  # (no code of its own: Redis sends it as is)
-    ok = value[b"ok"]
+    ok = rawget(value, b"ok")
     if ok.__class__ is bytes:
         return b"+%s\r\n" % _one_line(ok)
-    double = value[b"double"]
+    double = rawget(value, b"double")
     if double.__class__ in (int, float):
         return _double(float(double), proto)
-    big = value[b"big_number"]
+    big = rawget(value, b"big_number")
     if big.__class__ is bytes:
         return b"(%s\r\n" % big if proto == 3 else b"$%d\r\n%s\r\n" % (len(big), big)
-    mapping = value[b"map"]
+    mapping = rawget(value, b"map")
     if lua_type(mapping) == "table":
         parts = []
         for key, item in mapping.items():
-            parts.append(lua_to_reply(key, proto, script_resp, depth + 1))
-            parts.append(lua_to_reply(item, proto, script_resp, depth + 1))
+            parts.append(lua_to_reply(key, proto, script_resp, rawget, depth + 1))
+            parts.append(lua_to_reply(item, proto, script_resp, rawget, depth + 1))
         n = len(parts) // 2
         return (b"%%%d\r\n" % n if proto == 3 else b"*%d\r\n" % (2 * n)) + b"".join(parts)
-    members = value[b"set"]
+    members = rawget(value, b"set")
     if lua_type(members) == "table":
-        parts = [lua_to_reply(key, proto, script_resp, depth + 1) for key in members.keys()]
+        parts = [lua_to_reply(key, proto, script_resp, rawget, depth + 1) for key in members.keys()]
         return (b"~%d\r\n" if proto == 3 else b"*%d\r\n") % len(parts) + b"".join(parts)
     parts = []
     i = 1
     while True:
-        item = value[i]
+        item = rawget(value, i)
         if item is None:
             break
-        parts.append(lua_to_reply(item, proto, script_resp, depth + 1))
+        parts.append(lua_to_reply(item, proto, script_resp, rawget, depth + 1))
         i += 1
     return b"*%d\r\n%s" % (len(parts), b"".join(parts))

@@ -24,12 +24,15 @@ from typing import Any, Callable
 
 import lupa.lua51 as lua51
 
+from ..admin.version import REDIS_VERSION
+
 # Instructions between two calls of the time-limit hook (Redis's value):
 # about 1 ms of a tight Lua loop here.
 HOOK_EVERY = 100000
 
 _BOOTSTRAP = r"""
-local pycall, pypcall, pyerror, pycheck, pylog, pysha1, pysetresp, bitops = ...
+local pycall, pypcall, pyerror, pycheck, pylog, pysha1, pysetresp, bitops,
+      version, version_num = ...
 local sethook, getinfo = debug.sethook, debug.getinfo
 -- The hook the script runs under. Lua 5.1 keeps a hook per thread: every
 -- coroutine the script creates gets it too (coroutine.create/wrap below),
@@ -54,12 +57,20 @@ local function freeze(lib)
 end
 
 local G = {}
+-- While FUNCTION LOAD runs a library's body, its globals are the library
+-- API (LIB: only ``redis.register_function``, ``redis.log``, the log
+-- levels and the version); the functions it registered see G when they
+-- run (Redis swaps the __index of the globals' metatable the same way).
+local LIB = {}
+local loading = nil  -- the registrations of the library being loaded
+local function nonexistent(name)
+  error("Script attempted to access nonexistent global variable '" .. tostring(name) .. "'", 3)
+end
 local env = setmetatable({}, {
   __index = function(_, name)
-    local v = G[name]
-    if v == nil then
-      error("Script attempted to access nonexistent global variable '" .. tostring(name) .. "'", 2)
-    end
+    local v
+    if loading then v = LIB[name] else v = G[name] end
+    if v == nil then nonexistent(name) end
     return v
   end,
   __newindex = refuse,
@@ -160,6 +171,7 @@ local redis = {
   breakpoint = function() return false end,
   debug = function() end,
   LOG_DEBUG = 0, LOG_VERBOSE = 1, LOG_NOTICE = 2, LOG_WARNING = 3,
+  REDIS_VERSION = version, REDIS_VERSION_NUM = version_num,
   REPL_NONE = 0, REPL_AOF = 1, REPL_SLAVE = 2, REPL_REPLICA = 2, REPL_ALL = 3,
 }
 G.redis = freeze(redis)
@@ -172,7 +184,7 @@ local function handler(err)
   for level = 2, 40 do
     local i = getinfo(level, "nSl")
     if i == nil then break end
-    if i.source == "@user_script" then info = i break end
+    if i.source == "@user_script" or i.source == "@user_function" then info = i break end
   end
   if type(err) == "userdata" then
     err = {err = pyerror(err)}  -- a ScriptError raised by redis.call
@@ -201,6 +213,139 @@ local function hook()
   end
 end
 
+-- ------------------------------------------------------------ functions
+-- redis.register_function, as function_lua.c: the positional form
+-- (name, callback) or one table of named arguments (function_name,
+-- callback, description, flags; keys case-insensitive).  Errors are
+-- Redis's texts, raised as {err=...} (luaPushError).
+local FLAGS = {["no-writes"] = 1, ["allow-oom"] = 2, ["allow-stale"] = 4,
+               ["no-cluster"] = 8, ["allow-cross-slot-keys"] = 16}
+local lower, find = string.lower, string.find
+local function fail(msg) error({err = "ERR " .. msg}) end
+local function is_string(v) return type(v) == "string" or type(v) == "number" end
+local function read_flags(t)
+  local flags, j = 0, 1
+  while true do
+    local v = t[j]
+    if v == nil then return flags end
+    if not is_string(v) then return nil end
+    local bit = FLAGS[lower(tostring(v))]
+    if bit == nil then return nil end
+    if flags % (2 * bit) < bit then flags = flags + bit end
+    j = j + 1
+  end
+end
+local function register_function(...)
+  if not loading then
+    fail("redis.register_function can only be called on FUNCTION LOAD command")
+  end
+  local n = select("#", ...)
+  if n < 1 or n > 2 then fail("wrong number of arguments to redis.register_function") end
+  local name, callback, desc, flags = nil, nil, nil, 0
+  if n == 1 then
+    local args = ...
+    if type(args) ~= "table" then
+      fail("calling redis.register_function with a single argument is only applicable "
+           .. "to Lua table (representing named arguments).")
+    end
+    for k, v in pairs(args) do
+      if not is_string(k) then
+        fail("named argument key given to redis.register_function is not a string")
+      end
+      local key = lower(tostring(k))
+      if key == "function_name" then
+        if not is_string(v) then
+          fail("function_name argument given to redis.register_function must be a string")
+        end
+        name = tostring(v)
+      elseif key == "description" then
+        if not is_string(v) then
+          fail("description argument given to redis.register_function must be a string")
+        end
+        desc = tostring(v)
+      elseif key == "callback" then
+        if type(v) ~= "function" then
+          fail("callback argument given to redis.register_function must be a function")
+        end
+        callback = v
+      elseif key == "flags" then
+        if type(v) ~= "table" then
+          fail("flags argument to redis.register_function must be a table representing function flags")
+        end
+        flags = read_flags(v)
+        if flags == nil then fail("unknown flag given") end
+      else
+        fail("unknown argument given to redis.register_function")
+      end
+    end
+    if name == nil then fail("redis.register_function must get a function name argument") end
+    if callback == nil then fail("redis.register_function must get a callback argument") end
+  else
+    local a, b = ...
+    if not is_string(a) then fail("first argument to redis.register_function must be a string") end
+    if type(b) ~= "function" then fail("second argument to redis.register_function must be a function") end
+    name, callback = tostring(a), b
+  end
+  if name == "" or find(name, "[^%w_]") then
+    fail("Library names can only contain letters, numbers, or underscores(_) "
+         .. "and must be at least one character long")
+  end
+  if loading.names[name] then fail("Function already exists in the library") end
+  loading.names[name] = true
+  local registered = loading.functions
+  registered[#registered + 1] = {name, callback, desc or false, flags}
+end
+
+-- The library API: globals while a library's body runs.  Its ``redis``
+-- answers a missing field as a missing global (register_function's
+-- context has no redis.call).
+local lib_redis = {register_function = register_function, log = redis.log,
+  LOG_DEBUG = 0, LOG_VERBOSE = 1, LOG_NOTICE = 2, LOG_WARNING = 3,
+  REDIS_VERSION = version, REDIS_VERSION_NUM = version_num}
+local lib_redis_proxy = setmetatable({}, {
+  __index = function(_, name)
+    local v = lib_redis[name]
+    if v == nil then nonexistent(name) end
+    return v
+  end,
+  __newindex = refuse, __metatable = false})
+readonly[lib_redis_proxy] = true
+LIB.redis = lib_redis_proxy
+
+local function load_timeout()
+  local running = getinfo(2, "S")
+  if running == nil or running.source ~= "=sandbox" then
+    error({err = "ERR FUNCTION LOAD timeout"})
+  end
+end
+
+-- FUNCTION LOAD: compile a library's body and run it with the library
+-- API as its globals; ``expired()`` (every HOOK_EVERY instructions) says
+-- when its time is up.  Returns the registrations {name, callback,
+-- description or false, flags}, or nil and the error text.
+local function load_library(body, expired)
+  local f, err = loadstring(body, "@user_function")
+  if not f then return nil, "Error compiling function: " .. err end
+  setfenv(f, env)
+  loading = {names = {}, functions = {}}
+  set_hook(function() if expired() then set_hook(load_timeout, 1) load_timeout() end end,
+           __HOOK_EVERY__)
+  local ok, result = pcall(f)
+  set_hook(nil, 0)
+  local registered = loading.functions
+  loading = nil
+  if not ok then
+    local msg
+    if type(result) == "table" and type(result.err) == "string" then
+      msg = result.err
+    else
+      msg = "ERR " .. tostring(result)
+    end
+    return nil, "Error registering functions: " .. msg
+  end
+  return registered, false
+end
+
 local function compile(body)
   local f, err = loadstring(body, "@user_script")
   if f then setfenv(f, env) end
@@ -216,7 +361,16 @@ local function run(f, keys, argv)
   return ok, result
 end
 
-return compile, run
+-- FCALL: a registered function gets the keys and the arguments as its
+-- two arguments (no KEYS/ARGV globals).
+local function call_function(f, keys, argv)
+  set_hook(hook, __HOOK_EVERY__)
+  local ok, result = xpcall(function() return f(keys, argv) end, handler)
+  set_hook(nil, 0)
+  return ok, result
+end
+
+return compile, run, load_library, call_function
 """
 
 
@@ -278,8 +432,12 @@ class Sandbox:
                                     attribute_filter=_only_err)
         code = _BOOTSTRAP.replace("__HOOK_EVERY__", str(HOOK_EVERY)).encode()
         chunk = self.lua.eval(b"loadstring")(code, b"=sandbox")
-        self._compile, self._run = chunk(call, pcall, _error_text, check, log, sha1, setresp,
-                                          _bit_ops(self.lua))
+        major, minor, patch = (int(part) for part in REDIS_VERSION.split("."))
+        (self._compile, self._run, self._load_library,
+         self._call_function) = chunk(call, pcall, _error_text, check, log, sha1, setresp,
+                                      _bit_ops(self.lua), REDIS_VERSION.encode(),
+                                      (major << 16) | (minor << 8) | patch)
+        self.rawget = self.lua.eval(b"rawget")  # (lua_convert reads results with it)
         # Nothing outside the sandbox's upvalues keeps these any more.
         globals_ = self.lua.globals()
         for name in (b"os", b"io", b"debug", b"package", b"require", b"dofile",
@@ -295,6 +453,24 @@ class Sandbox:
     def run(self, f: Any, keys: list[bytes], argv: list[bytes]) -> tuple[bool, Any]:
         outcome: tuple[bool, Any] = self._run(f, self.lua.table_from(keys),
                                               self.lua.table_from(argv))
+        return outcome
+
+    def load_library(self, body: bytes, expired: Callable[[], bool]) -> list[Any]:
+        """Run a library's body (FUNCTION LOAD): its registrations as
+        ``(name, callback, description or None, flags)``; raises
+        ``ScriptCompileError`` with Redis's text if it fails."""
+        registered, err = self._load_library(body, expired)
+        if registered is None:
+            raise ScriptCompileError(err)
+        out = []
+        for i in range(1, len(registered) + 1):
+            name, callback, desc, flags = (registered[i][j] for j in (1, 2, 3, 4))
+            out.append((name, callback, None if desc is False else desc, int(flags)))
+        return out
+
+    def call_function(self, f: Any, keys: list[bytes], argv: list[bytes]) -> tuple[bool, Any]:
+        outcome: tuple[bool, Any] = self._call_function(f, self.lua.table_from(keys),
+                                                        self.lua.table_from(argv))
         return outcome
 
     def table(self, items: Any) -> Any:

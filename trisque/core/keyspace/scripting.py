@@ -41,6 +41,7 @@ from .transactions import Atomic
 
 if TYPE_CHECKING:
     from ..node import Node
+    from .functions import Functions
     from ..command import Command
 
 COMMANDS = Commands(keys=(1, 1, 1))  # the keyspace's: group generic, the key at argv[1]
@@ -49,6 +50,8 @@ key_command = COMMANDS.command
 NOSCRIPT = "NOSCRIPT No matching script. Please use EVAL."
 BUSY = ("BUSY Redis is busy running a script. You can only call SCRIPT KILL "
         "or SHUTDOWN NOSAVE.")
+BUSY_FUNCTION = ("BUSY Redis is busy running a script. You can only call FUNCTION KILL "
+                 "or SHUTDOWN NOSAVE.")
 NOTBUSY = "NOTBUSY No scripts in execution right now."
 UNKILLABLE = ("UNKILLABLE Sorry the script already executed write commands "
               "against the dataset. You can either wait the script termination "
@@ -69,10 +72,11 @@ LOG_LEVELS = ("debug", "verbose", "notice", "warning")
 
 
 class ScriptRun:
-    """The script running now (``Scripting.running``)."""
+    """The script running now (``Scripting.running``): an EVAL's, or a
+    function's (FCALL: ``function`` set, its name in ``sha``)."""
 
     __slots__ = ("sha", "client", "caller", "start_s", "busy", "killed",
-                 "wrote", "readonly", "resp")
+                 "wrote", "readonly", "resp", "function", "allow_oom", "argv")
 
     def __init__(self, sha: bytes, client: Client, caller: Client, start_s: float,
                  readonly: bool) -> None:
@@ -83,8 +87,11 @@ class ScriptRun:
         self.busy = False  # past the time limit: others get -BUSY
         self.killed = False  # SCRIPT KILL (or SHUTDOWN NOSAVE) asked
         self.wrote = False  # ran a write command: SCRIPT KILL refused
-        self.readonly = readonly  # EVAL_RO / EVALSHA_RO
+        self.readonly = readonly  # EVAL_RO / EVALSHA_RO, FCALL_RO, no-writes
         self.resp = 2  # redis.setresp
+        self.function = False  # FCALL: FUNCTION KILL, not SCRIPT KILL
+        self.allow_oom = False  # the allow-oom flag: no OOM check in redis.call
+        self.argv: list[bytes] = []  # the caller's command (FUNCTION STATS)
 
 
 class Scripting:
@@ -95,8 +102,12 @@ class Scripting:
         self.scripts: dict[bytes, tuple[bytes, Any]] = {}  # sha -> (body, function)
         self.running: ScriptRun | None = None
         self.sandbox = self._new_sandbox()
+        self.lua = self.sandbox  # the Lua state of the script running (tables for its replies)
+        self.functions: Functions | None = None  # FUNCTION's libraries (functions.py)
 
     def _new_sandbox(self) -> Sandbox:
+        """A Lua state whose redis.call runs on this engine (EVAL's; the
+        functions have one of their own, see functions.py)."""
         return Sandbox(self._call, self._pcall, self._check, self._log, _sha1hex,
                        self._setresp)
 
@@ -120,22 +131,33 @@ class Scripting:
     # --------------------------------------------------------------- run
 
     def run(self, caller: Client, sha: bytes, function: Any, keys: list[bytes],
-            argv: list[bytes], readonly: bool) -> bytes:
+            argv: list[bytes], readonly: bool, fcall: Sandbox | None = None,
+            allow_oom: bool = False, command: list[bytes] | None = None) -> bytes:
+        """Run an EVAL's script, or (``fcall``: the functions' sandbox) a
+        registered function named ``sha``."""
         node = self.node
         client = Client(0)
         client.authenticated = True
         client.db = caller.db
         client.addr = caller.addr
         run = self.running = ScriptRun(sha, client, caller, node.clock(), readonly)
+        if fcall is not None:
+            run.function = True
+            run.allow_oom = allow_oom
+            run.argv = command or []
+        self.lua = fcall or self.sandbox
         try:
             with Atomic(node) as atomic:
-                ok, result = self.sandbox.run(function, keys, argv)
+                if fcall is not None:
+                    ok, result = fcall.call_function(function, keys, argv)
+                else:
+                    ok, result = self.sandbox.run(function, keys, argv)
                 # killed although it wrote: SHUTDOWN NOSAVE, drop it on load
                 atomic.abandoned = run.killed and run.wrote
         finally:
             self.running = None
         if ok:
-            return lua_to_reply(result, caller.proto, run.resp)
+            return lua_to_reply(result, caller.proto, run.resp, self.lua.rawget)
         return _error_reply(result, sha)
 
     def _call(self, *argv: Any) -> Any:
@@ -143,11 +165,11 @@ class Scripting:
         reply = self._command(argv)
         if reply[:1] == b"-":
             raise ScriptError(reply[1:-2])
-        return reply_to_lua(reply, self.sandbox)[1]
+        return reply_to_lua(reply, self.lua)[1]
 
     def _pcall(self, *argv: Any) -> Any:
         """redis.pcall: errors come back as {err=...}."""
-        return reply_to_lua(self._command(argv), self.sandbox)[1]
+        return reply_to_lua(self._command(argv), self.lua)[1]
 
     def _command(self, argv: tuple[Any, ...]) -> bytes:
         """Check and run one command of a script; its encoded reply."""
@@ -179,7 +201,7 @@ class Scripting:
                 return b"-ERR Write commands are not allowed from read-only scripts.\r\n"
             if node.log.failing:
                 return resp.error("MISCONF Errors writing to the AOF file: " + node.log.failing)
-        if (command.deny_oom and not run.wrote and node.config.maxmemory
+        if (command.deny_oom and not run.wrote and not run.allow_oom and node.config.maxmemory
                 and node.used_memory >= node.config.maxmemory):
             return resp.error(OOM)
         if write:
@@ -200,8 +222,9 @@ class Scripting:
             run.busy = True
             self._log(3, b"Slow script detected: still in execution after %d "
                       b"milliseconds. You can try killing the script using the "
-                      b"SCRIPT KILL command. Script name is: %s."
-                      % (int((node.clock() - run.start_s) * 1000), run.sha))
+                      b"%s command. Script name is: %s."
+                      % (int((node.clock() - run.start_s) * 1000),
+                         b"FUNCTION KILL" if run.function else b"SCRIPT KILL", run.sha))
         if node.on_busy is not None:
             node.on_busy()
         return run.killed
@@ -264,19 +287,37 @@ def execute_while_busy(node: Node, client: Client, argv: list[bytes]) -> None:
     (the shell calls this from inside the Lua hook): -BUSY, except
     SCRIPT KILL, SHUTDOWN NOSAVE and the commands Redis allows then."""
     command = command_of(node, argv[0])
+    run = node.scripting.running if node.scripting else None
     if command is not None:
         name = command.name
         sub = argv[1].upper() if len(argv) > 1 else b""
         if (name in ALLOWED_WHILE_BUSY
                 or (name == "SCRIPT" and sub == b"KILL")
+                or (name == "FUNCTION" and sub in (b"KILL", b"STATS"))
                 or (name == "SHUTDOWN" and b"NOSAVE" in (a.upper() for a in argv[1:]))):
-            if name == "SHUTDOWN":
-                run = node.scripting.running if node.scripting else None
-                if run is not None:
-                    run.killed = True  # ends the script even if it wrote
+            if name == "SHUTDOWN" and run is not None:
+                run.killed = True  # ends the script even if it wrote
             node.execute(client, argv)
             return
-    node._reply_error(client, BUSY, command)
+    node._reply_error(client, BUSY_FUNCTION if run is not None and run.function else BUSY,
+                      command)
+
+
+def kill(node: Node, by_script_kill: bool) -> bytes:
+    """SCRIPT KILL (``by_script_kill``) or FUNCTION KILL, as script.c's
+    scriptKill: each kills only its own kind of script."""
+    engine = node.scripting
+    run = engine.running if engine is not None else None
+    if run is None or not run.busy:
+        raise CommandError(NOTBUSY)
+    if run.wrote:
+        raise CommandError(UNKILLABLE)
+    if by_script_kill and run.function:
+        raise CommandError(BUSY_FUNCTION)
+    if not by_script_kill and not run.function:
+        raise CommandError(BUSY)
+    run.killed = True
+    return resp.OK
 
 
 # ------------------------------------------------------------- commands
@@ -357,13 +398,7 @@ def script(node: Node, client: Client, argv: list[bytes]) -> bytes:
         engine.flush()
         return resp.OK
     if sub == b"KILL":
-        run = engine.running
-        if run is None or not run.busy:
-            raise CommandError(NOTBUSY)
-        if run.wrote:
-            raise CommandError(UNKILLABLE)
-        run.killed = True
-        return resp.OK
+        return kill(node, by_script_kill=True)
     return resp.encode([
         "SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
         "EXISTS <sha1> [<sha1> ...]",

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Iterator
 
 from ...core.client import Client
+from ...core.keyspace.functions import functions
 from ...core.table import KEYSPACE_RECORDS
 
 from . import load as aof_load, rewrite as aof_rewrite
@@ -32,6 +33,12 @@ def key_snapshot(node: Node) -> Iterator[bytes]:
     return node.keyspace.snapshot()
 
 
+def function_snapshot(node: Node) -> Iterator[bytes]:
+    """The FUNCTION libraries, before the keys (as Redis's RDB preamble)."""
+    return functions(node).snapshot()
+
+
 for _name in KEYSPACE_RECORDS:
     aof_load.REPLAY[_name] = replay_key_record
+aof_rewrite.SNAPSHOT_SOURCES.append(function_snapshot)
 aof_rewrite.SNAPSHOT_SOURCES.append(key_snapshot)
