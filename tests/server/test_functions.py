@@ -14,6 +14,7 @@ import redis
 
 from tests.harness import wait_for
 from tests.server.conftest import REDIS_SERVER
+from tests.server.util import Raw
 
 LIB = ("#!lua name=%s\n"
        "local function key(keys) return keys[1] or 'k' end\n"
@@ -265,3 +266,20 @@ def test_redis_cli_loads_a_library_from_a_file(shared, tmp_path):
         pytest.skip("redis-cli not installed")
     assert result.stdout.strip() == b"cli"
     assert client.execute_command("FCALL", "cli_set", 1, "z", "1") == b"OK"
+
+
+@pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server not installed")
+def test_command_getkeys_as_redis(shared, redis_port):
+    # (FCALL's and EVAL's keys are counted by numkeys; Redis's unit/functions checks it)
+    cases = [["fcall", "f", "1", "x", "foo"], ["fcall_ro", "f", "2", "a", "b", "c"],
+             ["eval", "return 1", "0"], ["eval", "return 1", "1", "k"],
+             ["evalsha_ro", "ab", "3", "a"], ["get", "k"], ["mset", "a", "1", "b", "2"],
+             ["del", "a", "b", "c"], ["nosuch", "a"], ["ping", "x"], ["get"], ["set", "k"]]
+    ours, theirs = Raw(shared.port), Raw(redis_port)
+    for case in cases:
+        replies = []
+        for conn in (ours, theirs):
+            conn.send_command("COMMAND", "GETKEYS", *case)
+            reply = conn.reply()
+            replies.append(str(reply) if isinstance(reply, Exception) else reply)
+        assert replies[0] == replies[1], case
