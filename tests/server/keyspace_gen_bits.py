@@ -149,4 +149,64 @@ BITS: list[Gen] = [
                                  [b"BITOP", b"AND", bkey(rng)], [b"GETBIT", bkey(rng)]]),
 ]
 
-GENERATORS: dict[str, list[Gen]] = {"setup": SETUP, "bits": BITS}
+# ---------------------------------------------------------- HyperLogLog
+
+
+def elements(rng: random.Random) -> list[bytes]:
+    """A few elements from a pool, or many fresh ones (up to the dense
+    encoding: a sparse HLL of ~3000 bytes holds ~1000 to 1500)."""
+    if rng.random() < 0.85:
+        return [rng.choice(ELEMENTS) for _ in range(rng.randint(0, 5))]
+    base = rng.randint(0, 10 ** 6)
+    return [b"e%d" % (base + i) for i in range(rng.choice([10, 50, 200, 600, 1500, 4000]))]
+
+
+def gen_pfadd(rng: random.Random, now_s: int) -> list[bytes]:
+    return [b"PFADD", hkey(rng)] + elements(rng)
+
+
+def gen_pfcount(rng: random.Random, now_s: int) -> list[bytes]:
+    return [b"PFCOUNT"] + [hkey(rng) for _ in range(rng.choice([1, 1, 1, 2, 3]))]
+
+
+def gen_pfmerge(rng: random.Random, now_s: int) -> list[bytes]:
+    return [b"PFMERGE"] + [hkey(rng) for _ in range(rng.choice([1, 2, 2, 3, 4]))]
+
+
+def gen_pfdebug(rng: random.Random, now_s: int) -> list[bytes]:
+    sub = rng.choice([b"ENCODING", b"encoding", b"DECODE", b"TODENSE", b"GETREG", b"BOGUS"])
+    if sub in (b"TODENSE", b"GETREG") and rng.random() < 0.7:
+        sub = b"ENCODING"  # (a dense HLL stays dense: keep the sparse ones around)
+    return [b"PFDEBUG", sub, rng.choice([hkey(rng)] + BAD_KEYS)]
+
+
+def gen_corrupt(rng: random.Random, now_s: int) -> list[bytes]:
+    """A bad key: an HLL, then changed under it (its length, magic,
+    encoding, registers or cache)."""
+    key = rng.choice(BAD_KEYS)
+    if rng.random() < 0.35:
+        return [b"PFADD", key] + elements(rng)
+    if rng.random() < 0.15:
+        return [b"APPEND", key, rng.choice([b"x", b"hello", b"\x00", b"\x80\x7f"])]
+    pos = rng.choice([0, 4, 4, 8, 15, 16, 16, 17, 18, 19, 20, 30, 100, 1000])
+    byte = bytes([rng.choice([0, 1, 0x3F, 0x40, 0x7F, 0x80, 0xFE, 0xFF, rng.randrange(256)])])
+    return [b"SETRANGE", key, b"%d" % pos, byte]
+
+
+def gen_read_bad(rng: random.Random, now_s: int) -> list[bytes]:
+    key = rng.choice(BAD_KEYS)
+    return rng.choice([[b"PFCOUNT", key], [b"PFCOUNT", key, hkey(rng)],
+                       [b"PFMERGE", rng.choice([b"h3", key]), key],
+                       [b"PFDEBUG", b"DECODE", key], [b"PFDEBUG", b"ENCODING", key]])
+
+
+HLL: list[Gen] = [
+    gen_pfadd, gen_pfadd, gen_pfadd, gen_pfadd, gen_pfcount, gen_pfcount, gen_pfcount,
+    gen_pfmerge, gen_pfdebug, gen_corrupt, gen_corrupt, gen_read_bad, gen_read_bad,
+    lambda rng, now: [b"GETRANGE", hkey(rng), b"0", b"20"],
+    lambda rng, now: [b"CONFIG", b"SET", b"hll-sparse-max-bytes",
+                      rng.choice([b"3000", b"3000", b"300", b"100", b"0", b"20000"])],
+    lambda rng, now: rng.choice([[b"PFCOUNT"], [b"PFDEBUG", b"ENCODING"], [b"PFSELFTEST", b"x"]]),
+]
+
+GENERATORS: dict[str, list[Gen]] = {"setup": SETUP, "bits": BITS, "hll": HLL}

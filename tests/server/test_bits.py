@@ -65,3 +65,34 @@ def test_maxmemory_refuses_a_growing_bitmap(make_server):
     assert c.delete("b") == 1
     c.config_set("maxmemory", 0)
     assert c.setbit("b", 8 * 500000, 1) == 0
+
+
+def test_hyperloglog_as_redis_py_sees_it(any_c):
+    c = any_c
+    assert c.pfadd("h1", "a", "b", "c") == 1 and c.pfadd("h1", "a") == 0
+    assert c.pfadd("h2", *[f"e{i}" for i in range(5000)]) == 1
+    assert c.pfcount("h1") == 3 and 4900 < c.pfcount("h2") < 5100
+    assert c.pfmerge("h3", "h1", "h2") is True
+    assert c.pfcount("h3") == c.pfcount("h1", "h2")
+    assert c.get("h1")[:4] == b"HYLL" and c.strlen("h2") == 12304
+    assert c.execute_command("PFDEBUG", "ENCODING", "h1") in (b"sparse", "sparse")
+    assert c.config_get("hll-sparse-max-bytes") == {"hll-sparse-max-bytes": "3000"}
+    c.set("s", "x")
+    with pytest.raises(redis.ResponseError, match="^WRONGTYPE Key is not a valid HyperLogLog string value.$"):
+        c.pfcount("s")
+
+
+def test_hyperloglogs_come_back_byte_for_byte(make_server):
+    srv = make_server(config="appendonly yes\nappendfsync always\n")
+    c = srv.client()
+    c.pfadd("sparse", "a", "b", "c")
+    c.pfcount("sparse")  # writes its cache into the header
+    c.pfadd("dense", *[f"e{i}" for i in range(3000)])
+    c.pfmerge("merged", "sparse", "dense")
+    c.pfadd("promoted", "x")
+    c.execute_command("PFDEBUG", "TODENSE", "promoted")
+    expected = {k: c.get(k) for k in ("sparse", "dense", "merged", "promoted")}
+    assert expected["sparse"][15] == 0 and expected["merged"][4] == 0
+    srv.restart()
+    c = srv.client()
+    assert {k: c.get(k) for k in expected} == expected

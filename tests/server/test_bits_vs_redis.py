@@ -45,3 +45,18 @@ def test_bit_commands_same_as_redis(make_server, redis_port, seed, proto):
     finally:
         ours.close()
         theirs.close()
+
+
+@pytest.mark.parametrize("proto", [2, 3])
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_hyperloglog_same_as_redis(make_server, redis_port, seed, proto):
+    srv = make_server()
+    ours, theirs = Conn(srv.port, proto), Conn(redis_port, proto)
+    try:
+        theirs.call([b"FLUSHALL"])
+        theirs.call([b"CONFIG", b"SET", b"hll-sparse-max-bytes", b"3000"])
+        differences = run_stream(ours, theirs, ["setup", "hll"], seed * 10 + proto, 1500)
+        assert not differences, "\n".join(map(repr, differences[:30]))
+    finally:
+        ours.close()
+        theirs.close()

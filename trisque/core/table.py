@@ -13,7 +13,7 @@ from .jobs import commands_jobs, commands_queues
 from .keyspace import commands_db, commands_hashes, commands_keys, commands_lists
 from .keyspace import commands_sets, commands_strings, commands_transactions
 from .keyspace import commands_zsets, commands_zsets_blocking, functions, scripting
-from .keyspace import commands_bits
+from .keyspace import commands_bits, commands_hyperloglog
 
 __all__ = ["COMMANDS", "KEYSPACE", "KEYSPACE_RECORDS", "LISTS"]
 
@@ -22,7 +22,7 @@ KEYSPACE: tuple[Commands, ...] = (
     commands_lists.COMMANDS, commands_hashes.COMMANDS, commands_sets.COMMANDS,
     commands_zsets.COMMANDS, commands_zsets_blocking.COMMANDS,
     commands_transactions.COMMANDS, scripting.COMMANDS, functions.COMMANDS,
-    commands_bits.COMMANDS)
+    commands_bits.COMMANDS, commands_hyperloglog.COMMANDS)
 
 LISTS: tuple[Commands, ...] = (
     commands_jobs.COMMANDS, commands_queues.COMMANDS, commands_server.COMMANDS, *KEYSPACE)

@@ -248,6 +248,9 @@ DIRECTIVES = [
     # queues after GETJOB's FROM: each is created and watched
     Directive("getjob-max-queues", "int", 1024, low=1,
               doc="Most queues one GETJOB FROM may name."),
+    # a sparse HyperLogLog that would grow past this turns dense (Redis's)
+    Directive("hll-sparse-max-bytes", "memory", 3000, low=0,
+              doc="Largest sparse HyperLogLog string; one that would grow past it turns dense (12304 bytes)."),
     Directive("appendonly", "bool", False,
               doc="Log every job change to the append-only file and reload it at start."),
     Directive("appendfilename", "str", "disque.aof", runtime=False,
@@ -373,6 +376,7 @@ class Config:
     client_query_buffer_limit: int
     max_job_size: int
     getjob_max_queues: int
+    hll_sparse_max_bytes: int
     appendonly: bool
     appendfilename: str
     appendfsync: str
