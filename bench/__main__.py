@@ -4,7 +4,8 @@ python -m bench loaded [-n REQUESTS] [--rounds R] [--jobs N] [--disque PATH]
 python -m bench keyspace [-n REQUESTS] [--rounds R] [--part all|throughput|memory]
 python -m bench hostile [--rounds R] [--garbage-mb M] [--idle N]
 python -m bench latency [--seconds S] [--rates 0.1,0.5,0.8] [--disque PATH] [--plot FILE]
-python -m bench scale [--part all|connections|queues|nodes|bus-model]"""
+python -m bench scale [--part all|connections|queues|nodes|bus-model]
+python -m bench functions [-n REQUESTS]"""
 
 import argparse
 import sys
@@ -15,6 +16,10 @@ def main(argv=None):
     if argv[:1] == ["latency"]:  # their own options (bench/latency.py, bench/scale.py)
         from . import latency
         latency.main(argv[1:])
+        return
+    if argv[:1] == ["functions"]:
+        from . import functions
+        functions.main(argv[1:])
         return
     if argv[:1] == ["scale"]:
         from . import scale

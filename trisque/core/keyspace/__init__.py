@@ -34,6 +34,9 @@ Modules (one concept each):
 - ``scripting.py``: EVAL*, SCRIPT, the time limit and SCRIPT KILL;
   ``lua_sandbox.py``: the Lua 5.1 state and its sandbox;
   ``lua_convert.py``: Redis's Lua<->RESP conversions.
+- ``functions.py``: FUNCTION and FCALL (libraries on the same Lua engine,
+  their AOF records, rewrite and memory); ``function_payload.py``:
+  FUNCTION DUMP's payload (Redis's format).
 - The shell side: ``server/aof/keys.py`` hooks replay and rewrite
   into the AOF.
 

@@ -352,7 +352,17 @@ local function compile(body)
   return f, err
 end
 
-local function run(f, keys, argv)
+-- Keys and arguments come as varargs (nkeys, keys..., args...): cheaper
+-- than two tables made by Python (lupa's table_from costs ~6 us each).
+local function split(nkeys, ...)
+  local all, keys, argv = {...}, {}, {}
+  for i = 1, nkeys do keys[i] = all[i] end
+  for i = nkeys + 1, select("#", ...) do argv[i - nkeys] = all[i] end
+  return keys, argv
+end
+
+local function run(f, nkeys, ...)
+  local keys, argv = split(nkeys, ...)
   G.KEYS = keys
   G.ARGV = argv
   set_hook(hook, __HOOK_EVERY__)
@@ -363,7 +373,8 @@ end
 
 -- FCALL: a registered function gets the keys and the arguments as its
 -- two arguments (no KEYS/ARGV globals).
-local function call_function(f, keys, argv)
+local function call_function(f, nkeys, ...)
+  local keys, argv = split(nkeys, ...)
   set_hook(hook, __HOOK_EVERY__)
   local ok, result = xpcall(function() return f(keys, argv) end, handler)
   set_hook(nil, 0)
@@ -451,8 +462,7 @@ class Sandbox:
         return f
 
     def run(self, f: Any, keys: list[bytes], argv: list[bytes]) -> tuple[bool, Any]:
-        outcome: tuple[bool, Any] = self._run(f, self.lua.table_from(keys),
-                                              self.lua.table_from(argv))
+        outcome: tuple[bool, Any] = self._run(f, len(keys), *keys, *argv)
         return outcome
 
     def load_library(self, body: bytes, expired: Callable[[], bool]) -> list[Any]:
@@ -469,8 +479,7 @@ class Sandbox:
         return out
 
     def call_function(self, f: Any, keys: list[bytes], argv: list[bytes]) -> tuple[bool, Any]:
-        outcome: tuple[bool, Any] = self._call_function(f, self.lua.table_from(keys),
-                                                        self.lua.table_from(argv))
+        outcome: tuple[bool, Any] = self._call_function(f, len(keys), *keys, *argv)
         return outcome
 
     def table(self, items: Any) -> Any:
