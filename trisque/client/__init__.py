@@ -14,6 +14,7 @@ The public names are below; docs/client.md is the guide.
 """
 
 from trisque.client.aio import AsyncClient
+from trisque.client.async_worker import AsyncWorker
 from trisque.client.errors import (
     AuthenticationError, BadJobIdError, LeavingError, LoadingError, NodeError,
     NodeTimeoutError, NoJobError, NoNodeAvailableError, NoReplicationError,
@@ -22,11 +23,12 @@ from trisque.client.errors import (
 )
 from trisque.client.replies import Hello, HelloNode, Job, JobState, QueueStats
 from trisque.client.sync import Client
+from trisque.client.worker import Worker
 
 __all__ = [
-    "AsyncClient", "AuthenticationError", "BadJobIdError", "Client", "Hello", "HelloNode", "Job", "JobState",
+    "AsyncClient", "AsyncWorker", "AuthenticationError", "BadJobIdError", "Client", "Hello", "HelloNode", "Job", "JobState",
     "LeavingError", "LoadingError", "NoJobError", "NoNodeAvailableError", "NoReplicationError",
     "NodeError", "NodeTimeoutError", "OutOfMemoryError", "PersistenceError", "ProtocolError",
     "QueueFullError", "QueuePausedError", "QueueStats", "ReplyError", "TooLateError",
-    "TrisqueError",
+    "TrisqueError", "Worker",
 ]
