@@ -134,8 +134,11 @@ for unit in "${UNITS[@]}"; do
     fi
     # setsid: timeout and runtest's test server and client in one group,
     # ended together on interruption
+    # --baseport: runtest's own test server listens near it (default 21079,
+    # which another run at the same time would hold)
+    base=$(( 23032 + RANDOM % 6000 ))
     ( cd "$WORK" && exec setsid env TERM=dumb timeout -k 15 "$UNIT_TIMEOUT" ./runtest \
-        --host 127.0.0.1 --port "$port" --single "unit/$unit" \
+        --host 127.0.0.1 --port "$port" --single "unit/$unit" --baseport "$base" \
         --tags -needs:debug --tags -needs:repl --tags -needs:save ) > "$log" 2>&1 < /dev/null &
     RUN_PID=$!
     wait "$RUN_PID"

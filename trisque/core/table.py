@@ -14,6 +14,7 @@ from .keyspace import commands_db, commands_hashes, commands_keys, commands_list
 from .keyspace import commands_sets, commands_strings, commands_transactions
 from .keyspace import commands_zsets, commands_zsets_blocking, functions, scripting
 from .keyspace import commands_bits, commands_hyperloglog
+from .keyspace import commands_copy, commands_memory, commands_sort
 
 __all__ = ["COMMANDS", "KEYSPACE", "KEYSPACE_RECORDS", "LISTS"]
 
@@ -22,7 +23,8 @@ KEYSPACE: tuple[Commands, ...] = (
     commands_lists.COMMANDS, commands_hashes.COMMANDS, commands_sets.COMMANDS,
     commands_zsets.COMMANDS, commands_zsets_blocking.COMMANDS,
     commands_transactions.COMMANDS, scripting.COMMANDS, functions.COMMANDS,
-    commands_bits.COMMANDS, commands_hyperloglog.COMMANDS)
+    commands_bits.COMMANDS, commands_hyperloglog.COMMANDS,
+    commands_copy.COMMANDS, commands_memory.COMMANDS, commands_sort.COMMANDS)
 
 LISTS: tuple[Commands, ...] = (
     commands_jobs.COMMANDS, commands_queues.COMMANDS, commands_server.COMMANDS, *KEYSPACE)

@@ -18,6 +18,7 @@ from ..client import REPLY_OFF, REPLY_ON, REPLY_SKIP, BlockedGet
 from .config import ConfigError
 from .version import VERSION
 from ..command import Command, Commands, unique_commands
+from ..command_keys import NO_MANDATORY_KEYS, key_positions
 
 if TYPE_CHECKING:
     from ..client import Client
@@ -183,35 +184,27 @@ def command_(node: Node, client: Client, argv: list[bytes]) -> bytes:
         return resp.encode(docs, client.proto)
     if sub == "LIST":
         return resp.encode([c.lname for c in commands], client.proto)
-    if sub == "GETKEYS" and len(argv) >= 3:
-        if len(argv) < 4:
+    if sub == "GETKEYS":
+        if len(argv) < 4:  # (command|getkeys: arity -4 in Redis 7.0)
             raise CommandError(errors.wrong_arity("command|getkeys"))
-        return resp.encode(_getkeys(node, argv[2:]), client.proto)
+        return _getkeys(node, argv[2:], client.proto)
     raise CommandError("ERR Unknown subcommand or wrong number of arguments.")
 
 
-# Commands whose keys are counted by their argument 2 (numkeys), as Redis's
-# key specs say: argv[3:3+numkeys], none if numkeys is not a count.
-_NUMKEYS_COMMANDS = frozenset(("EVAL", "EVALSHA", "EVAL_RO", "EVALSHA_RO", "FCALL", "FCALL_RO"))
-
-
-def _getkeys(node: Node, argv: list[bytes]) -> list[bytes]:
-    """COMMAND GETKEYS: the keys of ``argv`` by the table's key positions."""
-    c = node.table.get(argv[0]) or node.table.get(argv[0].upper())
-    if c is None:
+def _getkeys(node: Node, request: list[bytes], proto: int) -> bytes:
+    """COMMAND GETKEYS command arg...: the request's keys, Redis 7.0's errors."""
+    command = node.table.get(request[0].upper())
+    if command is None:
         raise CommandError("ERR Invalid command specified")
-    numkeys = c.name in _NUMKEYS_COMMANDS
-    if not numkeys and c.first_key == 0:
+    positions = key_positions(command, request)
+    if positions is None:
         raise CommandError("ERR The command has no key arguments")
-    if (c.arity > 0 and len(argv) != c.arity) or len(argv) < -c.arity:
+    arity = command.arity
+    if (arity > 0 and len(request) != arity) or len(request) < -arity:
         raise CommandError("ERR Invalid number of arguments specified for command")
-    if numkeys:
-        count = argv[2].decode("ascii", "replace")
-        if not count.isdigit() or int(count) > len(argv) - 3:
-            return []
-        return argv[3:3 + int(count)]
-    last = c.last_key if c.last_key >= 0 else len(argv) + c.last_key
-    return argv[c.first_key:last + 1:max(c.key_step, 1)]
+    if not positions and command.name not in NO_MANDATORY_KEYS:
+        raise CommandError("ERR Invalid arguments specified for command")
+    return resp.encode([request[i] for i in positions], proto)
 
 
 def _command_info(c: Command) -> list[object]:

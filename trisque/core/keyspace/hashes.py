@@ -65,6 +65,15 @@ def hash_records(key: bytes, frozen: object) -> list[list[bytes]]:
     return out
 
 
+def hash_copy(value: object) -> object:
+    assert isinstance(value, Hash)
+    out = Hash()
+    out.update(value)
+    out.nbytes = value.nbytes
+    out.big = value.big
+    return out
+
+
 HASH = ValueType("hash", (Hash, FrozenHash), hash_memory, hash_encoding, hash_freeze,
-                 hash_records)
+                 hash_records, hash_copy)
 register_type(HASH)

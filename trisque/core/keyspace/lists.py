@@ -407,6 +407,19 @@ def list_records(key: bytes, frozen: object) -> list[list[bytes]]:
             for i in range(0, len(frozen), REWRITE_BATCH)]
 
 
+def list_copy(value: object) -> object:
+    """The parts copied; packed nodes are shared (a node is never changed
+    in place: packing and unpacking replace it)."""
+    assert isinstance(value, List)
+    out = List()
+    out.head = list(value.head)
+    out.mid = list(value.mid)
+    out.tail = list(value.tail)
+    out.packed = value.packed
+    out.nbytes = value.nbytes
+    return out
+
+
 LIST = ValueType("list", (List, FrozenList), list_memory, list_encoding, list_freeze,
-                 list_records)
+                 list_records, list_copy)
 register_type(LIST)

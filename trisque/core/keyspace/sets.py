@@ -86,5 +86,15 @@ def set_records(key: bytes, frozen: object) -> list[list[bytes]]:
             for i in range(0, len(frozen), RECORD_MEMBERS)]
 
 
-SET = ValueType("set", (Set, FrozenSet), set_memory, set_encoding, set_freeze, set_records)
+def set_copy(value: object) -> object:
+    assert isinstance(value, Set)
+    out = Set()
+    out.update(value)
+    out.nbytes = value.nbytes
+    out.intset = value.intset
+    return out
+
+
+SET = ValueType("set", (Set, FrozenSet), set_memory, set_encoding, set_freeze, set_records,
+                set_copy)
 register_type(SET)

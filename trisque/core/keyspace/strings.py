@@ -39,6 +39,10 @@ def string_records(key: bytes, frozen: object) -> list[list[bytes]]:
     return [[b"SET", key, frozen]]
 
 
+def string_copy(value: object) -> object:
+    return bytearray(value) if type(value) is bytearray else value  # (bytes: immutable)
+
+
 STRING = ValueType("string", (bytes, bytearray), string_memory, string_encoding,
-                   string_freeze, string_records)
+                   string_freeze, string_records, string_copy)
 register_type(STRING)

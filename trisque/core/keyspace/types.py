@@ -15,7 +15,9 @@ Each ``ValueType`` says:
 - ``freeze(value)``: an immutable copy taken when an AOF rewrite starts
   (the snapshot must not see later changes; bytes are already immutable);
 - ``records(key, frozen)``: the AOF records that rebuild the key, as
-  argument lists (expiry times are added by the keyspace).
+  argument lists (expiry times are added by the keyspace);
+- ``copy(value)``: an independent value equal to it, encoding included
+  (COPY); a type without one is copied by ``copy.deepcopy``.
 """
 
 from __future__ import annotations
@@ -28,19 +30,21 @@ Records = Iterable[list[bytes]]
 
 
 class ValueType:
-    __slots__ = ("name", "classes", "memory", "encoding", "freeze", "records")
+    __slots__ = ("name", "classes", "memory", "encoding", "freeze", "records", "copy")
 
     def __init__(self, name: str, classes: tuple[type, ...],
                  memory: Callable[[object], int],
                  encoding: Callable[[object], str],
                  freeze: Callable[[object], object],
-                 records: Callable[[bytes, object], Records]) -> None:
+                 records: Callable[[bytes, object], Records],
+                 copy: Callable[[object], object] | None = None) -> None:
         self.name = name
         self.classes = classes
         self.memory = memory
         self.encoding = encoding
         self.freeze = freeze
         self.records = records
+        self.copy = copy
 
 
 TYPES: dict[type, ValueType] = {}

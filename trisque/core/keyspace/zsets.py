@@ -219,6 +219,15 @@ def zset_records(key: bytes, frozen: object) -> list[list[bytes]]:
     return out
 
 
+def zset_copy(value: object) -> object:
+    assert isinstance(value, ZSet)
+    out = ZSet(listpack=value.listpack)
+    out.scores = dict(value.scores)
+    out.order = SortedList(value.order)
+    out.nbytes = value.nbytes
+    return out
+
+
 ZSET = ValueType("zset", (ZSet, FrozenZSet), zset_memory, zset_encoding, zset_freeze,
-                 zset_records)
+                 zset_records, zset_copy)
 register_type(ZSET)
