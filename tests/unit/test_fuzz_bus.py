@@ -30,7 +30,7 @@ def headers(draw):
 @st.composite
 def frames(draw):
     header = draw(headers())
-    kind = draw(st.sampled_from(["gossip", "fail", "jobs", "jobids", "queue"]))
+    kind = draw(st.sampled_from(["gossip", "fail", "jobs", "jobids", "queue", "publish"]))
     if kind == "gossip":
         entries = draw(st.lists(st.tuples(
             node_ids, st.integers(0, 15), st.sampled_from(["127.0.0.1", "::1", ""]),
@@ -48,6 +48,9 @@ def frames(draw):
     if kind == "jobids":
         items = draw(st.lists(st.tuples(job_ids, st.integers(0, 2**32 - 1)), max_size=4))
         return bus.jobids(header, draw(st.sampled_from(bus.JOBID_TYPES)), items)
+    if kind == "publish":
+        return bus.publish(header, draw(st.binary(max_size=20)), draw(st.binary(max_size=40)),
+                           draw(st.booleans()))
     return bus.queue_op(header, draw(st.sampled_from(bus.QUEUE_TYPES)),
                         draw(st.binary(max_size=20)), draw(st.integers(0, 2**32 - 1)))
 
@@ -73,6 +76,24 @@ def test_valid_frames_decode(frame):
     assert message.type < len(bus.NAMES)
     if message.type in bus.JOBS_TYPES:
         assert all(jobid.is_valid(fields[0]) for fields in message.body)
+
+
+@FUZZ
+@given(headers(), st.binary(max_size=40), st.binary(max_size=40), st.booleans())
+def test_publish_frames_round_trip(header, channel, message, shard):
+    decoded = bus.decode(bus.publish(header, channel, message, shard))
+    assert (decoded.type, decoded.body) == (bus.PUBLISH, (channel, message))
+    assert bool(decoded.mflags & bus.SHARD) == shard
+
+
+@FUZZ
+@given(headers(), st.integers(len(bus.NAMES), 65535), st.binary(max_size=40))
+def test_unknown_types_decode_to_an_ignored_message(header, type_, payload):
+    """A newer node's message type is not an error (the link stays up):
+    it decodes with no body, and the cluster ignores it."""
+    frame = bus._frame(header, type_, payload)
+    message = bus.decode(frame)
+    assert (message.type, message.body) == (type_, None)
 
 
 @FUZZ

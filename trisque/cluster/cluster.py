@@ -44,6 +44,7 @@ class Cluster(ClusterHooks):
     frames_received: list[int]
     _transport_cron: Callable[[int], None] | None
     bus_guard: BusGuard
+    publish_too_big: int
     save_config: Callable[[], None]  # set by the shell (nodes.conf)
 
     def __init__(self, node: Node, transport: Any, ip: str, port: int, bus_port: int) -> None:
@@ -63,6 +64,7 @@ class Cluster(ClusterHooks):
         # The transport's own housekeeping each cron tick (links' deadlines).
         self._transport_cron = getattr(transport, "cron", None)
         self.bus_guard = BusGuard()  # refused links: counts, log pacing
+        self.publish_too_big = 0  # PUBLISHes over cluster-bus-max-frame, kept local
         node.cluster = self
 
     def _handlers(self) -> dict[int, Handler]:
@@ -85,6 +87,7 @@ class Cluster(ClusterHooks):
                 sender, msg.body[1], msg.body[0]),
             bus.YOURJOBS: lambda sender, msg: federation.on_yourjobs(sender, msg.body),
             bus.PAUSE: lambda sender, msg: self._on_pause(msg.body[1], msg.body[0]),
+            bus.PUBLISH: lambda sender, msg: self._on_publish(msg),
         }
 
     def set_node_id(self, node_id: str) -> None:
@@ -109,6 +112,27 @@ class Cluster(ClusterHooks):
             if other.link_ok and not other.handshake:
                 self.transport.send(other.id, frame)
 
+    def publish(self, channel: bytes, message: bytes, shard: bool) -> None:
+        """Redis Cluster's rule: a PUBLISH goes to every node, whose own
+        subscribers hear it.  Only to peers that read PUBLISH frames
+        (membership.py's reads_publish), and only a frame the peers accept
+        (cluster-bus-max-frame: a bigger one would close the link)."""
+        peers = [other for other in self.membership.nodes.values()
+                 if other.reads_publish and other.link_ok and not other.myself]
+        if not peers:
+            return
+        frame = bus.publish(self.membership.header(), channel, message, shard)
+        if len(frame) > self.node.config.cluster_bus_max_frame:
+            self.publish_too_big += 1
+            return
+        send = self.transport.send
+        for other in peers:
+            send(other.id, frame)
+
+    def _on_publish(self, msg: bus.Message) -> None:
+        channel, message = msg.body
+        self.node.pubsub.publish(channel, message, bool(msg.mflags & bus.SHARD))
+
     def hello_nodes(self) -> list[list[str]]:
         membership = self.membership
         nodes = sorted(membership.nodes.values(), key=lambda n: not n.myself)
@@ -125,6 +149,7 @@ class Cluster(ClusterHooks):
             ("cluster_stats_messages_sent", membership.messages_sent),
             ("cluster_stats_messages_received", membership.messages_received),
             ("cluster_stats_jobs_let_go", self.requeue.jobs_let_go),
+            ("cluster_stats_publish_too_big", self.publish_too_big),
         ]
         return fields + self.federation.info_fields() + self.bus_guard.info_fields()
 
@@ -158,6 +183,8 @@ class Cluster(ClusterHooks):
         """One frame from ``link``.  Raises bus.BusError if malformed."""
         msg = bus.decode(frame)
         type_ = msg.type
+        if type_ >= len(bus.NAMES):
+            return  # a newer node's message type: ignored (protocol/bus.py)
         self.frames_received[type_] += 1
         if type_ in bus.GOSSIP_TYPES:
             self.membership.on_gossip_message(msg, link)

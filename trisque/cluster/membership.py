@@ -40,7 +40,7 @@ class ClusterNode:
     __slots__ = ("id", "ip", "port", "bus_port", "myself", "handshake",
                  "pfail", "fail", "leaving", "noaddr", "ping_sent_ms",
                  "pong_received_ms", "ctime_ms", "fail_reports", "link_ok",
-                 "meet_pending", "link_since_ms", "ping_received_ms")
+                 "meet_pending", "link_since_ms", "ping_received_ms", "reads_publish")
     id: str
     ip: str
     port: int
@@ -59,6 +59,7 @@ class ClusterNode:
     meet_pending: bool
     link_since_ms: int
     ping_received_ms: int
+    reads_publish: bool
 
     def __init__(self, node_id: str, ip: str, port: int, bus_port: int, now_ms: int) -> None:
         self.id = node_id
@@ -79,6 +80,9 @@ class ClusterNode:
         self.meet_pending = False  # send MEET, not PING, on the next link
         self.link_since_ms = 0
         self.ping_received_ms = 0  # its last PING or MEET to us
+        # its frames carry F_PUBSUB: it may be sent PUBLISH (an older node
+        # would drop the link on a type it does not know)
+        self.reads_publish = False
 
     def flag_names(self) -> str:
         names = []
@@ -150,7 +154,7 @@ class Membership:
     def header(self) -> bus.Header:
         """Every frame's header: who I am and my flags, as of now."""
         me = self.myself
-        flags = me.wire_flags()
+        flags = me.wire_flags() | bus.F_PUBSUB  # (in headers only, not gossip)
         header = self._header
         if header is None or header.flags != flags or header.node_id != me.id.encode():
             header = self._header = bus.Header(me.id, me.port, me.bus_port, flags)
@@ -322,6 +326,7 @@ class Membership:
             # that clears its PFAIL/FAIL comes as soon as possible.
             self.transport.ensure_link(sender)
         # The sender's header tells us about the sender itself.
+        sender.reads_publish = bool(msg.sender_flags & bus.F_PUBSUB)
         leaving = bool(msg.sender_flags & bus.F_LEAVING)
         if sender.leaving != leaving:
             sender.leaving = leaving
@@ -385,6 +390,7 @@ class Membership:
 
     def link_down(self, node: ClusterNode) -> None:
         node.link_ok = False
+        node.reads_publish = False  # (it may come back as an older version)
 
     def on_fail(self, msg: bus.Message) -> None:
         node = self.nodes.get(msg.body)

@@ -35,7 +35,7 @@ class Client(Scheduled):
         "authenticated", "ctime_ms", "last_ms", "last_cmd", "out",
         "blocked", "reply_mode", "close_after_reply", "monitor",
         "killed", "transport", "slots", "disque_resp3", "db",
-        "multi", "watch",
+        "multi", "watch", "pubsub",
     )
     id: int
     addr: str
@@ -60,6 +60,7 @@ class Client(Scheduled):
     db: int
     multi: Any
     watch: Any
+    pubsub: Any
 
     def __init__(self, client_id: int, addr: str = "", laddr: str = "", now_ms: int = 0,
                  transport: Any = None) -> None:
@@ -89,6 +90,9 @@ class Client(Scheduled):
         self.db = 0  # the keyspace database SELECTed
         self.multi = None  # transactions.Transaction between MULTI and EXEC
         self.watch = None  # transactions.Watch: the keys WATCHed
+        # pubsub/channels.py's Subscriptions while subscribed to anything:
+        # not None is Redis's subscribed mode (one test on the hot path)
+        self.pubsub = None
 
     def disque_proto(self) -> int:
         """The protocol Disque's commands answer this client in (for

@@ -112,6 +112,9 @@ class ClusterHooks:
     def pause_broadcast(self, queue_name: bytes, flags: int) -> None:
         """PAUSE ... BCAST."""
 
+    def publish(self, channel: bytes, message: bytes, shard: bool) -> None:
+        """PUBLISH (SPUBLISH): the other nodes' subscribers hear it too."""
+
     def hello_nodes(self) -> list[list[str]]:
         """[id, ip, port, priority] for every node, myself first."""
         node = self.node

@@ -28,6 +28,7 @@ from .command import Command
 from .admin.config import Config
 from .hooks import ClusterHooks
 from .keyspace.blocking import KeyBlocking
+from .pubsub.channels import PubSub
 
 if TYPE_CHECKING:
     from .keyspace.scripting import Scripting
@@ -49,6 +50,7 @@ class Node(JobLifecycle):
     cluster: ClusterHooks
     log_failing: str | None
     keys_ready: bool
+    pubsub: PubSub
     slowlog: list[Any]
     slowlog_next_id: int
     slowlog_ns: float
@@ -72,6 +74,7 @@ class Node(JobLifecycle):
         self.keyspace = Keyspace(self, config.databases)  # Redis's keys, node-local
         self.blocking = self.keyspace.blocking  # (read after every command)
         self.clients = {}  # id -> Client
+        self.pubsub = PubSub(self)  # channels and patterns, and who listens
         self.monitors = []
         self.cluster = ClusterHooks(self)  # the cluster as a whole (its parts: JobLifecycle)
         # Read before and after every command, so kept here natively: why
@@ -111,6 +114,8 @@ class Node(JobLifecycle):
             self.unblock(client)
         if client.watch is not None:
             transactions.unwatch_all(client)
+        if client.pubsub is not None:
+            self.pubsub.drop(client)
         if client.slots:
             for slot in client.slots:
                 if type(slot) is not bytes:
@@ -130,6 +135,17 @@ class Node(JobLifecycle):
             return
         if client.reply_mode == REPLY_ON:
             client.out.append(data)
+        if self.on_wake is not None:
+            self.on_wake(client)
+
+    def push(self, client: Client, data: bytes) -> None:
+        """Send a push (a Pub/Sub message or confirmation): as reply(),
+        but CLIENT REPLY OFF/SKIP does not silence it (Redis 7.0)."""
+        if client.slots:
+            client.slots.append(data)
+            self._release_slots(client)
+            return
+        client.out.append(data)
         if self.on_wake is not None:
             self.on_wake(client)
 
@@ -199,7 +215,7 @@ class Node(JobLifecycle):
         if (arity > 0 and len(argv) != arity) or len(argv) < -arity:
             self._reply_error(client, errors.wrong_arity(command.lname), command)
             return
-        if not client.authenticated and command.name not in ("AUTH", "HELLO", "QUIT"):
+        if not client.authenticated and command.name not in ("AUTH", "HELLO", "QUIT", "RESET"):
             self._reply_error(client, errors.NOAUTH, command)
             return
         if (command.deny_oom and self.config.maxmemory
@@ -210,6 +226,9 @@ class Node(JobLifecycle):
             # Disque: no writes (nor PING) while the AOF cannot be written.
             self._reply_error(client, "MISCONF Errors writing to the AOF file: "
                               + self.log_failing, command)
+            return
+        if client.pubsub is not None and client.proto == 2 and command.name not in SUBSCRIBED_OK:
+            self._reply_error(client, subscribed_refusal(command, argv), command)
             return
         if self.loading and not command.ok_loading:
             self._reply_error(client, errors.LOADING, command)
@@ -427,6 +446,24 @@ class Node(JobLifecycle):
                 queued += 1
             assert job.wake_ms is not None, job
         assert queued == in_queues, (queued, in_queues)
+
+
+# What a RESP2 client in subscribed mode may run (Redis 7.0's processCommand).
+SUBSCRIBED_OK: Final = frozenset((
+    "PING", "SUBSCRIBE", "SSUBSCRIBE", "UNSUBSCRIBE", "SUNSUBSCRIBE", "PSUBSCRIBE",
+    "PUNSUBSCRIBE", "QUIT", "RESET"))
+# Redis's container commands: an error names the subcommand ("client|list").
+_CONTAINERS: Final = frozenset((
+    "ACL", "CLIENT", "CLUSTER", "COMMAND", "CONFIG", "FUNCTION", "LATENCY", "MEMORY",
+    "MODULE", "OBJECT", "PUBSUB", "SCRIPT", "SLOWLOG", "XGROUP", "XINFO"))
+
+
+def subscribed_refusal(command: Command, argv: list[bytes]) -> str:
+    name = command.lname
+    if command.name in _CONTAINERS and len(argv) > 1:
+        name += "|" + argv[1].decode("utf-8", "replace").lower()
+    return (f"ERR Can't execute '{name}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE "
+            "/ PING / QUIT / RESET are allowed in this context")
 
 
 def _pending_now(pending: Any, client: Client) -> bytes:

@@ -15,6 +15,7 @@ from .keyspace import commands_sets, commands_strings, commands_transactions
 from .keyspace import commands_zsets, commands_zsets_blocking, functions, scripting
 from .keyspace import commands_bits, commands_hyperloglog
 from .keyspace import commands_copy, commands_memory, commands_sort
+from .pubsub import commands_pubsub
 
 __all__ = ["COMMANDS", "KEYSPACE", "KEYSPACE_RECORDS", "LISTS"]
 
@@ -27,7 +28,8 @@ KEYSPACE: tuple[Commands, ...] = (
     commands_copy.COMMANDS, commands_memory.COMMANDS, commands_sort.COMMANDS)
 
 LISTS: tuple[Commands, ...] = (
-    commands_jobs.COMMANDS, commands_queues.COMMANDS, commands_server.COMMANDS, *KEYSPACE)
+    commands_jobs.COMMANDS, commands_queues.COMMANDS, commands_server.COMMANDS,
+    commands_pubsub.COMMANDS, *KEYSPACE)
 
 COMMANDS: dict[bytes, Command] = table_of(*LISTS)
 

@@ -17,10 +17,16 @@ Payloads (all integers little endian):
     jobids     GOTJOB, ENQUEUE, QUEUED, SETACK, WILLQUEUE, GOTACK, DELJOB,
                WORKING: u32 count, then per job: id 40s, aux u32
     queue      NEEDJOBS, PAUSE: aux u32, name length u32, name
+    publish    PUBLISH: channel length u32, channel, message (the rest);
+               mflags SHARD for SPUBLISH
 
-A frame that is short, long, of an unknown version or type, or whose
-payload does not add up to its length raises BusError; the link that sent
-it is dropped.
+A frame that is short, long, of an unknown version, or whose payload does
+not add up to its length raises BusError; the link that sent it is
+dropped.  A frame of a type this node does not know (a newer node's)
+decodes to a Message with no body, which the cluster ignores.  Nodes
+before PUBLISH existed dropped the link on an unknown type instead: a node
+sends PUBLISH only to peers whose frames carry the F_PUBSUB sender flag
+(older nodes ignore sender flags they do not know).
 
 With a cluster secret, a link carries *sealed* frames instead (see
 "Authenticated links" at the end): each side first sends a hello with a
@@ -64,9 +70,10 @@ NEEDJOBS: Final = 12
 YOURJOBS: Final = 13
 WORKING: Final = 14
 PAUSE: Final = 15
+PUBLISH: Final = 16
 NAMES = ("PING", "PONG", "MEET", "FAIL", "REPLJOB", "GOTJOB", "ENQUEUE",
          "QUEUED", "SETACK", "WILLQUEUE", "GOTACK", "DELJOB", "NEEDJOBS",
-         "YOURJOBS", "WORKING", "PAUSE")
+         "YOURJOBS", "WORKING", "PAUSE", "PUBLISH")
 
 GOSSIP_TYPES = (PING, PONG, MEET)
 JOBS_TYPES = (REPLJOB, YOURJOBS)
@@ -77,12 +84,14 @@ QUEUE_TYPES = (NEEDJOBS, PAUSE)
 NOREPLY: Final = 1  # REPLJOB: do not answer GOTJOB (ASYNC)
 INCR_NACKS: Final = 2  # QUEUED: the requeue was a NACK
 INCR_DELIV: Final = 4  # QUEUED: the requeue was an additional delivery
+SHARD: Final = 1  # PUBLISH: an SPUBLISH
 
 # sender flags (also gossip entry flags)
 F_LEAVING: Final = 1
 F_PFAIL: Final = 2
 F_FAIL: Final = 4
 F_NOADDR: Final = 8
+F_PUBSUB: Final = 16  # sender only: it reads PUBLISH frames (and ignores unknown types)
 
 _GOSSIP = struct.Struct("<40sHHHIB")
 _JOBID = struct.Struct("<40sI")
@@ -130,7 +139,8 @@ class Message:
         self.body = body
 
     def __repr__(self) -> str:
-        return f"<{NAMES[self.type]} from {self.sender[:8]} {self.body!r:.80}>"
+        name = NAMES[self.type] if self.type < len(NAMES) else f"type {self.type}"
+        return f"<{name} from {self.sender[:8]} {self.body!r:.80}>"
 
 
 class Header:
@@ -190,6 +200,11 @@ def queue_op(header: Header, type_: int, name: bytes, aux: int = 0) -> bytes:
     return _frame(header, type_, _QUEUE.pack(aux, len(name)) + name)
 
 
+def publish(header: Header, channel: bytes, message: bytes, shard: bool) -> bytes:
+    return _frame(header, PUBLISH, _U32.pack(len(channel)) + channel + message,
+                  SHARD if shard else 0)
+
+
 def frame_length(buf: bytes | bytearray | memoryview, offset: int = 0,
                  max_frame: int = MAX_FRAME) -> int | None:
     """Length of the frame starting at ``offset`` once its header is in, or
@@ -222,11 +237,11 @@ def decode(frame: bytes | bytearray | memoryview) -> Message:
      bus_port) = HEADER.unpack_from(frame)
     if magic != MAGIC or version != VERSION or length != len(frame):
         raise BusError("bad frame header")
-    if type_ >= len(NAMES):
-        raise BusError(f"unknown message type {type_}")
     if not _HEX_DIGITS.issuperset(sender):
         raise BusError("bad sender id")
     sender = sender.decode("ascii")
+    if type_ >= len(NAMES):  # a newer node's: ignored (see the top)
+        return Message(type_, mflags, sender, sflags, port, bus_port, None)
     body: Any  # (by type: a compiled local keeps the type of its first value)
     try:
         if type_ in JOBS_TYPES:
@@ -265,6 +280,11 @@ def _decode_body(type_: int, payload: memoryview) -> Any:
         aux, qlen = _QUEUE.unpack_from(payload)
         _expect_end(_QUEUE.size + qlen, size)
         return aux, bytes(payload[_QUEUE.size:])
+    if type_ == PUBLISH:
+        (clen,) = _U32.unpack_from(payload)
+        if 4 + clen > size:
+            raise ValueError("truncated channel")
+        return bytes(payload[4:4 + clen]), bytes(payload[4 + clen:])
     raise ValueError("unknown type")
 
 

@@ -25,7 +25,7 @@ REGENERATE_COMMAND = "make docs"
 # The repository's root: this file is trisque/server/command_reference.py.
 REFERENCE_PATH = Path(__file__).resolve().parents[2] / "docs" / "commands.md"
 # COMMAND DOCS's groups in the order the reference shows them.
-GROUPS = ("jobs", "queues", "connection", "server", "cluster", "generic")
+GROUPS = ("jobs", "queues", "connection", "server", "cluster", "pubsub", "generic")
 
 
 def _code(text: str) -> str:

@@ -16,6 +16,7 @@ from . import auth_failure
 from . import info as info_module
 from ..client import REPLY_OFF, REPLY_ON, REPLY_SKIP, BlockedGet
 from .config import ConfigError
+from ..keyspace.transactions import unwatch_all
 from .version import VERSION
 from ..command import Command, Commands, unique_commands
 from ..command_keys import NO_MANDATORY_KEYS, key_positions
@@ -33,6 +34,9 @@ command = COMMANDS.command
 def ping(node: Node, client: Client, argv: list[bytes]) -> bytes:
     if len(argv) > 2:
         raise CommandError(errors.wrong_arity("ping"))
+    if client.pubsub is not None and client.proto == 2:
+        # subscribed mode: a push-shaped ["pong", message] (Redis 7.0)
+        return b"*2\r\n$4\r\npong\r\n" + resp.bulk(argv[1] if len(argv) == 2 else b"")
     if len(argv) == 2:
         return resp.bulk(argv[1])
     return resp.PONG
@@ -49,6 +53,27 @@ def echo(node: Node, client: Client, argv: list[bytes]) -> bytes:
 def quit_(node: Node, client: Client, argv: list[bytes]) -> bytes:
     client.close_after_reply = True
     return resp.OK
+
+
+@command("RESET", 1, "noscript loading stale fast noauth",
+         "Reset the connection: no transaction, watched keys, subscriptions, "
+         "MONITOR, name; database 0, RESP2, CLIENT REPLY ON, authenticated "
+         "again only without a password", group="connection")
+def reset(node: Node, client: Client, argv: list[bytes]) -> bytes:
+    """Redis 7.0's clearClientConnectionState."""
+    if client.monitor:
+        node.monitors.remove(client)
+        client.monitor = False
+    client.db = 0
+    client.proto = 2
+    client.authenticated = not node.config.requirepass
+    client.multi = None
+    if client.watch is not None:
+        unwatch_all(client)
+    node.pubsub.drop(client)
+    client.name = ""
+    client.reply_mode = REPLY_ON
+    return b"+RESET\r\n"
 
 
 @command("TIME", 1, "readonly fast", "The server time")
@@ -292,11 +317,18 @@ def _client_unblock(node: Node, argv: list[bytes]) -> bytes:
 
 
 def _client_line(c: Client, now_ms: int) -> str:
-    flags = "b" if c.blocked is not None else ("O" if c.monitor else "N")
+    flags = "b" if c.blocked is not None else ("O" if c.monitor else "")
+    subs = c.pubsub
+    if subs is not None:
+        flags += "P"
+    flags = flags or "N"
     fd = getattr(c.transport, "fd", -1)  # -1: no socket (Redis's for its fake clients)
+    sub, psub, ssub = ((len(subs.channels), len(subs.patterns), len(subs.shard))
+                       if subs is not None else (0, 0, 0))
     return (f"id={c.id} addr={c.addr} laddr={c.laddr} fd={fd} name={c.name} "
             f"age={(now_ms - c.ctime_ms) // 1000} idle={(now_ms - c.last_ms) // 1000} "
-            f"flags={flags} db={c.db} sub=0 psub=0 multi=-1 qbuf=0 qbuf-free=0 obl=0 "
+            f"flags={flags} db={c.db} sub={sub} psub={psub} ssub={ssub} multi=-1 "
+            f"qbuf=0 qbuf-free=0 obl=0 "
             f"oll={len(c.out)} omem=0 events=r cmd={c.last_cmd} "
             f"lib-name={c.lib_name} lib-ver={c.lib_ver} resp={c.proto}")
 
@@ -331,7 +363,13 @@ def _client_kill(node: Node, client: Client, argv: list[bytes]) -> bytes:
         elif key == b"TYPE":
             if value.lower() not in (b"normal", b"master", b"slave", b"replica", b"pubsub"):
                 raise CommandError(f"ERR Unknown client type '{text}'")
-            if value.lower() != b"normal":
+            # Redis's client types: subscribed clients are pubsub, not normal
+            kind = value.lower()
+            if kind == b"pubsub":
+                matches = [c for c in matches if c.pubsub is not None]
+            elif kind == b"normal":
+                matches = [c for c in matches if c.pubsub is None]
+            else:
                 matches = []
         else:
             raise CommandError(errors.SYNTAX)

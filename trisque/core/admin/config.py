@@ -235,7 +235,7 @@ DIRECTIVES = [
               doc="Largest bulk string a client request may carry."),
     # unsent replies: past the hard limit (or the soft one for so long) a
     # client is disconnected (output_limit.py explains the default)
-    Directive("client-output-buffer-limit", "list", ["normal", "256mb", "64mb", "60"],
+    Directive("client-output-buffer-limit", "list", ["normal", "256mb", "64mb", "60", "pubsub", "32mb", "8mb", "60"],
               check=_check_output_limit,
               doc="Class hard soft seconds: a client whose unsent replies pass hard, or soft for that long, is disconnected."),
     # a client's unparsed and unrun input; past it the client is closed

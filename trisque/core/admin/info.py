@@ -108,6 +108,9 @@ def section_fields(node: Node, name: str) -> list[InfoField] | None:
             ("client_output_buffer_limit_disconnections", stats.output_limit_kills),
             ("expired_jobs", stats.expired_jobs),
             ("expired_keys", node.keyspace.expired_keys),
+            ("pubsub_channels", len(node.pubsub.channels)),
+            ("pubsub_patterns", len(node.pubsub.patterns)),
+            ("pubsubshard_channels", len(node.pubsub.shard)),
             ("latest_fork_usec", 0),
         ]
     if name == "replication":

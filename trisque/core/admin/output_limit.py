@@ -14,8 +14,11 @@ replicas, the one class that is expected to take big bulk data without
 keeping up at every moment.  (The shell also stops reading a client holding
 1 MB of unsent output, so its input cannot run ahead; a single reply can
 still be large, e.g. LRANGE of a long list, and the limit bounds that.)
-Only ``normal`` applies here (there is no pubsub nor replica client); the
-others are accepted for compatibility with Redis config files.
+``normal`` applies to ordinary clients, ``pubsub`` to subscribed ones
+(default Redis's ``pubsub 32mb 8mb 60``: a subscriber that does not keep
+up with what is published is cut, rather than growing without bound); a
+class the words do not name keeps its default.  ``replica`` is accepted
+for compatibility with Redis config files (there is no replica client).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from typing import NamedTuple
 from .config_values import ConfigError, parse_memory
 
 CLASSES = ("normal", "replica", "slave", "pubsub")
-DEFAULT = ["normal", "256mb", "64mb", "60"]
+DEFAULT = ["normal", "256mb", "64mb", "60", "pubsub", "32mb", "8mb", "60"]
 
 
 class OutputLimit(NamedTuple):
@@ -35,6 +38,7 @@ class OutputLimit(NamedTuple):
 
 
 NONE = OutputLimit(0, 0, 0)
+PUBSUB_DEFAULT = OutputLimit(32 * 1024 * 1024, 8 * 1024 * 1024, 60)
 
 
 def parse(words: list[str]) -> dict[str, OutputLimit]:
@@ -61,6 +65,11 @@ def parse(words: list[str]) -> dict[str, OutputLimit]:
 def normal(words: list[str]) -> OutputLimit:
     """The limit for ordinary clients; none if the words name none."""
     return parse(words).get("normal", NONE)
+
+
+def pubsub(words: list[str]) -> OutputLimit:
+    """The limit for subscribed clients; Redis's default if the words name none."""
+    return parse(words).get("pubsub", PUBSUB_DEFAULT)
 
 
 def verdict(limit: OutputLimit, unsent: int, soft_since_ms: int | None,

@@ -63,7 +63,8 @@ NOT_FROM_SCRIPTS = frozenset((
     "RESET", "MULTI", "EXEC", "DISCARD", "WATCH", "UNWATCH", "EVAL", "EVALSHA",
     "EVAL_RO", "EVALSHA_RO", "SCRIPT", "BGREWRITEAOF", "SLOWLOG", "LATENCY",
     "BLPOP", "BRPOP", "BRPOPLPUSH", "BLMOVE", "BLMPOP", "BZPOPMIN", "BZPOPMAX",
-    "BZMPOP", "LOADJOB",
+    "BZMPOP", "LOADJOB", "SUBSCRIBE", "UNSUBSCRIBE", "PSUBSCRIBE", "PUNSUBSCRIBE",
+    "SSUBSCRIBE", "SUNSUBSCRIBE",
 ))
 # What other clients may run while a script is past its time limit.
 ALLOWED_WHILE_BUSY = frozenset(("AUTH", "HELLO", "MULTI", "DISCARD", "WATCH",

@@ -46,7 +46,8 @@ EXECABORT = "EXECABORT Transaction discarded because of previous errors."
 # Run at once even inside MULTI (Redis's processCommand list).
 NOT_QUEUED = frozenset(("EXEC", "DISCARD", "MULTI", "WATCH", "QUIT", "RESET"))
 # Refused at EXEC as Redis does for a DENY BLOCKING client.
-NOT_IN_EXEC = {"MONITOR": "ERR MONITOR isn't allowed for DENY BLOCKING client"}
+NOT_IN_EXEC = {"MONITOR": "ERR MONITOR isn't allowed for DENY BLOCKING client",
+               "SSUBSCRIBE": "ERR SSUBSCRIBE isn't allowed for a DENY BLOCKING client"}
 
 
 class Transaction:

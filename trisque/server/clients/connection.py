@@ -57,7 +57,7 @@ class Connection:
 
     __slots__ = ("server", "sock", "fd", "client", "parser", "pending", "pending_at", "outbuf",
                  "closed", "mark", "events", "held", "queued", "closing",
-                 "pending_bytes", "soft_since_ms")
+                 "pending_bytes", "soft_since_ms", "out_counted", "out_bytes")
     server: "ClientServer"
     sock: Any  # socket.socket, or tls.TlsSocket on the TLS port
     fd: int
@@ -74,6 +74,8 @@ class Connection:
     closing: bool
     pending_bytes: int
     soft_since_ms: int | None
+    out_counted: int
+    out_bytes: int
 
     def __init__(self, server: "ClientServer", sock: Any, max_bulk_len: int) -> None:
         self.server = server
@@ -99,6 +101,10 @@ class Connection:
         # toward client-query-buffer-limit with what the parser holds
         self.pending_bytes = 0
         self.soft_since_ms = None  # unsent output at or over the soft limit since
+        # client.out[:out_counted] holds out_bytes: the backlog of a client
+        # whose socket is full, counted as it grows (ClientServer._backlog)
+        self.out_counted = 0
+        self.out_bytes = 0
 
     def wake(self) -> None:
         """Have the event loop look at this client again."""
@@ -111,6 +117,7 @@ class Connection:
         if out:
             data = self.outbuf + (out[0] if len(out) == 1 else b"".join(out))
             out.clear()
+            self.out_counted = self.out_bytes = 0
         else:
             data = self.outbuf
             if not data:
@@ -142,6 +149,8 @@ class ClientServer:
     released: trio.Event | None
     output_limit: OutputLimit
     output_cap: int  # output_limit's hard limit, or _NO_CAP (read every batch)
+    pubsub_limit: OutputLimit  # for subscribed clients (Redis's pubsub class)
+    pubsub_cap: int
     over_soft: dict[Connection, None]
 
     def __init__(self, node: Node) -> None:
@@ -168,12 +177,18 @@ class ClientServer:
     def _set_output_limit(self, words: list[str]) -> None:
         self.output_limit = output_limit.normal(words)
         self.output_cap = self.output_limit.hard_bytes or _NO_CAP
+        self.pubsub_limit = output_limit.pubsub(words)
+        self.pubsub_cap = self.pubsub_limit.hard_bytes or _NO_CAP
+
+    def _limit_of(self, conn: Connection) -> OutputLimit:
+        """Redis's client classes: a subscribed client is pubsub's."""
+        return self.output_limit if conn.client.pubsub is None else self.pubsub_limit
 
     def _output_over_limit(self, conn: Connection, unsent: int) -> bool:
         """``unsent`` bytes reach a limit: start the soft clock, or close
         the client now (True) past the hard limit or the soft one's time."""
         now_ms = self.node.now_ms()
-        limit = self.output_limit
+        limit = self._limit_of(conn)
         if limit.soft_bytes and unsent >= limit.soft_bytes:
             if conn.soft_since_ms is None:
                 conn.soft_since_ms = now_ms
@@ -187,7 +202,8 @@ class ClientServer:
         node.stats.output_limit_kills += 1
         log.warning(f"Client id={conn.client.id} addr={conn.client.addr} closed for "
                     f"overcoming of output buffer limits ({why}: {unsent} bytes unsent, "
-                    f"client-output-buffer-limit normal {limit.hard_bytes} "
+                    f"client-output-buffer-limit "
+                    f"{'normal' if conn.client.pubsub is None else 'pubsub'} {limit.hard_bytes} "
                     f"{limit.soft_bytes} {limit.soft_s})")
         self._close(conn)
         return True
@@ -237,11 +253,34 @@ class ClientServer:
             aof.hold(conn.mark, self._resume, conn)
             return
         conn.held = False
+        if conn.outbuf and conn.events & _OUT:
+            # The kernel took no more last time: output waits for EPOLLOUT
+            # rather than the backlog being copied per message published to
+            # a subscriber that does not read; its limit is kept meanwhile.
+            self._backlog(conn)
+            return
         conn.flush(self.node.stats)
         client = conn.client
         if (conn.outbuf or client.killed or conn.pending or client.close_after_reply
                 or conn.closing or conn.closed or not conn.events & _IN):
             conn.wake()
+
+    def _backlog(self, conn: Connection) -> None:
+        """Count what was added to a full client's output, and close it at
+        its output limit."""
+        out = conn.client.out
+        counted = conn.out_counted
+        total = conn.out_bytes
+        while counted < len(out):
+            total += len(out[counted])
+            counted += 1
+        conn.out_counted = counted
+        conn.out_bytes = total
+        unsent = len(conn.outbuf) + total
+        limit = self._limit_of(conn)
+        if ((limit.hard_bytes and unsent >= limit.hard_bytes)
+                or (limit.soft_bytes and unsent >= limit.soft_bytes)):
+            self._output_over_limit(conn, unsent)
 
     def hold(self) -> None:
         """Leave every request waiting (read nor run) until release()."""
@@ -450,7 +489,7 @@ class ClientServer:
             out = client.out
             counted = len(out)
             produced = len(conn.outbuf)
-            cap = self.output_cap
+            cap = self.output_cap if client.pubsub is None else self.pubsub_cap
             budget = PIPELINE_BATCH
             at = conn.pending_at
             try:
@@ -539,7 +578,7 @@ class ClientServer:
             return
         outbuf = conn.outbuf
         if outbuf:
-            limit = self.output_limit
+            limit = self._limit_of(conn)
             unsent = len(outbuf)
             if ((limit.hard_bytes and unsent >= limit.hard_bytes)
                     or (limit.soft_bytes and unsent >= limit.soft_bytes)):
@@ -580,7 +619,7 @@ class ClientServer:
         conn.pending_at = 0
         out = client.out
         produced = len(conn.outbuf) + sum(map(len, out))
-        cap = self.output_cap
+        cap = self.output_cap if client.pubsub is None else self.pubsub_cap
         for argv in pending:
             if not _free(client) or produced >= cap:
                 break
