@@ -7,6 +7,7 @@ test that kills nodes builds its own cluster)."""
 import socket
 import threading
 
+import hiredis
 import pytest
 
 from tests.cluster.conftest import cluster3, cluster3_shared, make_cluster  # noqa: F401
@@ -64,4 +65,50 @@ def silent_node():
     thread.join()
     for s in accepted:
         s.close()
+    listener.close()
+
+
+@pytest.fixture
+def loading_node():
+    """A listener that answers every command with -LOADING, as a node
+    still loading its AOF does (a real node loads too fast to be caught
+    at it).  Its address as 'host:port'."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    stop = threading.Event()
+    threads = []
+
+    def serve(conn):
+        requests = hiredis.Reader()
+        with conn:
+            conn.settimeout(0.1)
+            while not stop.is_set():
+                try:
+                    data = conn.recv(65536)
+                except OSError:
+                    continue
+                if not data:
+                    return
+                requests.feed(data)
+                while requests.gets() is not False:  # one error per command
+                    conn.sendall(b"-LOADING Disque is loading the dataset in memory\r\n")
+
+    def accept():
+        listener.settimeout(0.1)
+        while not stop.is_set():
+            try:
+                conn = listener.accept()[0]
+            except OSError:
+                continue
+            thread = threading.Thread(target=serve, args=(conn,), daemon=True)
+            thread.start()
+            threads.append(thread)
+    acceptor = threading.Thread(target=accept, daemon=True)
+    acceptor.start()
+    yield f"127.0.0.1:{listener.getsockname()[1]}"
+    stop.set()
+    acceptor.join()
+    for thread in threads:
+        thread.join()
     listener.close()

@@ -9,7 +9,7 @@ from tests.client.conftest import addr, dead_address
 from tests.cluster.conftest import addjob, show
 from tests.harness import wait_for
 from trisque.client import (
-    AuthenticationError, BadJobIdError, Client, Job, NodeError, NodeTimeoutError,
+    AuthenticationError, BadJobIdError, Client, Job, LoadingError, NodeError, NodeTimeoutError,
     NoJobError, NoNodeAvailableError, NoReplicationError, OutOfMemoryError, QueueFullError,
     QueuePausedError,
 )
@@ -232,3 +232,14 @@ def test_consumer_moves_to_the_node_creating_its_jobs(cluster3):
 def ackjob_calls(redis_client):
     stats = redis_client.info("commandstats")
     return stats.get("cmdstat_ackjob", {}).get("calls", 0)
+
+
+def test_loading_node_is_skipped(fresh, loading_node):
+    with Client([loading_node, addr(fresh)]) as c:
+        job_id = c.add_job("q", "x")  # served by the second node
+        assert c.topology.preferred.port == fresh.port
+        assert c.show(job_id).queue == "q"
+    with Client(loading_node) as c:  # no other node: the reply, typed
+        with pytest.raises(LoadingError) as e:
+            c.qlen("q")
+        assert e.value.code == "LOADING"
