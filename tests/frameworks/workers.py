@@ -26,15 +26,17 @@ class Worker:
         return AssertionError(f"{what}\n--- {' '.join(self.command)} (exit code "
                               f"{self.proc.poll()}) said:\n{self.log()}")
 
-    def wait_for(self, condition, timeout=15.0, interval=0.05, message="condition"):
+    def wait_for(self, condition, timeout=15.0, interval=0.05, message="condition",
+                 exits=False):
         """Poll ``condition`` until it returns a true value; fail (with the
-        worker's log) when time runs out or the worker exits."""
+        worker's log) when time runs out or (unless ``exits``) the worker
+        exits."""
         deadline = time.monotonic() + timeout
         while True:
             value = condition()
             if value:
                 return value
-            if self.proc.poll() is not None:
+            if not exits and self.proc.poll() is not None:
                 raise self.failure(f"the worker exited while waiting for {message}")
             if time.monotonic() > deadline:
                 raise self.failure(f"timed out after {timeout}s waiting for {message}")
