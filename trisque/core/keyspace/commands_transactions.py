@@ -76,5 +76,13 @@ def exec_(node: Node, client: Client, argv: list[bytes]) -> bytes:
             if refusal is not None:
                 replies.append(resp.error(refusal))
                 continue
-            replies.append(node.call(client, command, args))
+            out = client.out
+            mark = len(out)
+            reply = node.call(client, command, args)
+            if len(out) > mark:
+                # Pushes to this very client (a RESP3 subscriber publishing
+                # to itself): Redis 7.0 writes them inside EXEC's array.
+                replies += out[mark:]
+                del out[mark:]
+            replies.append(reply)
     return b"".join(replies)
