@@ -113,7 +113,7 @@ def pfcount(node: Node, client: Client, argv: list[bytes]) -> bytes:
             value = _hll_or_none(node, client, key)
             if value is None:
                 continue
-            registers = hll.registers(value)
+            registers = hll.registers_of(value)
             if registers is None:
                 raise CommandError(hll.CORRUPTED)
             merged = hll.merge_into(merged, registers)
@@ -149,7 +149,7 @@ def pfmerge(node: Node, client: Client, argv: list[bytes]) -> bytes:
         if value is None:
             continue
         use_dense = use_dense or value[4] == hll.DENSE
-        registers = hll.registers(value)
+        registers = hll.registers_of(value)
         if registers is None:
             raise CommandError(hll.CORRUPTED)
         merged = hll.merge_into(merged, registers)
@@ -168,6 +168,7 @@ def pfmerge(node: Node, client: Client, argv: list[bytes]) -> bytes:
     if use_dense:
         hll.to_dense(dest)  # (valid: it was merged as a source)
     hll.set_registers(dest, merged, node.config.hll_sparse_max_bytes)
+    hll.remember(dest, merged, None)
     hll.invalidate(dest)
     _changed(node, db, key, before, dest)
     ks.log(db, *argv)

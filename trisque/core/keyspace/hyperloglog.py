@@ -60,21 +60,22 @@ _PROMOTE = 2  # Sparse.set: the register needs the dense encoding
 # ------------------------------------------------------------------ hash
 
 
+_UNPACK = {n: struct.Struct("<%dQ" % n).unpack_from for n in range(1, 17)}
+
+
 def murmur64a(data: bytes, seed: int = _SEED) -> int:
     """MurmurHash64A as Redis has it (endian neutral: words read little endian)."""
     size = len(data)
     h = (seed ^ (size * _M)) & _U64
     words = size >> 3
     if words:
-        for k in struct.unpack_from("<%dQ" % words, data):
+        unpack = _UNPACK.get(words) or struct.Struct("<%dQ" % words).unpack_from
+        for k in unpack(data):
             k = (k * _M) & _U64
-            k ^= k >> 47
-            h ^= (k * _M) & _U64
-            h = (h * _M) & _U64
+            h = ((((k ^ (k >> 47)) * _M) & _U64 ^ h) * _M) & _U64
     tail = size & 7
     if tail:
-        h ^= int.from_bytes(data[size - tail:], "little")
-        h = (h * _M) & _U64
+        h = ((h ^ int.from_bytes(data[size - tail:], "little")) * _M) & _U64
     h ^= h >> 47
     h = (h * _M) & _U64
     return h ^ (h >> 47)
@@ -460,32 +461,100 @@ def sparse_set_bytes(value: bytearray, index: int, count: int, max_bytes: int) -
 # ------------------------------------------------------------- adding
 
 
+class Decoded:
+    """What was decoded of an HLL's body (its registers, one byte each;
+    its sparse opcodes), kept while the body stays as it was: a PFADD of
+    one element or a PFCOUNT of several keys then costs a comparison of
+    the body rather than a walk over it.  Keyed by the value's identity
+    and checked against a copy of its encoding and body, so a stale or
+    reused entry is never believed; header-only writes (the cached
+    count) keep it."""
+
+    __slots__ = ("encoding", "body", "raw", "sparse")
+
+    def __init__(self, value: bytes | bytearray, raw: bytearray | None,
+                 sparse: Sparse | None) -> None:
+        self.encoding = value[4]
+        self.body = bytes(value[HEADER:])
+        self.raw = raw
+        self.sparse = sparse
+
+
+DECODED_MAX = 64  # HLLs whose registers are kept decoded (~30 KB each at most)
+_decoded: dict[int, Decoded] = {}
+
+
+def decoded(value: bytes | bytearray) -> Decoded | None:
+    entry = _decoded.get(id(value))
+    if entry is None or entry.encoding != value[4] or value[HEADER:] != entry.body:
+        return None
+    return entry
+
+
+def remember(value: bytes | bytearray, raw: bytearray | None, sparse: Sparse | None) -> None:
+    key = id(value)
+    _decoded.pop(key, None)
+    if len(_decoded) >= DECODED_MAX:
+        del _decoded[next(iter(_decoded))]
+    _decoded[key] = Decoded(value, raw, sparse)
+
+
+def registers_of(value: bytes | bytearray) -> bytearray | None:
+    """registers(), from the decoded entry while the body is unchanged
+    (the caller must not change the array it gets)."""
+    entry = decoded(value)
+    if entry is not None and entry.raw is not None:
+        return entry.raw
+    raw = registers(value)
+    if raw is not None:
+        remember(value, raw, entry.sparse if entry is not None else None)
+    return raw
+
+
 def add(value: bytearray, elements: list[bytes], max_bytes: int) -> tuple[int, bool]:
     """PFADD's loop: (registers updated, or -1 if the HLL turned out
     corrupted; whether its sparse body was rewritten by the byte-level
     path, whose bytes the caller logs as they are)."""
+    entry = decoded(value)
+    raw = entry.raw if entry is not None else None
     updated = 0
     if value[4] == SPARSE:
-        sparse = Sparse.decode(value)
+        sparse = entry.sparse if entry is not None else None
+        if sparse is None:
+            sparse = Sparse.decode(value)
         if sparse is None:
             return _add_to_unclean(value, elements, max_bytes), True
         for n, element in enumerate(elements):
             index, count = pattern(element)
+            if raw is not None and count > raw[index]:
+                raw[index] = count
             status = sparse.set(index, count, max_bytes)
             if status == _PROMOTE:
                 value[HEADER:] = dense_body(sparse.registers())
                 value[4] = DENSE
                 dense_set(value, index, count)
-                updated += 1
-                updated += sum(dense_add(value, e) for e in elements[n + 1:])
+                updated += 1 + _add_dense(value, elements[n + 1:], raw)
+                remember(value, raw, None)
                 return updated, False
             updated += status
         if updated:
             value[HEADER:] = sparse.encode()
+            remember(value, raw, sparse)
         return updated, False
-    for element in elements:
-        updated += dense_add(value, element)
+    updated = _add_dense(value, elements, raw)
+    if updated:
+        remember(value, raw, None)
     return updated, False
+
+
+def _add_dense(value: bytearray, elements: list[bytes], raw: bytearray | None) -> int:
+    updated = 0
+    for element in elements:
+        index, count = pattern(element)
+        if raw is not None and count > raw[index]:
+            raw[index] = count
+        updated += dense_set(value, index, count)
+    return updated
 
 
 def _add_to_unclean(value: bytearray, elements: list[bytes], max_bytes: int) -> int:
@@ -555,15 +624,22 @@ _ALL_LANES = (1 << (8 * REGISTERS)) - 1
 _HIGH_BITS = int.from_bytes(b"\x80" * REGISTERS, "little")
 
 
+_LANES_7F = int.from_bytes(b"\x7f" * REGISTERS, "little")
+_LANES_01 = int.from_bytes(b"\x01" * REGISTERS, "little")
+
+
 def histogram(raw: bytes | bytearray) -> list[int]:
-    """Registers per value: counted value by value until all 16384 are
-    (registers rarely exceed 20; each count is one C scan)."""
+    """Registers per value, counted on 8-bit lanes of one big integer: a
+    lane of (registers ^ v) + 0x7f keeps its 0x80 bit clear exactly where
+    the register is v.  Values are counted upwards until all 16384
+    registers are (they rarely exceed 20)."""
+    lanes = int.from_bytes(raw, "little")
     hist = [0] * 64
     seen = 0
     for v in range(64):
         if seen == REGISTERS:
             break
-        n = raw.count(v)
+        n = REGISTERS - (((lanes ^ _LANES_01 * v) + _LANES_7F) & _HIGH_BITS).bit_count()
         hist[v] = n
         seen += n
     return hist
@@ -614,8 +690,11 @@ def estimate(hist: list[int]) -> int:
 
 def count(value: bytes | bytearray) -> int | None:
     """The estimate of one valid HLL (None: its sparse body is corrupted)."""
+    entry = decoded(value)
+    if entry is not None and entry.raw is not None:
+        return estimate(histogram(entry.raw))
     if value[4] == DENSE:
-        return estimate(histogram(dense_registers(value)))
+        return estimate(histogram(registers_of(value) or b""))
     hist = sparse_histogram(value)
     return None if hist is None else estimate(hist)
 
