@@ -205,3 +205,26 @@ def test_async_worker(fresh):
             worker.stop()
             await asyncio.wait_for(task, 10)
     asyncio.run(main())
+
+
+def test_worker_survives_a_killed_node(make_cluster):
+    """A worker on a 3-node cluster while the node it uses is killed with
+    kill -9: every job is handled (at least once) and acknowledged."""
+    cluster = make_cluster(3)
+    nodes = [addr(s) for s in cluster.servers]
+    handled = set()
+    with Client(nodes, read_timeout_s=5) as producer:
+        ids = [producer.add_job("jobs", f"{i}", replicate=2, retry_s=1) for i in range(20)]
+    with Client(nodes, read_timeout_s=5) as client:
+        worker = Worker(client, {"jobs": lambda job: handled.add(job.id)}, concurrency=2,
+                        poll_ms=200)
+        thread = run_in_thread(worker)
+        wait_for(lambda: len(handled) >= 5, timeout=30, message="some jobs handled")
+        cluster.kill(0)  # the preferred node of both clients
+        wait_for(lambda: handled >= set(ids), timeout=60, message="every job handled")
+        pending = {"queued", "active", "wait-repl"}
+        wait_for(lambda: not any(cluster.job_holders(j, pending) for j in ids), timeout=60,
+                 message="every job acknowledged on the live nodes")
+        worker.stop()
+        thread.join(10)
+    assert not thread.is_alive()
