@@ -33,7 +33,8 @@ Modules (one concept each):
   the whole); ``commands_transactions.py``: MULTI/EXEC/DISCARD/WATCH.
 - ``scripting.py``: EVAL*, SCRIPT, the time limit and SCRIPT KILL;
   ``lua_sandbox.py``: the Lua 5.1 state and its sandbox;
-  ``lua_convert.py``: Redis's Lua<->RESP conversions.
+  ``lua_convert.py``: Redis's Lua<->RESP conversions; ``lua_libs.py``:
+  cjson and cmsgpack for scripts.
 - ``functions.py``: FUNCTION and FCALL (libraries on the same Lua engine,
   their AOF records, rewrite and memory); ``function_payload.py``:
   FUNCTION DUMP's payload (Redis's format).

@@ -25,6 +25,7 @@ from typing import Any, Callable
 import lupa.lua51 as lua51
 
 from ..admin.version import REDIS_VERSION
+from . import lua_libs
 
 # Instructions between two calls of the time-limit hook (Redis's value):
 # about 1 ms of a tight Lua loop here.
@@ -32,7 +33,7 @@ HOOK_EVERY = 100000
 
 _BOOTSTRAP = r"""
 local pycall, pypcall, pyerror, pycheck, pylog, pysha1, pysetresp, bitops,
-      version, version_num = ...
+      version, version_num, pycjson, pycmsgpack, null, pylib_error = ...
 local sethook, getinfo = debug.sethook, debug.getinfo
 -- The hook the script runs under. Lua 5.1 keeps a hook per thread: every
 -- coroutine the script creates gets it too (coroutine.create/wrap below),
@@ -128,6 +129,20 @@ end
 G.coroutine = freeze(hooked_coroutine)
 G.bit = freeze(bitops)
 
+-- cjson and cmsgpack (lua_libs.py): Python functions, C functions for Lua
+-- as in Redis (a tail call keeps the script's frame); their failures get
+-- the script's position in the handler, as the C libraries' luaL_error.
+local function lib_of(pyfuncs, fields)
+  local lib = {}
+  for name, f in pairs(pyfuncs) do lib[name] = f end
+  for name, v in pairs(fields) do lib[name] = v end
+  return lib
+end
+G.cjson = freeze(lib_of(pycjson, {null = null, _NAME = "cjson", _VERSION = "2.1.0"}))
+G.cmsgpack = freeze(lib_of(pycmsgpack, {_NAME = "cmsgpack", _VERSION = "lua-cmsgpack 0.4.0",
+  _COPYRIGHT = "Copyright (C) 2012, Salvatore Sanfilippo",
+  _DESCRIPTION = "MessagePack C implementation for Lua"}))
+
 -- redis.call / redis.pcall / redis.setresp are Python callables: C
 -- functions for Lua, so "return redis.call(...)" keeps the script's frame
 -- (and its line in the error), as Redis's C functions do.  Python raises
@@ -187,7 +202,13 @@ local function handler(err)
     if i.source == "@user_script" or i.source == "@user_function" then info = i break end
   end
   if type(err) == "userdata" then
-    err = {err = pyerror(err)}  -- a ScriptError raised by redis.call
+    local lib = pylib_error(err)  -- a cjson/cmsgpack failure
+    if lib then
+      local where = info and (info.short_src .. ":" .. info.currentline .. ": ") or ""
+      err = {err = "ERR " .. where .. lib}
+    else
+      err = {err = pyerror(err)}  -- a ScriptError raised by redis.call
+    end
   elseif type(err) ~= "table" then
     err = {err = "ERR " .. tostring(err)}
   end
@@ -444,10 +465,16 @@ class Sandbox:
         code = _BOOTSTRAP.replace("__HOOK_EVERY__", str(HOOK_EVERY)).encode()
         chunk = self.lua.eval(b"loadstring")(code, b"=sandbox")
         major, minor, patch = (int(part) for part in REDIS_VERSION.split("."))
+        null = self.lua.eval(b"newproxy(false)")  # cjson.null
+        cjson = lua_libs.CJson(self.lua, null)
+        cmsgpack = lua_libs.CMsgpack(self.lua)
         (self._compile, self._run, self._load_library,
          self._call_function) = chunk(call, pcall, _error_text, check, log, sha1, setresp,
                                       _bit_ops(self.lua), REDIS_VERSION.encode(),
-                                      (major << 16) | (minor << 8) | patch)
+                                      (major << 16) | (minor << 8) | patch,
+                                      self.lua.table_from(cjson.functions()),
+                                      self.lua.table_from(cmsgpack.functions()), null,
+                                      lua_libs.error_text)
         self.rawget = self.lua.eval(b"rawget")  # (lua_convert reads results with it)
         # Nothing outside the sandbox's upvalues keeps these any more.
         globals_ = self.lua.globals()

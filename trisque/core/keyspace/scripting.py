@@ -64,7 +64,7 @@ NOT_FROM_SCRIPTS = frozenset((
     "EVAL_RO", "EVALSHA_RO", "SCRIPT", "BGREWRITEAOF", "SLOWLOG", "LATENCY",
     "BLPOP", "BRPOP", "BRPOPLPUSH", "BLMOVE", "BLMPOP", "BZPOPMIN", "BZPOPMAX",
     "BZMPOP", "LOADJOB", "SUBSCRIBE", "UNSUBSCRIBE", "PSUBSCRIBE", "PUNSUBSCRIBE",
-    "SSUBSCRIBE", "SUNSUBSCRIBE",
+    "SSUBSCRIBE", "SUNSUBSCRIBE", "FUNCTION", "FCALL", "FCALL_RO",
 ))
 # What other clients may run while a script is past its time limit.
 ALLOWED_WHILE_BUSY = frozenset(("AUTH", "HELLO", "MULTI", "DISCARD", "WATCH",
@@ -194,7 +194,8 @@ class Scripting:
         arity = command.arity
         if (arity > 0 and len(args) != arity) or len(args) < -arity:
             return b"-ERR Wrong number of args calling Redis command from script\r\n"
-        if command.name in NOT_FROM_SCRIPTS:
+        if command.name in NOT_FROM_SCRIPTS or (
+                command.name == "CLUSTER" and len(args) > 1 and args[1].upper() == b"RESET"):
             return b"-ERR This Redis command is not allowed from script\r\n"
         write = "write" in command.flags
         if write:
