@@ -18,6 +18,8 @@ from ..protocol import bus
 from ..protocol.jobid import IdGenerator
 from ..core.hooks import ClusterHooks
 from ..core.jobs.commands_queues import set_paused
+from ..core.jobs import policy as policy_codec
+from ..core.jobs.policy import QueuePolicy
 from ..core.node import Node
 from .acks import Acks
 from .bus_guard import BusGuard
@@ -88,6 +90,9 @@ class Cluster(ClusterHooks):
             bus.YOURJOBS: lambda sender, msg: federation.on_yourjobs(sender, msg.body),
             bus.PAUSE: lambda sender, msg: self._on_pause(msg.body[1], msg.body[0]),
             bus.PUBLISH: lambda sender, msg: self._on_publish(msg),
+            bus.DEADJOB: lambda sender, msg: requeue.on_deadjob(sender, msg.body),
+            bus.REVIVE: lambda sender, msg: requeue.on_revive(sender, msg.body),
+            bus.QPOLICY: lambda sender, msg: self._on_queue_policy(*msg.body),
         }
 
     def set_node_id(self, node_id: str) -> None:
@@ -132,6 +137,29 @@ class Cluster(ClusterHooks):
     def _on_publish(self, msg: bus.Message) -> None:
         channel, message = msg.body
         self.node.pubsub.publish(channel, message, bool(msg.mflags & bus.SHARD))
+    def queue_policy_changed(self, queue_name: bytes) -> None:
+        """QCONFIG: every peer that knows policies gets it (last writer
+        wins by version, then origin: any order of arrival converges)."""
+        for other in self.membership.others():
+            if other.policies and not other.handshake:
+                self._send_queue_policies(other.id, [queue_name])
+
+    def _send_queue_policies(self, node_id: str, names: list[bytes]) -> None:
+        header = self.membership.header()
+        for name in names:
+            entry = self.node.queue_policies.get(name)
+            if entry is not None:
+                self.transport.send(node_id, bus.queue_policy(
+                    header, name, entry.version_ms, entry.origin,
+                    policy_codec.encode(entry.policy)))
+
+    def _on_queue_policy(self, version_ms: int, origin: str, name: bytes,
+                         raw: bytes) -> None:
+        try:
+            policy = policy_codec.decode(raw)
+        except ValueError:
+            return  # (a newer node's policy we cannot read: keep ours)
+        self.node.apply_queue_policy(name, QueuePolicy(policy, version_ms, origin))
 
     def hello_nodes(self) -> list[list[str]]:
         membership = self.membership
@@ -178,6 +206,9 @@ class Cluster(ClusterHooks):
         node = self.membership.nodes.get(node_id)
         if node is not None:
             self.membership.link_down(node)
+            # What runs there when the link is back may be another version:
+            # its next frame says (and then it gets every queue's policy).
+            node.policies = False
 
     def receive(self, frame: bytes | bytearray | memoryview, link: Any) -> None:
         """One frame from ``link``.  Raises bus.BusError if malformed."""
@@ -188,6 +219,11 @@ class Cluster(ClusterHooks):
         self.frames_received[type_] += 1
         if type_ in bus.GOSSIP_TYPES:
             self.membership.on_gossip_message(msg, link)
+            if msg.sender_flags & bus.F_POLICIES:
+                peer = self.membership.nodes.get(msg.sender)
+                if peer is not None and not peer.policies and not peer.myself:
+                    peer.policies = True  # it reads policies: it gets ours
+                    self._send_queue_policies(peer.id, list(self.node.queue_policies))
             return
         sender = self.membership.nodes.get(msg.sender)
         if sender is None or sender.handshake or sender.myself:

@@ -29,6 +29,7 @@
 
 from ..protocol import bus
 from ..protocol.jobcodec import JobFields
+from ..core.jobs import policy as policy_codec
 from ..core.client import BlockedGet
 from ..core.hooks import FederationHooks
 from ..core.jobs.job import ACTIVE, BCAST_QUEUED, Job, serialize
@@ -286,7 +287,7 @@ class Federation(FederationHooks):
         now_ms = node.now_ms()
         for fields in records:
             (job_id, _state, flags, repl, ctime, ttl_ms, delay_s, retry_s, nacks,
-             deliveries, queue_name, body, nodes) = fields
+             deliveries, queue_name, body, nodes, policy) = fields
             if job_id in self.tombstones:
                 continue  # acked and freed here: a stale copy
             job = node.jobs.get(job_id)
@@ -295,6 +296,8 @@ class Federation(FederationHooks):
                           now_ms + ttl_ms, delay_s, retry_s)
                 job.nacks = nacks
                 job.deliveries = deliveries
+                if policy:
+                    job.policy = policy_codec.decode(policy)
                 job.nodes_delivered = nodes if node.id in nodes else nodes + (node.id,)
                 node.register(job)
                 node.log.job_stored(job)

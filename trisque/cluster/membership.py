@@ -40,7 +40,8 @@ class ClusterNode:
     __slots__ = ("id", "ip", "port", "bus_port", "myself", "handshake",
                  "pfail", "fail", "leaving", "noaddr", "ping_sent_ms",
                  "pong_received_ms", "ctime_ms", "fail_reports", "link_ok",
-                 "meet_pending", "link_since_ms", "ping_received_ms", "reads_publish")
+                 "meet_pending", "link_since_ms", "ping_received_ms", "reads_publish",
+                 "policies")
     id: str
     ip: str
     port: int
@@ -60,6 +61,7 @@ class ClusterNode:
     link_since_ms: int
     ping_received_ms: int
     reads_publish: bool
+    policies: bool
 
     def __init__(self, node_id: str, ip: str, port: int, bus_port: int, now_ms: int) -> None:
         self.id = node_id
@@ -77,6 +79,7 @@ class ClusterNode:
         self.ctime_ms = now_ms
         self.fail_reports = {}  # reporter id -> ms of the report
         self.link_ok = False  # our outgoing link to it is connected
+        self.policies = False  # its frames say F_POLICIES (bus.py)
         self.meet_pending = False  # send MEET, not PING, on the next link
         self.link_since_ms = 0
         self.ping_received_ms = 0  # its last PING or MEET to us
@@ -154,7 +157,7 @@ class Membership:
     def header(self) -> bus.Header:
         """Every frame's header: who I am and my flags, as of now."""
         me = self.myself
-        flags = me.wire_flags() | bus.F_PUBSUB  # (in headers only, not gossip)
+        flags = me.wire_flags() | bus.F_PUBSUB | bus.F_POLICIES  # (in headers only, not gossip)
         header = self._header
         if header is None or header.flags != flags or header.node_id != me.id.encode():
             header = self._header = bus.Header(me.id, me.port, me.bus_port, flags)

@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 from mypy_extensions import mypyc_attr
 
-from ..protocol import bus
+from ..protocol import bus, jobcodec
 from ..core.jobs.job import Job
 from ..core.node import Node
 from .membership import ClusterNode, Membership
@@ -168,10 +168,19 @@ class Outbox:
         outbox, self.batches = self.batches, {}
         header = self.membership.header()
         send = self.transport.send
+        nodes = self.membership.nodes
         for node_id, batches in outbox.items():
+            peer = nodes.get(node_id)
+            # A peer from before delivery policies (no F_POLICIES seen):
+            # jobs without their policy, no policy messages (bus.py).
+            old_peer = peer is None or not peer.policies
             for batch in batches:
                 type_, mflags, items = batch.type, batch.mflags, batch.items
+                if old_peer and type_ in bus.POLICY_TYPES:
+                    continue
                 if type_ in bus.JOBS_TYPES:
+                    if old_peer:
+                        items = [jobcodec.without_policy(r) for r in items]
                     if len(items) > 1 and sum(map(len, items)) > JOBS_FRAME_BYTES:
                         for part in _split_records(items):
                             send(node_id, bus.jobs(header, type_, part, mflags))

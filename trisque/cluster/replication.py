@@ -27,6 +27,7 @@ from collections import deque
 
 from ..protocol import bus, errors, resp
 from ..protocol.jobcodec import JobFields
+from ..core.jobs import policy as policy_codec
 from ..core.client import Client, PendingReply
 from ..core.jobs.job import (ACTIVE, BCAST_QUEUED, BCAST_WILLQUEUE,
                                WAIT_REPL, Job, serialize)
@@ -288,7 +289,7 @@ class Replication(ReplicationHooks):
         advance_ms = WILLQUEUE_ADVANCE_MS if self.membership.size() > 1 else 0
         got = []  # GOTJOB items, one message for the frame
         for (job_id, _state, flags, repl, ctime, ttl_ms, delay_s, retry_s, nacks,
-             deliveries, queue_name, body, nodes) in records:
+             deliveries, queue_name, body, nodes, policy) in records:
             queue = queues.get(queue_name)
             if queue is not None and queue.paused & PAUSED_IN:
                 continue
@@ -317,6 +318,8 @@ class Replication(ReplicationHooks):
                     job.nacks = nacks
                 if deliveries:
                     job.deliveries = deliveries
+                if policy:
+                    job.policy = policy_codec.decode(policy)
                 job.nodes_delivered = nodes if my_id in nodes else nodes + (my_id,)
                 node.register(job)
                 job_stored(job)

@@ -31,6 +31,13 @@
   per turn like all job messages.
 - ENQUEUE asks a holder to queue the job now (or after ``aux`` seconds):
   used when the node that took ADDJOB keeps no copy.
+- Ours (delivery policies, docs/lifecycle.md): a holder that finds a job
+  at its delivery limit moves it to its dead-letter queue, queues it there
+  and sends DEADJOB (aux 1: the last delivery ended in a NACK); receivers
+  move their copy too, not queued, its requeue held back a RETRY, as on
+  QUEUED.  REVIVE puts a dead job back in the queue it died in: the node
+  that took the command queues it and sends REVIVE; receivers move their
+  copy back and hold it back.
 """
 
 
@@ -88,6 +95,30 @@ class Requeue(RequeueHooks):
 
     def working(self, job: Job) -> None:
         self.outbox.send_to_holders(job, bus.WORKING)
+
+    def dead_lettered(self, job: Job, nack: bool) -> None:
+        self.outbox.send_to_holders(job, bus.DEADJOB, 1 if nack else 0)
+
+    def revived(self, job: Job) -> None:
+        self.outbox.send_to_holders(job, bus.REVIVE)
+
+    def on_deadjob(self, sender: ClusterNode, items: list[tuple[bytes, int]]) -> None:
+        node = self.node
+        for job_id, aux in items:
+            job = node.jobs.get(job_id)
+            if job is None:
+                continue
+            if job.state == ACKED:
+                self.outbox.send_setack(sender.id, job)
+                continue
+            node.mark_dead(job, bool(aux & 1))
+
+    def on_revive(self, sender: ClusterNode, items: list[tuple[bytes, int]]) -> None:
+        node = self.node
+        for job_id, _aux in items:
+            job = node.jobs.get(job_id)
+            if job is not None:
+                node.revive(job, tell_holders=False)
 
     def delivered(self, job: Job) -> None:
         """A consumer took the job here: the other holders hold back."""

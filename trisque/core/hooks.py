@@ -50,6 +50,14 @@ class RequeueHooks:
     def working(self, job: Job) -> None:
         """A consumer said WORKING: other holders postpone their requeue."""
 
+    def dead_lettered(self, job: Job, nack: bool) -> None:
+        """The job reached its delivery limit here (rule: DEADJOB to the
+        other holders; still in its old queue when called)."""
+
+    def revived(self, job: Job) -> None:
+        """REVIVE: the dead job is back in its queue (rule: REVIVE to the
+        other holders)."""
+
 
 class AckHooks:
     """Acks and their garbage collection."""
@@ -114,6 +122,8 @@ class ClusterHooks:
 
     def publish(self, channel: bytes, message: bytes, shard: bool) -> None:
         """PUBLISH (SPUBLISH): the other nodes' subscribers hear it too."""
+    def queue_policy_changed(self, queue_name: bytes) -> None:
+        """QCONFIG set a queue's policy here: every other node hears it."""
 
     def hello_nodes(self) -> list[list[str]]:
         """[id, ip, port, priority] for every node, myself first."""
@@ -142,6 +152,10 @@ class NoLog:
 
     def job_deleted(self, job: Job) -> None:
         pass
+
+    def job_updated(self, job: Job) -> None:
+        """A stored job changed in a way a restart must see (its queue, its
+        policy, its delivery count: policy.py)."""
 
     def append_command(self, *argv: bytes) -> None:
         pass

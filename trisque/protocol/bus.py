@@ -19,6 +19,13 @@ Payloads (all integers little endian):
     queue      NEEDJOBS, PAUSE: aux u32, name length u32, name
     publish    PUBLISH: channel length u32, channel, message (the rest);
                mflags SHARD for SPUBLISH
+    qpolicy    QPOLICY: version ms u64, origin id 40s, name length u32,
+               name, the policy (core/jobs/policy.py) to the end
+
+DEADJOB, REVIVE and QPOLICY (delivery policies, docs/lifecycle.md) and a
+job record's policy go only to peers whose frames carry F_POLICIES: a node
+from before them ignores those types (or, before PUBLISH, drops the link),
+and cannot read a job record that carries a policy.
 
 A frame that is short, long, of an unknown version, or whose payload does
 not add up to its length raises BusError; the link that sent it is
@@ -71,13 +78,18 @@ YOURJOBS: Final = 13
 WORKING: Final = 14
 PAUSE: Final = 15
 PUBLISH: Final = 16
+DEADJOB: Final = 17  # the job reached its delivery limit: to its dead-letter queue
+REVIVE: Final = 18  # the dead job is back in its queue
+QPOLICY: Final = 19  # a queue's delivery policy (QCONFIG), last writer wins
 NAMES = ("PING", "PONG", "MEET", "FAIL", "REPLJOB", "GOTJOB", "ENQUEUE",
          "QUEUED", "SETACK", "WILLQUEUE", "GOTACK", "DELJOB", "NEEDJOBS",
-         "YOURJOBS", "WORKING", "PAUSE", "PUBLISH")
+         "YOURJOBS", "WORKING", "PAUSE", "PUBLISH", "DEADJOB", "REVIVE", "QPOLICY")
+POLICY_TYPES = (DEADJOB, REVIVE, QPOLICY)  # only to peers with F_POLICIES
 
 GOSSIP_TYPES = (PING, PONG, MEET)
 JOBS_TYPES = (REPLJOB, YOURJOBS)
-JOBID_TYPES = (GOTJOB, ENQUEUE, QUEUED, SETACK, WILLQUEUE, GOTACK, DELJOB, WORKING)
+JOBID_TYPES = (GOTJOB, ENQUEUE, QUEUED, SETACK, WILLQUEUE, GOTACK, DELJOB, WORKING,
+               DEADJOB, REVIVE)
 QUEUE_TYPES = (NEEDJOBS, PAUSE)
 
 # mflags
@@ -92,10 +104,12 @@ F_PFAIL: Final = 2
 F_FAIL: Final = 4
 F_NOADDR: Final = 8
 F_PUBSUB: Final = 16  # sender only: it reads PUBLISH frames (and ignores unknown types)
+F_POLICIES: Final = 32  # header only: the sender knows delivery policies
 
 _GOSSIP = struct.Struct("<40sHHHIB")
 _JOBID = struct.Struct("<40sI")
 _QUEUE = struct.Struct("<II")
+_QPOLICY = struct.Struct("<Q40sI")
 _U16 = struct.Struct("<H")
 _U32 = struct.Struct("<I")
 
@@ -203,6 +217,10 @@ def queue_op(header: Header, type_: int, name: bytes, aux: int = 0) -> bytes:
 def publish(header: Header, channel: bytes, message: bytes, shard: bool) -> bytes:
     return _frame(header, PUBLISH, _U32.pack(len(channel)) + channel + message,
                   SHARD if shard else 0)
+def queue_policy(header: Header, name: bytes, version_ms: int, origin: str,
+                 policy: bytes) -> bytes:
+    return _frame(header, QPOLICY, _QPOLICY.pack(version_ms, origin.encode(), len(name))
+                  + name + policy)
 
 
 def frame_length(buf: bytes | bytearray | memoryview, offset: int = 0,
@@ -285,6 +303,13 @@ def _decode_body(type_: int, payload: memoryview) -> Any:
         if 4 + clen > size:
             raise ValueError("truncated channel")
         return bytes(payload[4:4 + clen]), bytes(payload[4 + clen:])
+    if type_ == QPOLICY:
+        version_ms, origin, qlen = _QPOLICY.unpack_from(payload)
+        end = _QPOLICY.size + qlen
+        if end > size:
+            raise ValueError("truncated queue name")
+        return (version_ms, _check_node_id(origin), bytes(payload[_QPOLICY.size:end]),
+                bytes(payload[end:]))
     raise ValueError("unknown type")
 
 

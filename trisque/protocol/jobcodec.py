@@ -6,28 +6,55 @@ a short or inconsistent record raises ValueError, never a partial job.
 
 ``etime_ms`` is whatever the caller puts there: the bus sends the time to
 live left (clocks differ between nodes), the AOF the absolute expiry.
+
+A job with a delivery policy (core/jobs/policy.py: a delivery limit, a
+dead-letter queue, a backoff, its history once dead) has the flag
+``HAS_POLICY`` and, after the node IDs, u32 length + the encoded policy.
+Every other job's record is byte for byte what it was before policies.
 """
 
 import struct
 from collections.abc import Collection
+from typing import Final
 
 _FIXED = struct.Struct("<40sBBHQqIIIIIIH")
+_U32 = struct.Struct("<I")
 NODE_ID_LEN = 40
+HAS_POLICY: Final = 64  # in the flags byte: a policy follows the node IDs
 FIELDS = ("id", "state", "flags", "repl", "ctime", "etime_ms", "delay_s",
-          "retry_s", "nacks", "deliveries", "queue", "body", "nodes")
+          "retry_s", "nacks", "deliveries", "queue", "body", "nodes", "policy")
 
-# One decoded record, the fields in FIELDS order.
+# One decoded record, the fields in FIELDS order (policy: b"" for none).
 JobFields = tuple[bytes, int, int, int, int, int, int, int, int, int,
-                  bytes, bytes, tuple[str, ...]]
+                  bytes, bytes, tuple[str, ...], bytes]
 
 
 def encode(job_id: bytes, state: int, flags: int, repl: int, ctime: int, etime_ms: int,
            delay_s: int, retry_s: int, nacks: int, deliveries: int, queue: bytes,
-           body: bytes, nodes: Collection[str | bytes]) -> bytes:
+           body: bytes, nodes: Collection[str | bytes], policy: bytes = b"") -> bytes:
+    if policy:
+        flags |= HAS_POLICY
     return b"".join((
         _FIXED.pack(job_id, state, flags, repl, ctime, etime_ms, delay_s,
                     retry_s, nacks, deliveries, len(queue), len(body), len(nodes)),
-        queue, body, *(n.encode() if isinstance(n, str) else n for n in nodes)))
+        queue, body, *(n.encode() if isinstance(n, str) else n for n in nodes),
+        policy_suffix(policy)))
+
+
+def policy_suffix(policy: bytes) -> bytes:
+    """What follows the node IDs of a record: b"" without a policy."""
+    return _U32.pack(len(policy)) + policy if policy else b""
+
+
+def without_policy(record: bytes) -> bytes:
+    """The record as a node that predates policies reads it: the flag
+    cleared, the policy cut (a mixed cluster, cluster/outbox.py)."""
+    flags = record[41]
+    if not flags & HAS_POLICY:
+        return record
+    qlen, blen, nnodes = struct.unpack_from("<IIH", record, _FIXED.size - 10)
+    end = _FIXED.size + qlen + blen + nnodes * NODE_ID_LEN
+    return b"".join((record[:41], bytes((flags & ~HAS_POLICY,)), record[42:end]))
 
 
 _NODE_TUPLES: dict[bytes, tuple[str, ...]] = {}  # raw node-ID block -> tuple of str, shared between jobs
@@ -82,6 +109,18 @@ def decode_many(data: bytes | bytearray | memoryview, offset: int,
         offset = bend + nnodes * NODE_ID_LEN
         if offset > size:
             raise ValueError("truncated job record")
+        nodes = _node_ids(raw[bend:offset])
+        policy = b""
+        if flags & HAS_POLICY:
+            flags &= ~HAS_POLICY
+            if offset + 4 > size:
+                raise ValueError("truncated job record")
+            plen: int = _U32.unpack_from(raw, offset)[0]
+            pend = offset + 4 + plen
+            if pend > size or not plen:
+                raise ValueError("truncated job record")
+            policy = raw[offset + 4:pend]
+            offset = pend
         records.append((job_id, state, flags, repl, ctime, etime_ms, delay_s, retry_s, nacks,
-                        deliveries, raw[end:qend], raw[qend:bend], _node_ids(raw[bend:offset])))
+                        deliveries, raw[end:qend], raw[qend:bend], nodes, policy))
     return records, offset

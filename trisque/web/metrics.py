@@ -76,6 +76,14 @@ class NodeCollector(Collector):
                                   value=stats.commands)
         yield CounterMetricFamily("trisque_expired_jobs", "Jobs expired (TTL)",
                                   value=stats.expired_jobs)
+        yield CounterMetricFamily("trisque_dead_lettered_jobs",
+                                  "Jobs moved to their dead-letter queue here (delivery limit)",
+                                  value=stats.dead_lettered_jobs)
+        yield CounterMetricFamily("trisque_revived_jobs", "Dead jobs put back by REVIVE",
+                                  value=stats.revived_jobs)
+        yield CounterMetricFamily("trisque_postponed_requeues",
+                                  "Requeues postponed by NACK DELAY or a backoff",
+                                  value=stats.requeues_postponed)
         yield GaugeMetricFamily("trisque_uptime_seconds", "Seconds since the node started",
                                 value=(node.now_ms() - stats.start_ms) / 1000)
         calls = CounterMetricFamily("trisque_commands", "Calls by command", labels=["command"])

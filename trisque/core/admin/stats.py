@@ -7,7 +7,8 @@ class Stats:
     __slots__ = ("commands", "connections", "rejected", "net_in", "net_out",
                  "expired_jobs", "keyspace_hits", "commandstats",
                  "start_ms", "auth_failures", "denied", "query_limit_kills",
-                 "output_limit_kills", "tls_handshake_failures")
+                 "output_limit_kills", "tls_handshake_failures",
+                 "dead_lettered_jobs", "revived_jobs", "requeues_postponed")
     commands: int
     connections: int
     rejected: int
@@ -22,6 +23,9 @@ class Stats:
     query_limit_kills: int
     output_limit_kills: int
     tls_handshake_failures: int
+    dead_lettered_jobs: int
+    revived_jobs: int
+    requeues_postponed: int
 
     def __init__(self, now_ms: int) -> None:
         self.start_ms = now_ms
@@ -41,3 +45,7 @@ class Stats:
         self.query_limit_kills = 0  # closed past client-query-buffer-limit
         self.output_limit_kills = 0  # closed past client-output-buffer-limit
         self.tls_handshake_failures = 0  # TLS clients and bus peers (shell/tls.py)
+        # delivery policies (core/jobs/policy.py)
+        self.dead_lettered_jobs = 0  # moved to a dead-letter queue here
+        self.revived_jobs = 0  # REVIVE
+        self.requeues_postponed = 0  # NACK DELAY and backoffs

@@ -13,6 +13,7 @@ from ..client import BlockedGet, Client
 from .job import ACKED, ACTIVE, BCAST_WILLQUEUE, QUEUED, STATE_BY_NAME, STATE_NAMES, Job
 from .job_reply import job_reply
 from ..node import Node
+from .policy import MAX_REASON_BYTES, Policy, parse_option
 from .queue import PAUSED_IN, PAUSED_OUT, Queue
 from .scan import parse_scan_args, scan
 from ..command import Commands
@@ -45,10 +46,12 @@ def validate_ids(ids: list[bytes]) -> None:
 @command("ADDJOB", -4, "write denyoom fast",
          "Add a job to a queue, replicated to REPLICATE nodes",
          "queue body ms-timeout [REPLICATE count] [DELAY sec] [RETRY sec] "
-         "[TTL sec] [MAXLEN count] [ASYNC]")
+         "[TTL sec] [MAXLEN count] [ASYNC] [MAXDELIVERIES count] [DEADLETTER queue] "
+         "[BACKOFF linear|exponential|none base-sec max-sec]")
 def addjob(node: Node, client: Client, argv: list[bytes]) -> Any:
     """ADDJOB queue body timeout_ms [REPLICATE n] [DELAY s] [RETRY s]
-    [TTL s] [MAXLEN n] [ASYNC]"""
+    [TTL s] [MAXLEN n] [ASYNC] [MAXDELIVERIES n] [DEADLETTER q]
+    [BACKOFF kind base max] (the last three: docs/lifecycle.md)"""
     if len(argv[2]) > node.config.max_job_size:
         # A bound on every job a peer must hold too (Disque had none but
         # proto-max-bulk-len): refused before anything is allocated for it.
@@ -61,6 +64,7 @@ def addjob(node: Node, client: Client, argv: list[bytes]) -> Any:
     delay_s = 0
     maxlen = 0
     asynchronous = False
+    policy: Policy | None = None  # only a job given policy options has one
     external = node.memory_level() > 0 or node.leaving
     i, argc = 4, len(argv)
     while i < argc:
@@ -87,7 +91,13 @@ def addjob(node: Node, client: Client, argv: list[bytes]) -> Any:
         elif opt == b"ASYNC":
             asynchronous = True
         else:
-            raise CommandError(errors.SYNTAX)
+            if policy is None:
+                policy = Policy()
+            after = parse_option(policy, argv, i)
+            if after == i:
+                raise CommandError(errors.SYNTAX)
+            i = after
+            continue
         i += 1
     timeout_ms = decimal(argv[3])
     if timeout_ms < 0:
@@ -129,6 +139,8 @@ def addjob(node: Node, client: Client, argv: list[bytes]) -> Any:
 
     now_ms = node.now_ms()
     job = node.create_job(qname, argv[2], replicate, ttl_s, retry_s, delay_s, now_ms)
+    if policy is not None or node.queue_policies:
+        job_policy(node, job, qname, policy)
     if replicate > 1 or external:
         # Synchronous replication blocks the client until enough nodes
         # confirmed (or answers now, for ASYNC); see cluster/replication.py.
@@ -148,6 +160,23 @@ def addjob(node: Node, client: Client, argv: list[bytes]) -> Any:
     else:
         node.enqueue_new(job, queue if queue is not None else node.get_queue(qname), now_ms)
     return b"+%s\r\n" % job.id
+
+
+def job_policy(node: Node, job: Job, queue: bytes, given: Policy | None) -> None:
+    """The job's policy: its queue's defaults (QCONFIG), overridden by the
+    options ADDJOB was given.  None if that says nothing."""
+    default = node.queue_policies.get(queue)
+    policy = default.policy.copy() if default is not None else Policy()
+    if given is not None:
+        if given.max_deliveries:
+            policy.max_deliveries = given.max_deliveries
+        if given.dead_letter:
+            policy.dead_letter = given.dead_letter
+        if given.backoff:
+            policy.backoff, policy.base_ms, policy.max_ms = (
+                given.backoff, given.base_ms, given.max_ms)
+    if not policy.is_default():
+        job.policy = policy
 
 
 def _bounded(arg: bytes, low: int, high: int | None, message: str) -> int:
@@ -325,6 +354,11 @@ class Dequeue(JobsById):
         return job is not None and node.dequeue(job)
 
 
+class Revive(JobsById):
+    def act(self, node: Node, job_id: bytes, job: Job | None) -> bool:
+        return job is not None and node.revive(job)
+
+
 class Delete(JobsById):
     def act(self, node: Node, job_id: bytes, job: Job | None) -> bool:
         if job is None:
@@ -339,6 +373,7 @@ _ENQUEUE: Final = Requeue(nack=False)
 _NACK: Final = Requeue(nack=True)
 _DEQUEUE: Final = Dequeue()
 _DELETE: Final = Delete()
+_REVIVE: Final = Revive()
 
 
 @command("ACKJOB", -1, "write fast",
@@ -360,9 +395,62 @@ def enqueue(node: Node, client: Client, argv: list[bytes]) -> bytes:
 
 
 @command("NACK", -1, "write denyoom fast",
-         "Put active jobs back in their queue now, counting a nack", "jobid1 jobid2 ... jobidN")
+         "Put active jobs back in their queue now (or after DELAY), counting a nack",
+         "jobid1 jobid2 ... jobidN [DELAY sec] [REASON text]")
 def nack(node: Node, client: Client, argv: list[bytes]) -> bytes:
+    if len(argv) >= 4 and argv[-2].upper() in _NACK_OPTIONS:
+        return _nack_with_options(node, argv)
     return _NACK.run(node, argv)
+
+
+_NACK_OPTIONS: Final = (b"DELAY", b"REASON")
+
+
+def _nack_with_options(node: Node, argv: list[bytes]) -> bytes:
+    """NACK id... [DELAY s] [REASON text] (docs/lifecycle.md): the options
+    follow the IDs; an argument that is neither is a bad ID, as before."""
+    end = 1
+    while end < len(argv) and jobid.is_valid(argv[end]):
+        end += 1
+    delay_s = 0
+    reason: bytes | None = None
+    i = end
+    while i < len(argv):
+        opt = argv[i].upper()
+        if end == 1 or opt not in _NACK_OPTIONS or i + 1 >= len(argv):
+            raise CommandError(errors.BADID if end == 1 or opt not in _NACK_OPTIONS
+                               else errors.SYNTAX)
+        if opt == b"DELAY":
+            delay_s = _bounded(argv[i + 1], 0, U32_MAX,
+                               "ERR DELAY time must be a non negative number")
+        else:
+            reason = argv[i + 1][:MAX_REASON_BYTES]
+        i += 2
+    done = 0
+    for job_id in argv[1:end]:
+        job = node.jobs.get(job_id)
+        if job is None or job.state != ACTIVE:
+            continue
+        if reason is not None:
+            policy = job.policy
+            policy = policy.copy() if policy is not None else Policy()
+            policy.last_error = reason
+            job.policy = policy
+            if node.log_active:
+                node.log.job_updated(job)
+        if delay_s:
+            node.postpone_requeue(job, delay_s * 1000, True)
+            done += 1
+        elif node.enqueue(job, True):
+            done += 1
+    return resp.integer(done)
+
+
+@command("REVIVE", -2, "write denyoom fast",
+         "Put dead-lettered jobs back in the queue they died in, their counters at zero",
+         "jobid1 jobid2 ... jobidN")
+def revive(node: Node, client: Client, argv: list[bytes]) -> bytes:
+    return _REVIVE.run(node, argv)
 
 
 @command("DEQUEUE", -1, "write fast",
@@ -413,9 +501,10 @@ def show(node: Node, client: Client, argv: list[bytes]) -> bytes:
 
 
 def job_info(node: Node, job: Job) -> dict[str, Any]:
-    """SHOW's 15 fields, in Disque's order (a map for CLIENT DISQUE-RESP3)."""
+    """SHOW's 15 fields, in Disque's order (a map for CLIENT DISQUE-RESP3),
+    and a job with a delivery policy's 5 more after them."""
     now_ms = node.now_ms()
-    return {
+    info = {
         "id": job.id,
         "queue": job.queue,
         "state": STATE_NAMES[job.state],
@@ -434,6 +523,15 @@ def job_info(node: Node, job: Job) -> dict[str, Any]:
                               if job.wake_ms is not None else None),
         "body": job.body,
     }
+    policy = job.policy if job._rare is not None else None
+    if policy is not None:
+        info["max-deliveries"] = policy.max_deliveries
+        info["dead-letter"] = (policy.dead_letter_queue(policy.dead_from or job.queue)
+                               if policy.max_deliveries else None)
+        info["backoff"] = policy.backoff_text()
+        info["dead-from"] = policy.dead_from or None
+        info["last-error"] = policy.last_error or None
+    return info
 
 
 @command("JSCAN", -1, "readonly",

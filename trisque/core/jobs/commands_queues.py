@@ -51,7 +51,7 @@ def qstat(node: Node, client: Client, argv: list[bytes]) -> bytes:
     if queue is None:
         return resp.null_array(client.disque_proto())
     now_s = node.now_ms() // 1000
-    return resp.encode({
+    fields = {
         "name": queue.name,
         "len": len(queue.jobs),
         "age": max(0, now_s - queue.ctime_s),
@@ -62,7 +62,15 @@ def qstat(node: Node, client: Client, argv: list[bytes]) -> bytes:
         "jobs-in": queue.jobs_in,
         "jobs-out": queue.jobs_out,
         "pause": queue.pause_name(),
-    }, client.disque_proto())
+    }
+    # A queue with delivery policy defaults, or whose jobs died here, says
+    # so after Disque's fields (docs/lifecycle.md).
+    entry = node.queue_policies.get(queue.name)
+    if queue.dead_letters or (entry is not None and not entry.policy.is_default()):
+        if entry is not None:
+            fields.update(entry.policy.fields())
+        fields["dead-lettered"] = queue.dead_letters
+    return resp.encode(fields, client.disque_proto())
 
 
 @command("QSCAN", -1, "readonly",

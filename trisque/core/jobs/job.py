@@ -13,6 +13,7 @@ from mypy_extensions import i16, i32, mypyc_attr
 from ...protocol import jobcodec
 
 from .deadlines import Ordered
+from . import policy as policy_codec
 
 
 WAIT_REPL: Final = 0
@@ -27,6 +28,11 @@ BCAST_QUEUED: Final = 1  # enqueued before: the next enqueue tells the other hol
 BCAST_WILLQUEUE: Final = 2  # announce WILLQUEUE shortly before requeueing
 DELIVERED: Final = 4  # given to a consumer at least once (RETRY 0: never again)
 DUMMY_ACK: Final = 8  # an ack for a job this node never held
+# A requeue postponed (NACK ... DELAY, a backoff): when its timer fires the
+# job is queued without waiting again, counted as a NACK if NACK_DUE.
+REQUEUE_DUE: Final = 16
+NACK_DUE: Final = 32
+# (64 is jobcodec.HAS_POLICY, on the wire only)
 
 # Bytes one job costs beyond its body and queue name, set from the RSS
 # growth per queued job (python -m bench memory) so that used_memory tracks
@@ -149,6 +155,11 @@ class Job(Ordered):
             shared.next = common(shared.queue, nodes, shared.retry_s)
         self._common = shared.next
 
+    def move_to_queue(self, queue: bytes) -> None:
+        """The job now belongs to ``queue`` (dead-lettered, or revived)."""
+        shared = self._common
+        self._common = common(queue, shared.nodes_delivered, shared.retry_s)
+
     # ctime is ms * 1e6 (plus a counter): 61 bits today, a 48-byte int.
     # Kept relative to 2020 it fits in 60 bits, a 32-byte int (until 2056).
     @property
@@ -204,6 +215,15 @@ class Job(Ordered):
     @gc_retry.setter
     def gc_retry(self, value: int) -> None:
         _set_rare(self, "gc_retry", value, 0)
+
+    @property
+    def policy(self) -> Any:  # a policy.Policy (delivery limit, backoff), or None
+        rare = self._rare
+        return None if rare is None else rare.get("policy")
+
+    @policy.setter
+    def policy(self, value: Any) -> None:
+        _set_rare(self, "policy", value, None)
 
     @property
     def waiter(self) -> Any:  # the client blocked in ADDJOB until replicated
@@ -270,27 +290,35 @@ def serialize(job: Job, etime_ms: int) -> bytes:
             _ids_cache.clear()
         _ids_cache[nodes] = ids
     rare = job._rare
+    flags = job.flags & _NOT_DUMMY
+    suffix = b""
     if rare is None:
         delay_s = nacks = deliveries = 0
     else:
         delay_s = rare.get("delay_s", 0)
         nacks = rare.get("nacks", 0)
         deliveries = rare.get("deliveries", 0)
+        policy = rare.get("policy")
+        if policy is not None:
+            flags |= jobcodec.HAS_POLICY
+            suffix = jobcodec.policy_suffix(policy_codec.encode(policy))
     return b"".join((
-        _pack_fixed(job.id, job.state, job.flags & _NOT_DUMMY, job.repl,
+        _pack_fixed(job.id, job.state, flags, job.repl,
                     job._ctime + CTIME_EPOCH, etime_ms, delay_s, shared.retry_s,
                     nacks, deliveries, len(queue), len(body), len(nodes)),
-        queue, body, ids))
+        queue, body, ids, suffix))
 
 
 def deserialize(data: bytes, offset: int = 0) -> tuple[Job, int]:
     """(Job, offset after it) from bytes; etime_ms is as stored."""
     fields, offset = jobcodec.decode(data, offset)
     (job_id, state, flags, repl, ctime, etime_ms, delay_s, retry_s, nacks,
-     deliveries, queue, body, nodes) = fields
+     deliveries, queue, body, nodes, policy) = fields
     job = Job(job_id, queue, body, state, repl, ctime, etime_ms, delay_s, retry_s)
     job.flags = flags
     job.nacks = nacks
     job.deliveries = deliveries
     job.nodes_delivered = nodes
+    if policy:
+        job.policy = policy_codec.decode(policy)
     return job, offset

@@ -28,8 +28,10 @@ from ...protocol import jobid
 from ..admin.stats import Stats
 from ..hooks import AckHooks, FederationHooks, NoLog, ReplicationHooks, RequeueHooks
 from .deadlines import Deadlines
-from .job import (ACKED, ACTIVE, BCAST_QUEUED, BCAST_WILLQUEUE, DELIVERED, QUEUED,
-                  WAIT_REPL, Job)
+from .job import (ACKED, ACTIVE, BCAST_QUEUED, BCAST_WILLQUEUE, DELIVERED, NACK_DUE,
+                  QUEUED, REQUEUE_DUE, WAIT_REPL, Job)
+from .policy import Policy, QueuePolicy
+from . import policy as policy_codec
 from .queue import PAUSED_IN, PAUSED_OUT, QUEUE_OVERHEAD, Queue
 
 WILLQUEUE_ADVANCE_MS: Final = 500  # WILLQUEUE goes out this long before a requeue
@@ -52,6 +54,7 @@ class JobLifecycle:
     _jitter_at: int
     jobs: dict[bytes, Job]
     queues: dict[bytes, Queue]
+    queue_policies: dict[bytes, QueuePolicy]
     deadlines: Deadlines
     random_bytes: Callable[[int], bytes]
     ids: jobid.IdGenerator
@@ -82,6 +85,7 @@ class JobLifecycle:
         self._jitter_at = 0
         self.jobs = {}  # job id -> Job
         self.queues = {}  # name -> Queue
+        self.queue_policies = {}  # name -> its QCONFIG defaults (policy.py)
         self.deadlines = Deadlines()
         # Where job IDs get their randomness: the OS, or a seeded generator
         # in the simulator so a run can be replayed.
@@ -230,6 +234,21 @@ class JobLifecycle:
             return False
         if job.retry_s == 0 and job.flags & DELIVERED:
             return False  # at-most-once: delivered once, never again
+        due = job.flags & (REQUEUE_DUE | NACK_DUE)
+        if due:
+            # a requeue postponed by NACK DELAY or a backoff is due now
+            nack = nack or bool(due & NACK_DUE)
+            job.flags &= ~(REQUEUE_DUE | NACK_DUE)
+        policy = None
+        if job._rare is not None:  # (a plain job has no policy: one test)
+            policy = job.policy
+            if policy is not None and (job.flags & BCAST_QUEUED or nack):
+                if not due and self._postponed(job, policy, nack):
+                    return True
+                if (policy.max_deliveries and not policy.dead_from
+                        and job.nacks + job.deliveries + 1 >= policy.max_deliveries):
+                    self.dead_letter(job, policy, nack)
+                    return True
         now_ms = self.now_ms()
         job.state = QUEUED
         if job.retry_s:
@@ -243,6 +262,8 @@ class JobLifecycle:
                 job.nacks += 1
             else:
                 job.deliveries += 1
+            if policy is not None and policy.max_deliveries and self.log_active:
+                self.log.job_updated(job)  # its count survives a restart
         else:
             job.flags |= BCAST_QUEUED
         self.schedule(job)
@@ -251,6 +272,137 @@ class JobLifecycle:
             queue.nacks += 1
         self._put(job, queue, now_ms)
         return True
+
+    # ----------------------------------------- delivery policies (policy.py)
+
+    def apply_queue_policy(self, name: bytes, entry: QueuePolicy, log: bool = True) -> bool:
+        """Adopt a queue's defaults if newer than ours (QCONFIG here, from
+        a peer, or from the AOF); logged as ``QCONFIG name STORE version
+        origin policy``.  False if ours is newer."""
+        if not entry.newer_than(self.queue_policies.get(name)):
+            return False
+        self.queue_policies[name] = entry
+        if log:
+            self.log.append_command(b"QCONFIG", name, b"STORE", b"%d" % entry.version_ms,
+                                    entry.origin.encode(), policy_codec.encode(entry.policy))
+        return True
+
+    def _postponed(self, job: Job, policy: Policy, nack: bool) -> bool:
+        """A redelivery of a job with a backoff waits first: the requeue
+        happens when its timer fires (REQUEUE_DUE).  False if not now."""
+        attempt = job.nacks + job.deliveries + 1
+        if not policy.backoff or policy.dead_from:
+            return False
+        if policy.max_deliveries and attempt >= policy.max_deliveries:
+            return False  # dead-lettered at once: no point waiting
+        wait_ms = policy.backoff_ms(attempt, self.random.random())
+        if wait_ms <= 0:
+            return False
+        self.postpone_requeue(job, wait_ms, nack)
+        return True
+
+    def postpone_requeue(self, job: Job, wait_ms: int, nack: bool) -> None:
+        """Queue ``job`` again in ``wait_ms`` (NACK ... DELAY, a backoff),
+        counted then as a NACK if ``nack``; the other holders hold back
+        meanwhile (WORKING)."""
+        if job.state == QUEUED:
+            self._remove_from_queue(job)
+        job.flags |= REQUEUE_DUE | (NACK_DUE if nack else 0)
+        job.flags &= ~BCAST_WILLQUEUE  # (WILLQUEUE is for RETRY's requeues)
+        job.qtime_ms = self.now_ms() + max(1, wait_ms)
+        self.stats.requeues_postponed += 1
+        self.schedule(job)
+        if len(job.nodes_delivered) > 1:
+            self.requeue.working(job)
+
+    def dead_letter(self, job: Job, policy: Policy, nack: bool) -> None:
+        """The job reached its delivery limit: it moves to its dead-letter
+        queue (policy.py), queued there as a new job would be, with its
+        history (counters, dead-from, last error).  The other holders hear
+        DEADJOB and move their copies too."""
+        if job.state == QUEUED:
+            self._remove_from_queue(job)
+        origin = job.queue
+        if nack:
+            job.nacks += 1  # (the failed delivery that killed it)
+        else:
+            job.deliveries += 1
+        dead = policy.copy()
+        dead.dead_from = origin
+        dead.dead_ms = self.now_ms()
+        job.policy = dead
+        queue = self.queues.get(origin)
+        if queue is not None:
+            queue.dead_letters += 1
+        self.stats.dead_lettered_jobs += 1
+        self.requeue.dead_lettered(job, nack)
+        job.move_to_queue(policy.dead_letter_queue(origin))
+        self._requeue_as_new(job)
+
+    def mark_dead(self, job: Job, nack: bool) -> None:
+        """Another holder dead-lettered the job (DEADJOB): ours moves too,
+        not queued (that holder queued it), its requeue held back."""
+        policy = job.policy
+        if policy is None or policy.dead_from:
+            return
+        if job.state == QUEUED:
+            self._remove_from_queue(job)
+        if nack:
+            job.nacks += 1
+        else:
+            job.deliveries += 1
+        dead = policy.copy()
+        dead.dead_from = job.queue
+        dead.dead_ms = self.now_ms()
+        job.policy = dead
+        job.move_to_queue(policy.dead_letter_queue(dead.dead_from))
+        job.flags &= ~(REQUEUE_DUE | NACK_DUE)
+        self._hold_back(job)
+        if self.log_active:
+            self.log.job_updated(job)
+
+    def revive(self, job: Job, tell_holders: bool = True) -> bool:
+        """A dead job back to the queue it died in, its counters at zero
+        (REVIVE).  False if it is not dead."""
+        policy = job.policy
+        if policy is None or not policy.dead_from or job.state not in (ACTIVE, QUEUED):
+            return False
+        if job.state == QUEUED:
+            self._remove_from_queue(job)
+        alive = policy.copy()
+        origin = alive.dead_from
+        alive.dead_from = b""
+        alive.dead_ms = 0
+        job.policy = alive
+        job.nacks = 0
+        job.deliveries = 0
+        job.move_to_queue(origin)
+        self.stats.revived_jobs += 1
+        if tell_holders:
+            self.requeue.revived(job)
+            self._requeue_as_new(job)
+        else:
+            self._hold_back(job)
+            if self.log_active:
+                self.log.job_updated(job)
+        return True
+
+    def _requeue_as_new(self, job: Job) -> None:
+        """Queue the job in its (new) queue as a first enqueue: no QUEUED,
+        no counter; logged with its new queue and policy."""
+        job.flags &= ~(BCAST_QUEUED | REQUEUE_DUE | NACK_DUE | DELIVERED)
+        if not job.qtime_ms:
+            job.qtime_ms = self.now_ms()
+        if self.log_active:
+            self.log.job_updated(job)
+        self.enqueue(job)
+
+    def _hold_back(self, job: Job) -> None:
+        """Another holder queued the job: ours waits a RETRY (as on QUEUED)."""
+        if job.retry_s and job.qtime_ms:
+            job.flags |= BCAST_WILLQUEUE
+            job.qtime_ms = self.now_ms() + job.retry_s * 1000 + self.jitter_ms()
+        self.schedule(job)
 
     def enqueue_new(self, job: Job, queue: Queue, now_ms: int) -> None:
         """Queue a job just created here, in ``queue`` (its own): the first

@@ -127,7 +127,7 @@ class JobList:
 class Queue:
     __slots__ = (
         "name", "jobs", "blocked", "paused", "ctime_s", "atime_s",
-        "jobs_in", "jobs_out", "acks", "nacks", "consumer_ms",
+        "jobs_in", "jobs_out", "acks", "nacks", "dead_letters", "consumer_ms",
         # federation (cluster/federation.py)
         "import_from", "import_buckets", "needjobs_bcast_ms",
         "needjobs_bcast_attempt", "needjobs_adhoc_ms", "needjobs_adhoc_attempt",
@@ -142,6 +142,7 @@ class Queue:
     jobs_out: int
     acks: int
     nacks: int
+    dead_letters: int
     consumer_ms: int
     import_from: dict[str, int]
     import_buckets: Any
@@ -164,6 +165,7 @@ class Queue:
         self.consumer_ms = 0  # when a GETJOB last asked for it (requeue.py)
         self.acks = 0  # ACKJOBs here of its jobs (while the queue exists)
         self.nacks = 0
+        self.dead_letters = 0  # its jobs moved to their dead-letter queue here
         self.import_from = {}  # node id -> ms of its last YOURJOBS
         self.import_buckets = None
         self.needjobs_bcast_ms = 0

@@ -206,6 +206,10 @@ class AtomicLog:
         self._open()
         self.real.job_deleted(job)
 
+    def job_updated(self, job: Any) -> None:
+        self._open()
+        self.real.job_updated(job)
+
     def append_command(self, *argv: bytes) -> None:
         self._open()
         self.real.append_command(*argv)

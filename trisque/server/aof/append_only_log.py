@@ -181,6 +181,14 @@ class AppendOnlyLog:
         self._last_deleted = job
         self.append(aof.deljob(job.id))
 
+    def job_updated(self, job):
+        """A job changed (policy.py): DELJOB then LOADJOB, in one write, so
+        a reload ends with the new version (LOADJOB keeps the first copy)."""
+        if self.state is OFF and self.rewriting is None:
+            return
+        self._last_deleted = None
+        self.append(aof.deljob(job.id) + loadjob_record(job))
+
     def append_command(self, *argv):
         """Log any command (bytes or str arguments), e.g. a keyspace write."""
         if self.state is OFF and self.rewriting is None:

@@ -25,6 +25,7 @@ import time
 from ...protocol import aof, jobcodec
 from ...core.jobs.deadlines import Deadlines
 from ...core.jobs.job import ACKED, ACTIVE, BCAST_WILLQUEUE, QUEUED, Job
+from ...core.jobs import policy as policy_codec
 
 from ...shell import log
 from .load_progress import LoadProgress
@@ -107,6 +108,7 @@ _FIXED = jobcodec._FIXED
 _FIXED_SIZE = _FIXED.size
 _unpack_fixed = _FIXED.unpack_from
 _NODE_ID_LEN = jobcodec.NODE_ID_LEN
+_HAS_POLICY = jobcodec.HAS_POLICY
 
 
 def decode_job(buf, start, stop):
@@ -120,6 +122,18 @@ def decode_job(buf, start, stop):
      deliveries, qlen, blen, nnodes) = _unpack_fixed(buf, start)
     qend = end + qlen
     bend = qend + blen
+    policy = None
+    if flags & _HAS_POLICY:
+        # a job with a delivery policy: it follows the node IDs
+        flags &= ~_HAS_POLICY
+        nodes_end = bend + nnodes * _NODE_ID_LEN
+        if nodes_end + 4 > stop:
+            raise ValueError("corrupted LOADJOB data (bad lengths or state)")
+        plen = int.from_bytes(buf[nodes_end:nodes_end + 4], "little")
+        if nodes_end + 4 + plen != stop:
+            raise ValueError("corrupted LOADJOB data (bad lengths or state)")
+        policy = policy_codec.decode(bytes(buf[nodes_end + 4:stop]))
+        stop = nodes_end
     if bend + nnodes * _NODE_ID_LEN != stop or state > 3:
         raise ValueError("corrupted LOADJOB data (bad lengths or state)")
     job = Job(job_id, buf[end:qend], buf[qend:bend], state, repl, ctime,
@@ -127,6 +141,8 @@ def decode_job(buf, start, stop):
     job.flags = flags
     job.nacks = nacks
     job.deliveries = deliveries
+    if policy is not None:
+        job.policy = policy
     if nnodes == 1:
         job.nodes_delivered = (buf[bend:stop].decode("ascii"),)
     elif nnodes:
@@ -194,7 +210,17 @@ def _replay_loadjob_argv(node, argv, options):
     replay_loadjob(node, (argv[1], 0, len(argv[1])), options)
 
 
-REPLAY = {aof.LOADJOB: _replay_loadjob_argv, aof.DELJOB: replay_deljob}
+def replay_qconfig(node, argv, options):
+    """QCONFIG name STORE version origin policy: a queue's defaults."""
+    if len(argv) != 6 or argv[2] != b"STORE":
+        raise ValueError("QCONFIG record: QCONFIG name STORE version origin policy")
+    policy = policy_codec.decode(bytes(argv[5]))
+    node.apply_queue_policy(bytes(argv[1]), policy_codec.QueuePolicy(
+        policy, int(argv[3]), bytes(argv[4]).decode("ascii")), log=False)
+
+
+REPLAY = {aof.LOADJOB: _replay_loadjob_argv, aof.DELJOB: replay_deljob,
+          b"QCONFIG": replay_qconfig}
 
 
 def load(node, path, truncate_ok, enqueue_once, progress=None):

@@ -26,6 +26,8 @@ import time
 import trio
 
 from ...core.jobs.job import ACTIVE, QUEUED
+from ...core.jobs import policy as policy_codec
+from ...protocol import aof
 
 from ...shell import log
 from .job_record import loadjob_record
@@ -51,7 +53,15 @@ def job_snapshot(node):
     return chunks()
 
 
-SNAPSHOT_SOURCES = [job_snapshot]
+def queue_policy_snapshot(node):
+    """QCONFIG STORE records for every queue's defaults (policy.py)."""
+    records = [aof.command(b"QCONFIG", name, b"STORE", b"%d" % entry.version_ms,
+                           entry.origin.encode(), policy_codec.encode(entry.policy))
+               for name, entry in list(node.queue_policies.items())]
+    return iter([b"".join(records)] if records else [])
+
+
+SNAPSHOT_SOURCES = [job_snapshot, queue_policy_snapshot]
 
 
 def write_all(fd, data):

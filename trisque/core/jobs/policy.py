@@ -1,0 +1,195 @@
+"""A job's delivery policy (docs/lifecycle.md): a delivery limit with a
+dead-letter queue, and a backoff for requeues; and its history once dead.
+
+Most jobs have none of this: a job that does keeps one ``Policy`` in its
+``_rare`` dict (job.py), so a plain job does not grow by a byte.  A queue's
+defaults (QCONFIG) are a Policy too, copied into each job created in that
+queue without options of its own: a job carries its policy to every node
+that holds a copy, so no node needs another's QCONFIG to act on it.
+
+On the wire and in the AOF a policy follows the job's record (jobcodec,
+flag ``HAS_POLICY``): ``encode``/``decode`` here.
+"""
+
+import struct
+from typing import Final
+
+from ...protocol.args import decimal, to_int
+from ...protocol.errors import CommandError
+
+BACKOFF_NONE: Final = 0
+BACKOFF_LINEAR: Final = 1
+BACKOFF_EXPONENTIAL: Final = 2
+BACKOFF_NAMES: Final = ("none", "linear", "exponential")
+
+MAX_REASON_BYTES: Final = 1024  # NACK ... REASON: longer texts are cut here
+MAX_DELIVERIES_MAX: Final = 65535
+BACKOFF_MAX_S: Final = 7 * 24 * 3600  # a backoff's base and ceiling, at most a week
+
+# max_deliveries u32, backoff kind u8, base ms u32, max ms u32, dead ms u64,
+# then three u16-length strings: dead-letter queue, dead-from queue, last error
+_FIXED = struct.Struct("<IBIIQHHH")
+
+
+class Policy:
+    """What a job (or a queue's default) says about its redeliveries."""
+
+    __slots__ = ("max_deliveries", "dead_letter", "backoff", "base_ms", "max_ms",
+                 "dead_from", "dead_ms", "last_error")
+    max_deliveries: int  # 0: no limit
+    dead_letter: bytes  # where it goes past the limit (b"": <queue>:dead)
+    backoff: int  # BACKOFF_*
+    base_ms: int
+    max_ms: int
+    dead_from: bytes  # b"" while alive; once dead, the queue it died in
+    dead_ms: int  # when it died (ms, the node's clock)
+    last_error: bytes  # the last NACK ... REASON
+
+    def __init__(self, max_deliveries: int = 0, dead_letter: bytes = b"",
+                 backoff: int = BACKOFF_NONE, base_ms: int = 0, max_ms: int = 0) -> None:
+        self.max_deliveries = max_deliveries
+        self.dead_letter = dead_letter
+        self.backoff = backoff
+        self.base_ms = base_ms
+        self.max_ms = max_ms
+        self.dead_from = b""
+        self.dead_ms = 0
+        self.last_error = b""
+
+    def copy(self) -> "Policy":
+        other = Policy(self.max_deliveries, self.dead_letter, self.backoff,
+                       self.base_ms, self.max_ms)
+        other.dead_from = self.dead_from
+        other.dead_ms = self.dead_ms
+        other.last_error = self.last_error
+        return other
+
+    def is_default(self) -> bool:
+        """Nothing set: a job with this policy is a plain job."""
+        return (not self.max_deliveries and not self.dead_letter and not self.backoff
+                and not self.dead_from and not self.last_error)
+
+    def dead_letter_queue(self, queue: bytes) -> bytes:
+        return self.dead_letter or queue + b":dead"
+
+    def backoff_text(self) -> str:
+        if not self.backoff:
+            return "none"
+        return f"{BACKOFF_NAMES[self.backoff]} {self.base_ms // 1000} {self.max_ms // 1000}"
+
+    def backoff_ms(self, attempt: int, draw: float) -> int:
+        """The wait before requeue number ``attempt`` (1, 2, ...): linear
+        base * attempt or exponential base * 2^(attempt-1), at most max,
+        then "equal jitter": a uniform draw in [wait/2, wait] (``draw`` in
+        [0, 1)), so consumers that failed together do not return together."""
+        if not self.backoff or attempt < 1:
+            return 0
+        if self.backoff == BACKOFF_LINEAR:
+            wait = self.base_ms * attempt
+        else:
+            wait = self.base_ms << min(attempt - 1, 40)
+        wait = min(wait, self.max_ms)
+        return wait // 2 + int(draw * (wait - wait // 2))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Policy) and encode(self) == encode(other)
+
+    def __repr__(self) -> str:
+        return f"<Policy {self.fields()}>"
+
+    def fields(self) -> dict[str, object]:
+        """For QCONFIG GET and SHOW: the settings, by their option names."""
+        return {"max-deliveries": self.max_deliveries,
+                "dead-letter": self.dead_letter,
+                "backoff": self.backoff_text()}
+
+
+class QueuePolicy:
+    """A queue's defaults (QCONFIG) as every node keeps them: the policy
+    (nothing set: reset, kept so an older setting cannot come back) and
+    its version, ms and the ID of the node that set it.  The greater
+    (version_ms, origin) wins wherever and in whatever order they meet."""
+
+    __slots__ = ("policy", "version_ms", "origin")
+    policy: Policy
+    version_ms: int
+    origin: str
+
+    def __init__(self, policy: Policy, version_ms: int, origin: str) -> None:
+        self.policy = policy
+        self.version_ms = version_ms
+        self.origin = origin
+
+    def newer_than(self, other: "QueuePolicy | None") -> bool:
+        return other is None or (self.version_ms, self.origin) > (other.version_ms,
+                                                                    other.origin)
+
+
+def encode(policy: Policy) -> bytes:
+    dlq, dead_from, error = policy.dead_letter, policy.dead_from, policy.last_error
+    return b"".join((
+        _FIXED.pack(policy.max_deliveries, policy.backoff, policy.base_ms, policy.max_ms,
+                    policy.dead_ms, len(dlq), len(dead_from), len(error)),
+        dlq, dead_from, error))
+
+
+def decode(raw: bytes) -> Policy:
+    """ValueError if ``raw`` is not exactly one policy."""
+    if len(raw) < _FIXED.size:
+        raise ValueError("truncated job policy")
+    (max_deliveries, backoff, base_ms, max_ms, dead_ms, dlen, flen,
+     elen) = _FIXED.unpack_from(raw)
+    start = _FIXED.size
+    if start + dlen + flen + elen != len(raw) or backoff > BACKOFF_EXPONENTIAL:
+        raise ValueError("bad job policy")
+    policy = Policy(max_deliveries, raw[start:start + dlen], backoff, base_ms, max_ms)
+    start += dlen
+    policy.dead_from = raw[start:start + flen]
+    policy.last_error = raw[start + flen:start + flen + elen]
+    policy.dead_ms = dead_ms
+    return policy
+
+
+def _seconds(arg: bytes, low: int, what: str) -> int:
+    value = decimal(arg)
+    if value < 0:
+        try:
+            value = to_int(arg)
+        except CommandError:
+            value = -1
+    if value < low or value > BACKOFF_MAX_S:
+        raise CommandError(f"ERR BACKOFF {what} must be between {low} and {BACKOFF_MAX_S} seconds")
+    return value
+
+
+def parse_option(policy: Policy, argv: list[bytes], i: int) -> int:
+    """If ``argv[i]`` is one of the policy's options (MAXDELIVERIES n,
+    DEADLETTER queue, BACKOFF none|linear|exponential base max), set it in
+    ``policy`` and return the index after it; else return ``i``."""
+    opt = argv[i].upper()
+    left = len(argv) - i - 1
+    if opt == b"MAXDELIVERIES" and left >= 1:
+        value = decimal(argv[i + 1])
+        if not 0 <= value <= MAX_DELIVERIES_MAX:
+            raise CommandError(f"ERR MAXDELIVERIES must be between 0 and {MAX_DELIVERIES_MAX}")
+        policy.max_deliveries = value
+        return i + 2
+    if opt == b"DEADLETTER" and left >= 1:
+        name = argv[i + 1]
+        if not name or len(name) > 0xFFFF:
+            raise CommandError("ERR DEADLETTER needs a queue name")
+        policy.dead_letter = name
+        return i + 2
+    if opt == b"BACKOFF" and left >= 1:
+        kind = argv[i + 1].lower()
+        if kind == b"none":
+            policy.backoff, policy.base_ms, policy.max_ms = BACKOFF_NONE, 0, 0
+            return i + 2
+        if kind not in (b"linear", b"exponential") or left < 3:
+            raise CommandError("ERR BACKOFF takes linear|exponential base-sec max-sec, or none")
+        base = _seconds(argv[i + 2], 1, "base")
+        ceiling = _seconds(argv[i + 3], base, "max")
+        policy.backoff = BACKOFF_LINEAR if kind == b"linear" else BACKOFF_EXPONENTIAL
+        policy.base_ms, policy.max_ms = base * 1000, ceiling * 1000
+        return i + 4
+    return i
