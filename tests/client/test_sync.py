@@ -1,6 +1,7 @@
 """trisque.client.Client against real nodes: every method, RESP2 and RESP3,
 the typed errors, failover when a node dies, and Disque's routing rules."""
 
+import threading
 import time
 
 import pytest
@@ -65,6 +66,26 @@ def test_get_jobs_counters_count_and_timeout(client):
     started = time.monotonic()
     assert client.get_jobs("empty", timeout_ms=200) == []
     assert time.monotonic() - started >= 0.15  # the node held it, then a null
+
+
+def test_get_jobs_without_timeout_waits_for_a_job(client, fresh):
+    def add_later():
+        time.sleep(0.3)
+        with Client(addr(fresh)) as producer:
+            added.append(producer.add_job("later", "x"))
+    added = []
+    thread = threading.Thread(target=add_later)
+    thread.start()
+    [job] = client.get_jobs("later")  # as GETJOB TIMEOUT 0: until a job comes
+    thread.join()
+    assert job.id == added[0]
+    thread = threading.Thread(target=add_later)
+    thread.start()
+    jobs = client.get_jobs("later", timeout_ms=0)
+    thread.join()
+    assert [j.id for j in jobs] == added[1:]
+    with pytest.raises(ValueError):
+        client.get_jobs("later", timeout_ms=-1)
 
 
 def test_nack_counts_and_working(client):

@@ -247,10 +247,11 @@ class AsyncClient(ClientBase):
                        withcounters: bool = False) -> list[Job]:
         """GETJOB (Client.get_jobs)."""
         names = calls.queue_names(queues)
-        if nohang or timeout_ms is not None:
-            wait_ms = 0 if timeout_ms is None else timeout_ms
-            return await self._run(calls.get_jobs(names, count=count, timeout_ms=wait_ms,
-                                                  nohang=nohang or wait_ms <= 0,
+        if timeout_ms is not None and timeout_ms < 0:
+            raise ValueError("timeout_ms cannot be negative")
+        if nohang or timeout_ms:
+            return await self._run(calls.get_jobs(names, count=count,
+                                                  timeout_ms=timeout_ms or 0, nohang=nohang,
                                                   withcounters=withcounters))
         while True:
             jobs = await self._run(calls.get_jobs(names, count=count,

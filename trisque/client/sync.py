@@ -270,16 +270,18 @@ class Client(ClientBase):
     def get_jobs(self, queues: Union[str, Sequence[str]], *, count: int = 1,
                  timeout_ms: Optional[int] = None, nohang: bool = False,
                  withcounters: bool = False) -> list[Job]:
-        """GETJOB: up to ``count`` jobs from the first of ``queues`` that
-        has some.  Waits ``timeout_ms`` (None: until a job comes; the
-        client then sends GETJOBs of at most 5 s one after another) and
-        answers [] when nothing came; ``nohang`` answers at once."""
+        """GETJOB: up to ``count`` jobs from ``queues`` (one from each in
+        turn, as Disque).  Waits ``timeout_ms`` and answers [] when
+        nothing came; None or 0 waits until a job comes (as Disque's
+        TIMEOUT 0: the client sends GETJOBs of at most 5 s one after
+        another, so that a dead node is noticed); ``nohang`` answers at
+        once."""
         names = calls.queue_names(queues)
-        if nohang or timeout_ms is not None:
-            wait_ms = 0 if timeout_ms is None else timeout_ms
-            return self._run(calls.get_jobs(names, count=count, timeout_ms=wait_ms,
-                                            nohang=nohang or wait_ms <= 0,
-                                            withcounters=withcounters))
+        if timeout_ms is not None and timeout_ms < 0:
+            raise ValueError("timeout_ms cannot be negative")
+        if nohang or timeout_ms:
+            return self._run(calls.get_jobs(names, count=count, timeout_ms=timeout_ms or 0,
+                                            nohang=nohang, withcounters=withcounters))
         while True:
             jobs = self._run(calls.get_jobs(names, count=count, timeout_ms=calls.BLOCK_SLICE_MS,
                                             nohang=False, withcounters=withcounters))
