@@ -1,0 +1,80 @@
+"""Real framework workers on a real 3-node cluster.
+
+``worker(...)`` starts the framework's own worker process (its command
+line, as its users run it) in a directory holding the test's task module;
+every worker still running is killed, with its children, after the test.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.cluster.conftest import build_cluster
+
+ROOT = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    c = build_cluster(3)
+    yield c
+    c.close()
+
+
+def node_urls(cluster, scheme="trisque"):
+    return ";".join(f"{scheme}://127.0.0.1:{s.port}" for s in cluster.servers
+                    if s.proc is not None and s.proc.poll() is None)
+
+
+class Workers:
+    def __init__(self, directory):
+        self.directory = directory
+        self.procs = []
+
+    def env(self, extra):
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join([str(self.directory), str(ROOT),
+                                             env.get("PYTHONPATH", "")])
+        env.update(extra)
+        return env
+
+    def start(self, argv, env, name):
+        log = open(self.directory / f"{name}.log", "wb")
+        proc = subprocess.Popen(argv, cwd=self.directory, env=self.env(env), stdout=log,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+        proc.log_path = self.directory / f"{name}.log"
+        self.procs.append(proc)
+        return proc
+
+    def kill(self, proc):
+        """SIGKILL to the worker and its children (its process group)."""
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait()
+
+    def stop_all(self):
+        for proc in self.procs:
+            if proc.poll() is None:
+                try:
+                    os.killpg(proc.pid, signal.SIGTERM)
+                    proc.wait(10)
+                except (ProcessLookupError, subprocess.TimeoutExpired):
+                    self.kill(proc)
+
+    def logs(self):
+        return "\n".join(f"----- {p.log_path.name}\n{p.log_path.read_text(errors='replace')[-4000:]}"
+                         for p in self.procs)
+
+
+@pytest.fixture
+def workers(tmp_path):
+    w = Workers(tmp_path)
+    yield w
+    w.stop_all()
