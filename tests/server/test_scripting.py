@@ -13,7 +13,7 @@ import redis
 
 from tests.harness import wait_for
 from tests.server.conftest import REDIS_SERVER
-from tests.server.util import raw_replies, reads_never_torn
+from tests.server.util import Raw, raw_replies, reads_never_torn
 
 BUSY = ("Redis is busy running a script. You can only call SCRIPT KILL or "
         "SHUTDOWN NOSAVE.")
@@ -245,3 +245,41 @@ def test_a_loop_inside_a_coroutine_is_killed_too(make_server):
     thread.join(10)
     assert errors and "Script killed" in errors[0]
     assert other.ping()
+
+
+SHEBANG_CASES = [
+    ["SET", "x", "123"], ["EVAL", "#!not-lua\nreturn 1", 0], ["EVAL", "#!lua\nreturn 1", 0],
+    ["EVAL", "#!lua badger=data\nreturn 1", 0], ["EVAL", "#!lua flags=allow-oom,what?\nreturn 1", 0],
+    ["EVAL", "#!lua flags=\nreturn 1", 0], ["EVAL", "#!lua", 0],
+    ["EVAL", "#!lua flags=no-writes\nreturn redis.call('set','x',1)", 1, "x"],
+    ["EVAL", "#!lua flags=no-writes\nreturn redis.call('get','x')", 1, "x"],
+    ["EVAL_RO", "#!lua\nreturn 1", 0], ["EVAL_RO", "#!lua flags=no-writes\nreturn 1", 0],
+    ["EVAL", "#!lua\nsyntax error", 0], ["EVAL", "#!lua\nreturn 1", "x"],
+    ["EVAL", "#!lua\n\nerror('on line 3')", 0],
+    ["CONFIG", "SET", "maxmemory", "1"],
+    ["EVAL", "redis.call('set','x',1) return 1", 1, "x"],
+    ["EVAL", "return redis.call('get','x')", 1, "x"], ["EVAL", "#!lua flags=\nreturn 1", 0],
+    ["EVAL", "#!lua flags=allow-oom\nredis.call('set','x',1) return 1", 1, "x"],
+    ["EVAL", "#!lua flags=no-writes\nredis.call('get','x') return 1", 0],
+    ["EVAL_RO", "#!lua flags=no-writes\nreturn 1", 1, "x"],
+    ["EVAL", "#!lua flags=no-writes,allow-oom\nreturn 2", 0],
+    ["CONFIG", "SET", "maxmemory", "0"],
+    ["SCRIPT", "LOAD", "#!lua flags=no-writes\nreturn redis.call('set','y',1)"],
+    ["EVALSHA", "f6b4ea5ef7fa3a8c4b3c6e3e34fd0e1c3dc7bc93", 0],
+]
+
+
+@pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server not installed")
+def test_shebang_flags_as_redis(shared, redis_port):
+    # EVAL's '#!lua flags=...' line (eval.c): its errors, and the flags'
+    # effect on OOM, FCALL_RO-like refusals and writes
+    replies = []
+    for port in (shared.port, redis_port):
+        conn = Raw(port)
+        out = []
+        for argv in SHEBANG_CASES:
+            conn.send_command(*argv)
+            reply = conn.reply()
+            out.append(str(reply) if isinstance(reply, Exception) else reply)
+        replies.append(out)
+    assert replies[0] == replies[1]

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from .build_form import build_form
 from ..command import unique_commands
+from ..keyspace.scripting import info_fields as scripting_info
 from .version import REDIS_VERSION, VERSION
 
 if TYPE_CHECKING:
@@ -83,6 +84,7 @@ def section_fields(node: Node, name: str) -> list[InfoField] | None:
             ("maxmemory_human", human(config.maxmemory)),
             ("maxmemory_policy", config.maxmemory_policy),
             ("memory_warning_level", node.memory_level()),
+            *scripting_info(node),
         ]
     if name == "jobs":
         return [("registered_jobs", len(node.jobs))]

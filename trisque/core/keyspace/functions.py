@@ -43,7 +43,8 @@ from . import function_payload
 from .lua_sandbox import Sandbox, ScriptCompileError
 from .numbers import parse_ll
 from .patterns import match
-from .scripting import BUSY, Scripting, kill, scripting
+from .scripting import BUSY, FLAG_NAMES, NO_WRITES, ALLOW_OOM, Scripting, kill, scripting
+from .scripting import WRITE_FLAG_ON_RO, check_flags, split_args
 
 if TYPE_CHECKING:
     from ..node import Node
@@ -53,10 +54,6 @@ command = COMMANDS.command
 
 LOAD_TIMEOUT_S = 0.5  # a library's body at FUNCTION LOAD (Redis's LOAD_TIMEOUT_MS)
 ENGINE = b"LUA"
-# Flags in Redis's order (scripts_flags_def): FUNCTION LIST lists them so.
-FLAG_NAMES = (b"no-writes", b"allow-oom", b"allow-stale", b"no-cluster",
-              b"allow-cross-slot-keys")
-NO_WRITES, ALLOW_OOM = 1, 2
 # Estimated bytes beyond the code: the library's and each function's
 # objects and dict slots, the compiled chunk (about twice the source).
 LIBRARY_OVERHEAD = 600
@@ -275,76 +272,6 @@ def valid_name(name: bytes) -> bool:
         48 <= c <= 57 or 65 <= c <= 90 or 97 <= c <= 122 or c == 95 for c in name)
 
 
-_ESCAPES = {ord("n"): b"\n", ord("r"): b"\r", ord("t"): b"\t", ord("b"): b"\b",
-            ord("a"): b"\a"}
-_SPACE = b" \t\n\v\f\r"
-
-
-def split_args(line: bytes) -> list[bytes] | None:
-    """Redis's sdssplitargs: words, "quoted" (with escapes) or 'quoted';
-    None if a quote is not closed or is followed by a non-space."""
-    out: list[bytes] = []
-    i, n = 0, len(line)
-    while True:
-        while i < n and line[i] in _SPACE:
-            i += 1
-        if i >= n:
-            return out
-        word = bytearray()
-        in_double = in_single = False
-        while True:
-            if in_double:
-                if i >= n:
-                    return None
-                c = line[i]
-                hexa = b"0123456789abcdefABCDEF"
-                if (c == 92 and i + 3 < n and line[i + 1] == 120 and line[i + 2] in hexa
-                        and line[i + 3] in hexa):
-                    word.append(int(line[i + 2:i + 4], 16))
-                    i += 3
-                elif c == 92 and i + 1 < n:
-                    i += 1
-                    word += _ESCAPES.get(line[i], bytes((line[i],)))
-                elif c == 34:
-                    if i + 1 < n and line[i + 1] not in _SPACE:
-                        return None
-                    in_double = False
-                    i += 1
-                    break
-                else:
-                    word.append(c)
-            elif in_single:
-                if i >= n:
-                    return None
-                c = line[i]
-                if c == 92 and i + 1 < n and line[i + 1] == 39:
-                    i += 1
-                    word.append(39)
-                elif c == 39:
-                    if i + 1 < n and line[i + 1] not in _SPACE:
-                        return None
-                    in_single = False
-                    i += 1
-                    break
-                else:
-                    word.append(c)
-            else:
-                if i >= n:
-                    break
-                c = line[i]
-                if c in _SPACE:
-                    i += 1
-                    break
-                if c == 34:
-                    in_double = True
-                elif c == 39:
-                    in_single = True
-                else:
-                    word.append(c)
-            i += 1
-        out.append(bytes(word))
-
-
 # ------------------------------------------------------------- commands
 
 _ARITY = {b"LOAD": -3, b"DELETE": 3, b"FLUSH": -2, b"LIST": -2, b"DUMP": 2,
@@ -532,11 +459,7 @@ def _fcall(node: Node, client: Client, argv: list[bytes], readonly: bool) -> byt
         # the flags make FCALL a write / denyoom command or not (script.c's
         # scriptFlagsToCmdFlags), checked as node.execute checks a command's
         flags = function.flags
-        if (not flags & (NO_WRITES | ALLOW_OOM) and node.config.maxmemory
-                and node.used_memory >= node.config.maxmemory):
-            raise CommandError(OOM)
-        if not flags & NO_WRITES and node.log_failing:
-            raise CommandError("MISCONF Errors writing to the AOF file: " + node.log_failing)
+        check_flags(node, flags, readonly=False)
     else:
         raise CommandError("ERR Function not found")
     numkeys = parse_ll(argv[2])
@@ -547,7 +470,7 @@ def _fcall(node: Node, client: Client, argv: list[bytes], readonly: bool) -> byt
     if numkeys < 0:
         raise CommandError("ERR Number of keys can't be negative")
     if not flags & NO_WRITES and readonly:
-        raise CommandError("ERR Can not execute a script with write flag using *_ro command.")
+        raise CommandError(WRITE_FLAG_ON_RO)
     engine = scripting(node)
     return engine.run(client, function.name, function.callback, argv[3:3 + numkeys],
                       argv[3 + numkeys:], readonly or bool(flags & NO_WRITES),

@@ -67,15 +67,21 @@ local loading = nil  -- the registrations of the library being loaded
 local function nonexistent(name)
   error("Script attempted to access nonexistent global variable '" .. tostring(name) .. "'", 3)
 end
+local function globals_index(_, name)
+  local v
+  if loading then v = LIB[name] else v = G[name] end
+  if v == nil then nonexistent(name) end
+  return v
+end
+-- What getmetatable(_G) shows: a read-only table (Redis's globals'
+-- metatable is protected; changing it is "Attempt to modify...").
+local shown_metatable = setmetatable({}, {__index = {__index = globals_index},
+                                          __newindex = refuse, __metatable = false})
+readonly[shown_metatable] = true
 local env = setmetatable({}, {
-  __index = function(_, name)
-    local v
-    if loading then v = LIB[name] else v = G[name] end
-    if v == nil then nonexistent(name) end
-    return v
-  end,
+  __index = globals_index,
   __newindex = refuse,
-  __metatable = false,
+  __metatable = shown_metatable,
 })
 readonly[env] = true
 
@@ -92,13 +98,27 @@ G.setmetatable = function(t, mt)
   if readonly[t] then error(READONLY, 0) end
   return setmetatable(t, mt)
 end
+-- No precompiled chunks (Redis refuses binary code: its bytecode is not
+-- verified): a chunk starting with the signature byte does not load.
+local BINARY = "\27"
 G.loadstring = function(s, name)
+  if type(s) == "string" and s:sub(1, 1) == BINARY then return nil end
   local f, err = loadstring(s, name)
   if f then setfenv(f, env) end
   return f, err
 end
 G.load = function(reader, name)
-  local f, err = load(reader, name)
+  local first = true
+  local function text_only()
+    local piece = reader()
+    if first and type(piece) == "string" and piece ~= "" then
+      first = false
+      if piece:sub(1, 1) == BINARY then error("binary chunks are not allowed", 0) end
+    end
+    return piece
+  end
+  local ok, f, err = pcall(load, text_only, name)
+  if not ok then return nil end
   if f then setfenv(f, env) end
   return f, err
 end

@@ -70,6 +70,11 @@ NOT_FROM_SCRIPTS = frozenset((
 ALLOWED_WHILE_BUSY = frozenset(("AUTH", "HELLO", "MULTI", "DISCARD", "WATCH",
                                 "UNWATCH", "QUIT", "RESET"))
 LOG_LEVELS = ("debug", "verbose", "notice", "warning")
+# Script flags in Redis's order (scripts_flags_def): a function's, or an
+# EVAL script's from its shebang (#!lua flags=no-writes,allow-oom).
+FLAG_NAMES = (b"no-writes", b"allow-oom", b"allow-stale", b"no-cluster",
+              b"allow-cross-slot-keys")
+NO_WRITES, ALLOW_OOM = 1, 2
 
 
 class ScriptRun:
@@ -100,7 +105,8 @@ class Scripting:
 
     def __init__(self, node: Node) -> None:
         self.node = node
-        self.scripts: dict[bytes, tuple[bytes, Any]] = {}  # sha -> (body, function)
+        # sha -> (body, function, shebang flags or None)
+        self.scripts: dict[bytes, tuple[bytes, Any, int | None]] = {}
         self.running: ScriptRun | None = None
         self.sandbox = self._new_sandbox()
         self.lua = self.sandbox  # the Lua state of the script running (tables for its replies)
@@ -117,17 +123,21 @@ class Scripting:
         self.scripts = {}
         self.sandbox = self._new_sandbox()
 
-    def load(self, body: bytes) -> tuple[bytes, Any]:
+    def load(self, body: bytes) -> tuple[bytes, Any, int | None]:
+        """The script's SHA1, compiled function and shebang flags (None:
+        no shebang, Redis's compatibility mode), compiling it if new."""
         sha = _sha1hex(body)
         entry = self.scripts.get(sha)
         if entry is None:
+            flags, shebang_len = shebang_flags(body)
             try:
-                function = self.sandbox.compile(body)
+                # (the shebang's newline stays: line numbers are the body's)
+                function = self.sandbox.compile(body[shebang_len:])
             except ScriptCompileError as exc:
                 raise CommandError("ERR Error compiling script (new function): "
                                    + exc.message.decode("utf-8", "replace")) from None
-            entry = self.scripts[sha] = (body, function)
-        return sha, entry[1]
+            entry = self.scripts[sha] = (body, function, flags)
+        return sha, entry[1], entry[2]
 
     # --------------------------------------------------------------- run
 
@@ -142,9 +152,9 @@ class Scripting:
         client.db = caller.db
         client.addr = caller.addr
         run = self.running = ScriptRun(sha, client, caller, node.clock(), readonly)
+        run.allow_oom = allow_oom
         if fcall is not None:
             run.function = True
-            run.allow_oom = allow_oom
             run.argv = command or []
         self.lua = fcall or self.sandbox
         try:
@@ -244,6 +254,22 @@ class Scripting:
             run.client.proto = version
 
 
+def info_fields(node: Node) -> list[tuple[str, int]]:
+    """INFO memory's script fields (Redis 7.0's names; sizes estimated)."""
+    engine: Scripting | None = node.scripting
+    if engine is None:
+        return [("number_of_cached_scripts", 0), ("used_memory_scripts_eval", 0),
+                ("number_of_functions", 0), ("number_of_libraries", 0),
+                ("used_memory_functions", 0)]
+    eval_memory = sum(40 + 2 * len(entry[0]) for entry in engine.scripts.values())
+    functions = engine.functions
+    return [("number_of_cached_scripts", len(engine.scripts)),
+            ("used_memory_scripts_eval", eval_memory),
+            ("number_of_functions", len(functions.functions) if functions else 0),
+            ("number_of_libraries", len(functions.libraries) if functions else 0),
+            ("used_memory_functions", functions.memory if functions else 0)]
+
+
 def _sha1hex(data: bytes) -> bytes:
     return hashlib.sha1(data).hexdigest().encode()
 
@@ -341,17 +367,150 @@ def _numkeys(argv: list[bytes]) -> int:
 
 def _eval(node: Node, client: Client, argv: list[bytes], by_sha: bool,
           readonly: bool) -> bytes:
-    n = _numkeys(argv)
     engine = scripting(node)
+    entry = engine.scripts.get(argv[1].lower() if by_sha else _sha1hex(argv[1]))
+    if entry is not None:
+        flags = entry[2]
+    elif by_sha:
+        flags = None
+    else:
+        try:
+            flags = shebang_flags(argv[1])[0]
+        except CommandError:
+            flags = None  # (reported when it is loaded, below)
+    if flags is not None:
+        check_flags(node, flags, readonly=False)  # what node.execute checks of a command
+    n = _numkeys(argv)
     if by_sha:
-        sha = argv[1].lower()
-        entry = engine.scripts.get(sha)
         if entry is None:
             raise CommandError(NOSCRIPT)
-        function = entry[1]
+        sha, function = argv[1].lower(), entry[1]
     else:
-        sha, function = engine.load(argv[1])
-    return engine.run(client, sha, function, argv[3:3 + n], argv[3 + n:], readonly)
+        sha, function, flags = engine.load(argv[1])
+    allow_oom = False
+    if flags is not None:
+        if readonly and not flags & NO_WRITES:
+            raise CommandError(WRITE_FLAG_ON_RO)
+        readonly = readonly or bool(flags & NO_WRITES)
+        allow_oom = bool(flags & ALLOW_OOM)
+    return engine.run(client, sha, function, argv[3:3 + n], argv[3 + n:], readonly,
+                      allow_oom=allow_oom)
+
+
+WRITE_FLAG_ON_RO = "ERR Can not execute a script with write flag using *_ro command."
+
+
+def check_flags(node: Node, flags: int, readonly: bool) -> None:
+    """A script's flags make its command a write (MISCONF while the AOF
+    fails) and denyoom (-OOM at maxmemory) or not (script.c's
+    scriptFlagsToCmdFlags, checked as node.execute checks a command)."""
+    if (not flags & (NO_WRITES | ALLOW_OOM) and node.config.maxmemory
+            and node.used_memory >= node.config.maxmemory):
+        raise CommandError(OOM)
+    if not flags & NO_WRITES and node.log_failing:
+        raise CommandError("MISCONF Errors writing to the AOF file: " + node.log_failing)
+    if readonly and not flags & NO_WRITES:
+        raise CommandError(WRITE_FLAG_ON_RO)
+
+
+def shebang_flags(body: bytes) -> tuple[int | None, int]:
+    """An EVAL script's flags from its ``#!lua flags=...`` line and that
+    line's length; (None, 0) without a shebang (eval.c's
+    evalExtractShebangFlags, its errors)."""
+    if body[:2] != b"#!":
+        return None, 0
+    nul = body.find(b"\0")
+    end = body.find(b"\n", 0, nul if nul >= 0 else len(body))
+    if end < 0:
+        raise CommandError("ERR Invalid script shebang")
+    parts = split_args(body[:end])
+    if not parts:
+        raise CommandError("ERR Invalid engine in script shebang")
+    if parts[0] != b"#!lua":
+        raise CommandError("ERR Unexpected engine in script shebang: "
+                           + parts[0].decode("utf-8", "replace"))
+    flags = 0
+    for part in parts[1:]:
+        if not part.startswith(b"flags="):
+            raise CommandError("ERR Unknown lua shebang option: "
+                               + part.decode("utf-8", "replace"))
+        names = part[6:].split(b",") if part[6:] else []
+        for name in names:
+            if name not in FLAG_NAMES:
+                raise CommandError("ERR Unexpected flag in script shebang: "
+                                   + name.decode("utf-8", "replace"))
+            flags |= 1 << FLAG_NAMES.index(name)
+    return flags, end
+
+
+_ESCAPES = {ord("n"): b"\n", ord("r"): b"\r", ord("t"): b"\t", ord("b"): b"\b",
+            ord("a"): b"\a"}
+_SPACE = b" \t\n\v\f\r"
+
+
+def split_args(line: bytes) -> list[bytes] | None:
+    """Redis's sdssplitargs: words, "quoted" (with escapes) or 'quoted';
+    None if a quote is not closed or is followed by a non-space."""
+    out: list[bytes] = []
+    i, n = 0, len(line)
+    while True:
+        while i < n and line[i] in _SPACE:
+            i += 1
+        if i >= n:
+            return out
+        word = bytearray()
+        in_double = in_single = False
+        while True:
+            if in_double:
+                if i >= n:
+                    return None
+                c = line[i]
+                hexa = b"0123456789abcdefABCDEF"
+                if (c == 92 and i + 3 < n and line[i + 1] == 120 and line[i + 2] in hexa
+                        and line[i + 3] in hexa):
+                    word.append(int(line[i + 2:i + 4], 16))
+                    i += 3
+                elif c == 92 and i + 1 < n:
+                    i += 1
+                    word += _ESCAPES.get(line[i], bytes((line[i],)))
+                elif c == 34:
+                    if i + 1 < n and line[i + 1] not in _SPACE:
+                        return None
+                    in_double = False
+                    i += 1
+                    break
+                else:
+                    word.append(c)
+            elif in_single:
+                if i >= n:
+                    return None
+                c = line[i]
+                if c == 92 and i + 1 < n and line[i + 1] == 39:
+                    i += 1
+                    word.append(39)
+                elif c == 39:
+                    if i + 1 < n and line[i + 1] not in _SPACE:
+                        return None
+                    in_single = False
+                    i += 1
+                    break
+                else:
+                    word.append(c)
+            else:
+                if i >= n:
+                    break
+                c = line[i]
+                if c in _SPACE:
+                    i += 1
+                    break
+                if c == 34:
+                    in_double = True
+                elif c == 39:
+                    in_single = True
+                else:
+                    word.append(c)
+            i += 1
+        out.append(bytes(word))
 
 
 @key_command("EVAL", -3, "", keys=(0, 0, 0))
@@ -387,7 +546,7 @@ def script(node: Node, client: Client, argv: list[bytes]) -> bytes:
         raise CommandError(f"ERR wrong number of arguments for 'script|{sub.decode().lower()}' command")
     engine = scripting(node)
     if sub == b"LOAD":
-        sha, _ = engine.load(argv[2])
+        sha, _, _ = engine.load(argv[2])
         return resp.bulk(sha)
     if sub == b"EXISTS":
         return b"*%d\r\n" % (len(argv) - 2) + b"".join(
