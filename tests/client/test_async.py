@@ -116,3 +116,19 @@ def test_failover_and_ack_routing(make_cluster):
             assert job.id == job_id
             assert await c.ack(job_id) == 1
     asyncio.run(main())
+
+
+def test_idle_connections_closed_by_the_node_are_not_used(make_server):
+    srv = make_server(config="timeout 1\n")
+
+    async def main():
+        async with AsyncClient(addr(srv)) as c:
+            await c.add_job("q", "x")
+            deadline = time.monotonic() + 10
+            while not c._pool(c.topology.preferred)._idle[0].looks_dead():
+                assert time.monotonic() < deadline, "the idle timeout never closed it"
+                await asyncio.sleep(0.05)
+            assert await c.qlen("q") == 1
+            srv.restart()
+            assert await c.qlen("q") == 0
+    asyncio.run(main())

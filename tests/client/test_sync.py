@@ -264,3 +264,17 @@ def test_loading_node_is_skipped(fresh, loading_node):
         with pytest.raises(LoadingError) as e:
             c.qlen("q")
         assert e.value.code == "LOADING"
+
+
+def test_idle_connections_closed_by_the_node_are_not_used(make_server):
+    """A node's idle timeout, and a restart, close the pooled connections:
+    the next call opens a new one instead of failing (one node only, so a
+    failover could not hide it)."""
+    srv = make_server(config="timeout 1\n")
+    with Client(addr(srv)) as c:
+        c.add_job("q", "x")
+        wait_for(lambda: c._pool(c.topology.preferred)._idle[0].looks_dead(), timeout=10,
+                 message="the idle timeout to close the connection")
+        assert c.qlen("q") == 1
+        srv.restart()  # no AOF: an empty node on the same port
+        assert c.qlen("q") == 0

@@ -105,6 +105,11 @@ class AsyncConnection:
     def closed(self) -> bool:
         return self._writer is None
 
+    def looks_dead(self) -> bool:
+        """An idle connection the node closed (idle timeout, restart)."""
+        reader, writer = self._reader, self._writer
+        return reader is None or writer is None or writer.is_closing() or reader.at_eof()
+
 
 class AsyncPool:
     """Idle connections to one node, at most ``max_idle`` kept."""
@@ -118,9 +123,16 @@ class AsyncPool:
         self._client = client
         self._idle = []
 
-    async def take(self) -> AsyncConnection:
-        if self._idle:
-            return self._idle.pop()
+    async def take(self) -> tuple[AsyncConnection, bool]:
+        """A connection, and whether it was idle in the pool (reused)."""
+        while self._idle:
+            idle = self._idle.pop()
+            if not idle.looks_dead():
+                return idle, True
+            idle.close()
+        return await self.open(), False
+
+    async def open(self) -> AsyncConnection:
         connection = AsyncConnection(self.address, self._client)
         await connection.open()
         return connection
@@ -173,17 +185,23 @@ class AsyncClient(ClientBase):
         """Run ``call`` on this node only (no failover)."""
         pool = self._pool(address)
         try:
-            connection = await pool.take()
+            connection, reused = await pool.take()
+            try:
+                reply = await connection.call(call.args, call.blocks_ms)
+            except NodeTimeoutError:
+                raise
+            except NodeError:
+                if not reused:
+                    raise
+                # A pooled connection the node closed just now (idle
+                # timeout, restart): once more on a new connection.
+                pool.clear()
+                connection = await pool.open()
+                reply = await connection.call(call.args, call.blocks_ms)
         except NodeError:
-            pool.clear()
+            pool.clear()  # its other idle connections are likely dead too
             raise
-        try:
-            reply = await connection.call(call.args, call.blocks_ms)
-        except NodeError:
-            pool.clear()
-            raise
-        finally:
-            pool.give_back(connection)
+        pool.give_back(connection)
         return call.decode(raise_if_error(reply))
 
     async def _run(self, call: Call[T]) -> T:

@@ -5,6 +5,7 @@ from its node's pool (or opens one) and gives it back when the reply came.
 A connection that failed is closed, never given back.
 """
 
+import select
 import socket
 import ssl
 import threading
@@ -116,6 +117,19 @@ class Connection:
     def closed(self) -> bool:
         return self._sock is None
 
+    def looks_dead(self) -> bool:
+        """An idle connection with something to read was closed by the
+        node (idle timeout, restart) or holds bytes nobody asked for:
+        either way, not to be used."""
+        sock = self._sock
+        if sock is None:
+            return True
+        try:
+            readable, _, _ = select.select([sock], [], [], 0)
+        except (OSError, ValueError):
+            return True
+        return bool(readable)
+
 
 class Pool:
     """Idle connections to one node, at most ``max_idle`` kept."""
@@ -131,10 +145,19 @@ class Pool:
         self._idle = []
         self._lock = threading.Lock()
 
-    def take(self) -> Connection:
-        with self._lock:
-            if self._idle:
-                return self._idle.pop()
+    def take(self) -> tuple[Connection, bool]:
+        """A connection, and whether it was idle in the pool (reused)."""
+        while True:
+            with self._lock:
+                if not self._idle:
+                    break
+                idle = self._idle.pop()
+            if not idle.looks_dead():
+                return idle, True
+            idle.close()
+        return self.open(), False
+
+    def open(self) -> Connection:
         connection = Connection(self.address, self._client)
         connection.open()
         return connection
@@ -192,17 +215,23 @@ class Client(ClientBase):
         """Run ``call`` on this node only (no failover)."""
         pool = self._pool(address)
         try:
-            connection = pool.take()
-        except NodeError:
-            pool.clear()
-            raise
-        try:
-            reply = connection.call(call.args, call.blocks_ms)
+            connection, reused = pool.take()
+            try:
+                reply = connection.call(call.args, call.blocks_ms)
+            except NodeTimeoutError:
+                raise
+            except NodeError:
+                if not reused:
+                    raise
+                # A pooled connection the node closed just now (idle
+                # timeout, restart): once more on a new connection.
+                pool.clear()
+                connection = pool.open()
+                reply = connection.call(call.args, call.blocks_ms)
         except NodeError:
             pool.clear()  # its other idle connections are likely dead too
             raise
-        finally:
-            pool.give_back(connection)
+        pool.give_back(connection)
         return call.decode(raise_if_error(reply))
 
     def _run(self, call: Call[T]) -> T:
