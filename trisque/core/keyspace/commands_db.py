@@ -1,4 +1,4 @@
-"""Database commands: SELECT, MOVE, DBSIZE, FLUSHDB, FLUSHALL.
+"""Database commands: SELECT, MOVE, SWAPDB, DBSIZE, FLUSHDB, FLUSHALL.
 
 FLUSHDB and FLUSHALL are Redis's and empty keys only: jobs are the
 replicated path, and a Redis tool's FLUSHALL on one node must not drop
@@ -15,7 +15,7 @@ from ...protocol import resp
 from ...protocol.errors import CommandError
 from ..command import Commands
 from .args import int_arg
-from .numbers import INT32_MAX, INT32_MIN
+from .numbers import INT32_MAX, INT32_MIN, parse_ll
 
 if TYPE_CHECKING:
     from ..client import Client
@@ -60,6 +60,24 @@ def move(node: Node, client: Client, argv: list[bytes]) -> bytes:
         ks.set_expire(dst, key, when)
     ks.log(src, *argv)
     return resp.ONE
+
+
+@key_command("SWAPDB", 3, "write fast", keys=(0, 0, 0), syntax="index1 index2")
+def swapdb(node: Node, client: Client, argv: list[bytes]) -> bytes:
+    ks = node.keyspace
+    indexes = []
+    for arg, which in ((argv[1], "first"), (argv[2], "second")):
+        index = parse_ll(arg)
+        if index is None or not INT32_MIN <= index <= INT32_MAX:
+            raise CommandError(f"ERR invalid {which} DB index")
+        indexes.append(index)
+    if not all(0 <= index < len(ks.dbs) for index in indexes):
+        raise CommandError("ERR DB index is out of range")
+    a, b = ks.dbs[indexes[0]], ks.dbs[indexes[1]]
+    if a is not b:
+        ks.swap_dbs(a, b)
+    ks.log(ks.dbs[client.db], b"SWAPDB", b"%d" % indexes[0], b"%d" % indexes[1])
+    return resp.OK
 
 
 @key_command("DBSIZE", 1, "readonly fast", keys=(0, 0, 0))

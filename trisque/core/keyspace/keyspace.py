@@ -222,6 +222,26 @@ class Keyspace:
         for key in watched:
             self.touched(db, key)
 
+    def swap_dbs(self, a: Db, b: Db) -> None:
+        """SWAPDB: ``a`` and ``b`` exchange their keys (with TTLs and
+        bookkeeping); clients and their WATCHes and waits stay with the
+        db number, so a watched key present on either side is touched and
+        a waited-for key now present is made ready (dbSwapDatabases)."""
+        for one, other in ((a, b), (b, a)):
+            for key in [k for k in one.watched if k in one.keys or k in other.keys]:
+                self.touched(one, key)
+        a.keys, b.keys = b.keys, a.keys
+        a.expires, b.expires = b.expires, a.expires
+        a.heap, b.heap = b.heap, a.heap
+        a.when_sum, b.when_sum = b.when_sum, a.when_sum
+        a.memory, b.memory = b.memory, a.memory
+        a.deletions, b.deletions = b.deletions, a.deletions
+        if self.blocking.count:
+            for db in (a, b):
+                for key in list(self.blocking.waiting[db.id]):
+                    if key in db.keys:
+                        self.blocking.created(db, key)
+
     def flush_all(self, lazy: bool = False) -> None:
         for db in self.dbs:
             if db.keys:
