@@ -1,6 +1,7 @@
 """trisque.client.Client against real nodes: every method, RESP2 and RESP3,
 the typed errors, failover when a node dies, and Disque's routing rules."""
 
+import os
 import threading
 import time
 
@@ -278,3 +279,29 @@ def test_idle_connections_closed_by_the_node_are_not_used(make_server):
         assert c.qlen("q") == 1
         srv.restart()  # no AOF: an empty node on the same port
         assert c.qlen("q") == 0
+
+
+def test_a_forked_child_opens_its_own_connections(fresh):
+    """A prefork worker (Celery's) forks after its client was used: the
+    child must not read the sockets its parent still uses."""
+    with Client(addr(fresh)) as c:
+        c.add_job("fork", "x")
+        pool = c._pool(c.topology.preferred)
+        [inherited] = pool._idle
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: report, never return into pytest
+            code = 1
+            try:
+                connection, reused = pool.take()
+                code = 0 if (not reused and connection is not inherited
+                             and c.qlen("fork") == 1) else 2
+            finally:
+                os.write(write_end, bytes([code]))
+                os._exit(0)
+        os.close(write_end)
+        assert os.read(read_end, 1) == b"\x00"
+        os.waitpid(pid, 0)
+        os.close(read_end)
+        assert c.qlen("fork") == 1  # the parent's connection still in step
+        assert pool._idle == [inherited]

@@ -5,6 +5,7 @@ from its node's pool (or opens one) and gives it back when the reply came.
 A connection that failed is closed, never given back.
 """
 
+import os
 import select
 import socket
 import ssl
@@ -132,21 +133,32 @@ class Connection:
 
 
 class Pool:
-    """Idle connections to one node, at most ``max_idle`` kept."""
+    """Idle connections to one node, at most ``max_idle`` kept.
+
+    Fork-safe: a child process (a prefork worker) never uses the sockets
+    it inherited, which its parent still reads; it opens its own."""
 
     address: NodeAddress
     _client: ClientBase
     _idle: list[Connection]
     _lock: threading.Lock
+    _pid: int
 
     def __init__(self, address: NodeAddress, client: ClientBase) -> None:
         self.address = address
         self._client = client
         self._idle = []
         self._lock = threading.Lock()
+        self._pid = os.getpid()
 
     def take(self) -> tuple[Connection, bool]:
         """A connection, and whether it was idle in the pool (reused)."""
+        if self._pid != os.getpid():
+            # Forget the parent's connections without closing them (a
+            # TLS close would write to the parent's stream).
+            self._lock = threading.Lock()
+            self._idle = []
+            self._pid = os.getpid()
         while True:
             with self._lock:
                 if not self._idle:
