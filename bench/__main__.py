@@ -13,7 +13,7 @@ import sys
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["latency"]:  # their own options (bench/latency.py, bench/scale.py)
+    if argv[:1] == ["latency"]:  # modes with options of their own
         from . import latency
         latency.main(argv[1:])
         return
@@ -24,6 +24,10 @@ def main(argv=None):
     if argv[:1] == ["scale"]:
         from . import scale
         scale.main(argv[1:])
+        return
+    if argv[:1] == ["frameworks"]:
+        from . import frameworks
+        frameworks.main(argv[1:])
         return
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("mode", nargs="?", default="throughput",
