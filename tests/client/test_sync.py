@@ -223,6 +223,13 @@ def test_ack_goes_to_the_creator(cluster3):
     calls_after = [ackjob_calls(cluster3[i]) for i in range(3)]
     assert [a - b for a, b in zip(calls_after, calls_before)] == [0, 1, 0]
     wait_for(lambda: not cluster3.job_holders(job_id), message="the ack to spread")
+    # jobs of two creators in one call: one ACKJOB to each
+    on_1, on_2 = (addjob(cluster3[i], "r", "x", "REPLICATE", 3) for i in (1, 2))
+    calls_before = [ackjob_calls(cluster3[i]) for i in range(3)]
+    with Client([addr(servers[0])]) as c:
+        assert c.ack(on_1, on_2) == 2
+    calls_after = [ackjob_calls(cluster3[i]) for i in range(3)]
+    assert [a - b for a, b in zip(calls_after, calls_before)] == [0, 1, 1]
 
 
 def test_ack_of_a_dead_creators_job_goes_elsewhere(make_cluster):
