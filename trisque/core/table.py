@@ -14,7 +14,7 @@ from .keyspace import commands_db, commands_hashes, commands_keys, commands_list
 from .keyspace import commands_sets, commands_strings, commands_transactions
 from .keyspace import commands_zsets, commands_zsets_blocking, functions, scripting
 from .keyspace import commands_bits, commands_hyperloglog
-from .keyspace import commands_copy, commands_lcs, commands_memory, commands_sort
+from .keyspace import commands_copy, commands_dump, commands_lcs, commands_memory, commands_sort
 from .keyspace import commands_zsets_algebra
 from .pubsub import commands_pubsub
 
@@ -26,7 +26,7 @@ KEYSPACE: tuple[Commands, ...] = (
     commands_zsets.COMMANDS, commands_zsets_blocking.COMMANDS,
     commands_transactions.COMMANDS, scripting.COMMANDS, functions.COMMANDS,
     commands_bits.COMMANDS, commands_hyperloglog.COMMANDS,
-    commands_copy.COMMANDS, commands_lcs.COMMANDS, commands_memory.COMMANDS,
+    commands_copy.COMMANDS, commands_dump.COMMANDS, commands_lcs.COMMANDS, commands_memory.COMMANDS,
     commands_sort.COMMANDS, commands_zsets_algebra.COMMANDS)
 
 LISTS: tuple[Commands, ...] = (
