@@ -283,3 +283,33 @@ def test_shebang_flags_as_redis(shared, redis_port):
             out.append(str(reply) if isinstance(reply, Exception) else reply)
         replies.append(out)
     assert replies[0] == replies[1]
+
+
+NOREPLICAS_CASES = [
+    ["SET", "x", "some value"], ["CONFIG", "SET", "min-replicas-to-write", "1"],
+    ["EVAL", "#!lua flags=no-writes\nreturn redis.call('get','x')", 1, "x"],
+    ["EVAL", "return redis.call('get','x')", 1, "x"],
+    ["EVAL", "#!lua\nreturn redis.call('get','x')", 1, "x"],
+    ["EVAL", "return redis.call('set','x', 1)", 1, "x"], ["SET", "x", "1"], ["GET", "x"],
+    ["EVAL_RO", "#!lua\nreturn 1", 0], ["CONFIG", "GET", "min-replicas-to-write"],
+    ["CONFIG", "GET", "min-slaves-max-lag"], ["CONFIG", "SET", "min-replicas-to-write", "0"],
+    ["SET", "x", "2"],
+]
+
+
+@pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server not installed")
+def test_min_replicas_to_write_as_redis(make_server, redis_port):
+    # A node has no Redis replicas: min-replicas-to-write > 0 refuses keyspace
+    # writes as redis-server without replicas does (scripts by their flags)
+    srv = make_server()
+    replies = []
+    for port in (srv.port, redis_port):
+        conn = Raw(port)
+        out = []
+        for argv in NOREPLICAS_CASES:
+            conn.send_command(*argv)
+            reply = conn.reply()
+            out.append(str(reply) if isinstance(reply, Exception) else reply)
+        replies.append(out)
+    assert replies[0] == replies[1]
+    assert srv.client().execute_command("ADDJOB", "q", "body", 0)  # Disque's jobs: unaffected

@@ -227,6 +227,10 @@ class Node(JobLifecycle):
             self._reply_error(client, "MISCONF Errors writing to the AOF file: "
                               + self.log_failing, command)
             return
+        if (self.config.min_replicas_to_write and self.config.min_replicas_max_lag
+                and "write" in command.flags and command.group not in ("jobs", "queues")):
+            self._reply_error(client, errors.NOREPLICAS, command)  # (no Redis replicas)
+            return
         if client.pubsub is not None and client.proto == 2 and command.name not in SUBSCRIBED_OK:
             self._reply_error(client, subscribed_refusal(command, argv), command)
             return

@@ -20,6 +20,7 @@ LEAVING = ("LEAVING This node is leaving the cluster, "
            "please connect to a different one")
 LOADING = "LOADING Disque is loading the dataset in memory"
 OOM = "OOM command not allowed when used memory > 'maxmemory'."
+NOREPLICAS = "NOREPLICAS Not enough good replicas to write."
 NOREPL_NODES = "NOREPL Not enough reachable nodes for the requested replication level"
 NOREPL_TIMEOUT = "NOREPL Timeout reached before replicating to the requested number of nodes"
 NOREPL_REMOVED = ("NOREPL job removed (expired?) before the requested "

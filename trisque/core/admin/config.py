@@ -274,6 +274,14 @@ DIRECTIVES = [
     # ms a script runs before others get -BUSY and SCRIPT KILL works
     Directive("busy-reply-threshold", "int", 5000, low=0,
               doc="Ms a script may run before other clients get -BUSY and SCRIPT KILL works (alias lua-time-limit)."),
+    # Redis's replica checks: a node has no Redis replicas, so N > 0 refuses
+    # every keyspace write (-NOREPLICAS), as Redis with fewer good replicas
+    Directive("min-replicas-to-write", "int", 0, low=0, high=2**31 - 1,
+              doc="Refuse keyspace writes (-NOREPLICAS) unless this many replicas are "
+                  "connected: a node has none, so any N > 0 refuses them (alias min-slaves-to-write)."),
+    Directive("min-replicas-max-lag", "int", 10, low=0, high=2**31 - 1,
+              doc="Seconds of lag under which a replica counts for min-replicas-to-write; "
+                  "0 turns the check off (alias min-slaves-max-lag)."),
     # Redis's compact encodings (keyspace/encoding_limits.py): OBJECT
     # ENCODING follows them; defaults as redis.conf 7.0 ships them
     Directive("hash-max-listpack-entries", "int", 128, low=0, high=2**63 - 1,
@@ -318,6 +326,8 @@ DIRECTIVES = [
 BY_NAME = {d.name: d for d in DIRECTIVES}
 # Redis's old names
 ALIASES = {"lua-time-limit": "busy-reply-threshold",
+           "min-slaves-to-write": "min-replicas-to-write",
+           "min-slaves-max-lag": "min-replicas-max-lag",
            "hash-max-ziplist-entries": "hash-max-listpack-entries",
            "hash-max-ziplist-value": "hash-max-listpack-value",
            "zset-max-ziplist-entries": "zset-max-listpack-entries",
@@ -388,6 +398,8 @@ class Config:
     aof_enqueue_jobs_once: bool
     slowlog_log_slower_than: int
     busy_reply_threshold: int
+    min_replicas_to_write: int
+    min_replicas_max_lag: int
     hash_max_listpack_entries: int
     hash_max_listpack_value: int
     set_max_intset_entries: int

@@ -32,7 +32,7 @@ import hashlib
 from typing import TYPE_CHECKING, Any
 
 from ...protocol import resp
-from ...protocol.errors import OOM, CommandError, unknown_subcommand
+from ...protocol.errors import NOREPLICAS, OOM, CommandError, unknown_subcommand
 from ..client import Client
 from ..command import Commands
 from .lua_convert import lua_to_reply, reply_to_lua
@@ -211,6 +211,8 @@ class Scripting:
         if write:
             if run.readonly:
                 return b"-ERR Write commands are not allowed from read-only scripts.\r\n"
+            if node.config.min_replicas_to_write and node.config.min_replicas_max_lag:
+                return resp.error(NOREPLICAS)
             if node.log.failing:
                 return resp.error("MISCONF Errors writing to the AOF file: " + node.log.failing)
         if (command.deny_oom and not run.wrote and not run.allow_oom and node.config.maxmemory
@@ -409,6 +411,9 @@ def check_flags(node: Node, flags: int, readonly: bool) -> None:
         raise CommandError(OOM)
     if not flags & NO_WRITES and node.log_failing:
         raise CommandError("MISCONF Errors writing to the AOF file: " + node.log_failing)
+    if (not flags & NO_WRITES and node.config.min_replicas_to_write
+            and node.config.min_replicas_max_lag):
+        raise CommandError(NOREPLICAS)
     if readonly and not flags & NO_WRITES:
         raise CommandError(WRITE_FLAG_ON_RO)
 
