@@ -70,6 +70,7 @@ SEQUENCES = [
     [b"SET w 1", b"PEXPIRE w 1", b"#sleep", b"WATCH w", b"SET w 2", b"MULTI", b"EXEC"],
     [b"WATCH a", b"MULTI", b"DISCARD", b"SET a 1", b"MULTI", b"EXEC"],
     [b"MULTI", b"EVAL return{1,2} 0", b"SELECT 1", b"SET x 1", b"EXEC", b"GET x"],
+    [b"MULTI", b"SET a 1", b"SHUTDOWN", b"EXEC", b"GET a"],  # (no-multi: refused, not run)
 ]
 
 

@@ -238,6 +238,9 @@ class Node(JobLifecycle):
             self._reply_error(client, errors.LOADING, command)
             return
         if client.multi is not None and command.name not in transactions.NOT_QUEUED:
+            if command.name in transactions.NO_MULTI:
+                self._reply_error(client, transactions.NO_MULTI_ERROR, command)
+                return
             transactions.queue(self, client, command, argv)
             return
         if self.monitors:

@@ -45,6 +45,9 @@ QUEUED = b"+QUEUED\r\n"
 EXECABORT = "EXECABORT Transaction discarded because of previous errors."
 # Run at once even inside MULTI (Redis's processCommand list).
 NOT_QUEUED = frozenset(("EXEC", "DISCARD", "MULTI", "WATCH", "QUIT", "RESET"))
+# Refused inside MULTI, aborting the transaction (Redis's no-multi flag).
+NO_MULTI = frozenset(("SHUTDOWN", "SAVE", "SYNC", "PSYNC"))
+NO_MULTI_ERROR = "ERR Command not allowed inside a transaction"
 # Refused at EXEC as Redis does for a DENY BLOCKING client.
 NOT_IN_EXEC = {"MONITOR": "ERR MONITOR isn't allowed for DENY BLOCKING client",
                "SSUBSCRIBE": "ERR SSUBSCRIBE isn't allowed for a DENY BLOCKING client"}
