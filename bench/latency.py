@@ -23,7 +23,9 @@ Offered rates are fractions (``--rates``) of a measured maximum: Disque C's
 when it is measured (the issue's goal compares at its rates), else
 trisque's; every server gets the same schedule.  A scenario's maximum is a
 closed-loop run of its ADDJOB over the same connections; end to end, the
-acked jobs a second under an open-loop overload.
+acked jobs a second under an open-loop overload.  ``--backlog N`` keeps N
+jobs queued on the first node through the run, so the tails include what
+a large heap costs (the cyclic collector's full passes walk every job).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import array
 import dataclasses
 import os
 import tempfile
+import time
 from typing import Sequence
 
 from hdrh.histogram import HdrHistogram
@@ -96,12 +99,42 @@ def open_loop(port: int, rate: float, seconds: float, kind: str,
     return Run(int(got["produced"]), int(got["errors"]), int(got["lost"]), histograms)
 
 
-def flush(servers: Sequence[Server]) -> None:
-    for s in servers:
-        if s.kind == "redis":
-            s.client.delete("latency")
-        else:
+def flush(servers: Sequence[Server], backlog: int = 0) -> None:
+    """Empty the scenarios' queue; a backlog (``fill_backlog``) stays."""
+    if servers[0].kind == "redis":
+        servers[0].client.delete("latency")
+        return
+    if not backlog:
+        for s in servers:
             s.client.execute_command("DEBUG", "FLUSHALL")
+        return
+    origin = servers[0].client
+    while True:
+        jobs = origin.execute_command("GETJOB", "NOHANG", "COUNT", 10000, "FROM", "latency")
+        if not jobs:
+            break
+        origin.execute_command("FASTACK", *[job[1] for job in jobs])
+    deadline = time.monotonic() + 60
+    while sum(int(s.info()["registered_jobs"]) for s in servers) > backlog:
+        if time.monotonic() > deadline:
+            raise RuntimeError("the scenarios' jobs were not all deleted")
+        time.sleep(0.1)
+
+
+def fill_backlog(servers: Sequence[Server], jobs: int) -> None:
+    """``jobs`` jobs (list items on redis-server) queued on the first node
+    for the whole run: a heap of the size a loaded node holds, which the
+    collector walks and the allocator serves around."""
+    if not jobs:
+        return
+    if servers[0].kind == "redis":
+        one = client.encode("LPUSH", "backlog", b"x" * 100)
+    else:
+        one = client.encode("ADDJOB", "backlog", b"x" * 100, 0, "REPLICATE", 1)
+    result = client.replay(servers[0].port, [one] * jobs, clients=4, pipeline=64,
+                           loader="c-lean")
+    if result.errors:
+        raise RuntimeError(f"{result.errors} backlog writes failed")
 
 
 def addjob_maximum(node: Server, kind: str, requests: int) -> float:
@@ -152,13 +185,15 @@ def rows_of(scenario: Scenario, server: str, rate: float, run: Run) -> list[Row]
 
 def run(seconds: float, fractions: Sequence[float], scenarios: Sequence[Scenario],
         nodes: int, disque: str | None, max_requests: int,
-        plot: str | None) -> list[Row]:
+        plot: str | None, backlog: int = 0) -> list[Row]:
     clusters: dict[str, list[Server]] = {}
     try:
         clusters["trisque"] = start_cluster(nodes, start_trisque)
         if disque:
             clusters["disque"] = start_cluster(nodes, lambda: start_disque(disque))
         clusters["redis"] = [start_redis()]
+        for servers in clusters.values():
+            fill_backlog(servers, backlog)
         rows: list[Row] = []
         for scenario in scenarios:
             maxima = {}
@@ -166,20 +201,20 @@ def run(seconds: float, fractions: Sequence[float], scenarios: Sequence[Scenario
                 servers = clusters.get(name)
                 if servers is None:
                     continue
-                flush(servers)
+                flush(servers, backlog)
                 maxima[name] = addjob_maximum(servers[0], scenario.kind, max_requests)
                 if scenario.end_to_end:
-                    flush(servers)
+                    flush(servers, backlog)
                     maxima[name] = end_to_end_maximum(servers, scenario, maxima[name],
                                                       min(seconds, 2.0))
-                flush(servers)
+                flush(servers, backlog)
             reference = maxima.get("disque", maxima["trisque"])
             shown = ", ".join(f"{k} {v:,.0f}/s" for k, v in maxima.items())
             print(f"{scenario.name}: maximum {shown}", flush=True)
             for fraction in fractions:
                 rate = max(1.0, reference * fraction)
                 for name, servers in clusters.items():
-                    flush(servers)
+                    flush(servers, backlog)
                     if name == "redis":
                         got = open_loop(servers[0].port, rate, seconds, "lists",
                                         servers[0].port if scenario.end_to_end else None)
@@ -262,12 +297,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--max-requests", type=int, default=100000,
                         help="ADDJOBs of each closed-loop maximum run")
     parser.add_argument("--plot", metavar="FILE", help="draw the p99/p99.9 curves (PNG/SVG)")
+    parser.add_argument("--backlog", type=int, default=0,
+                        help="jobs kept queued on the first node through the run "
+                             "(list items on redis-server): the heap of a loaded node")
     args = parser.parse_args(argv)
     chosen = [SCENARIOS[name] for name in args.scenarios.split(",")]
     if any(s.consumer_node >= args.nodes for s in chosen):
         parser.error("e2e-federated needs --nodes 2 or more")
     run(args.seconds, [float(x) for x in args.rates.split(",")], chosen, args.nodes,
-        args.disque, args.max_requests, args.plot)
+        args.disque, args.max_requests, args.plot, args.backlog)
 
 
 if __name__ == "__main__":
