@@ -167,9 +167,12 @@ class _TrisqueConsumer(Consumer):
     def __next__(self) -> Optional[MessageProxy]:
         if not self.cache:
             room = max(1, self.prefetch - self.outstanding)
+            wait_ms = min(self.timeout_ms, BLOCK_MS)
             try:
-                jobs = self.client.get_jobs(self.queue_name, count=room,
-                                            timeout_ms=min(self.timeout_ms, BLOCK_MS))
+                if wait_ms > 0:
+                    jobs = self.client.get_jobs(self.queue_name, count=room, timeout_ms=wait_ms)
+                else:  # (timeout_ms=0 would wait until a job comes, as GETJOB TIMEOUT 0)
+                    jobs = self.client.get_jobs(self.queue_name, count=room, nohang=True)
             except (NodeError, NoNodeAvailableError) as e:
                 raise ConnectionClosed(e) from None
             self.cache = [_TrisqueMessage(job) for job in jobs]
