@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import platform
 import resource
@@ -117,6 +118,10 @@ def section_fields(node: Node, name: str) -> list[InfoField] | None:
             ("pubsub_patterns", len(node.pubsub.patterns)),
             ("pubsubshard_channels", len(node.pubsub.shard)),
             ("latest_fork_usec", 0),
+            ("gc_pauses", stats.gc_pauses),
+            ("gc_pause_ms_total", f"{stats.gc_pause_ms_total:.1f}"),
+            ("gc_pause_ms_max", f"{stats.gc_pause_ms_max:.1f}"),
+            ("gc_full_collections", gc.get_stats()[2]["collections"]),
         ]
     if name == "replication":
         # Redis's replication: keys have none (jobs replicate over the bus,

@@ -8,7 +8,8 @@ class Stats:
                  "expired_jobs", "keyspace_hits", "commandstats",
                  "start_ms", "auth_failures", "denied", "query_limit_kills",
                  "output_limit_kills", "tls_handshake_failures",
-                 "dead_lettered_jobs", "revived_jobs", "requeues_postponed")
+                 "dead_lettered_jobs", "revived_jobs", "requeues_postponed",
+                 "gc_pauses", "gc_pause_ms_total", "gc_pause_ms_max")
     commands: int
     connections: int
     rejected: int
@@ -26,6 +27,9 @@ class Stats:
     dead_lettered_jobs: int
     revived_jobs: int
     requeues_postponed: int
+    gc_pauses: int
+    gc_pause_ms_total: float
+    gc_pause_ms_max: float
 
     def __init__(self, now_ms: int) -> None:
         self.start_ms = now_ms
@@ -49,3 +53,7 @@ class Stats:
         self.dead_lettered_jobs = 0  # moved to a dead-letter queue here
         self.revived_jobs = 0  # REVIVE
         self.requeues_postponed = 0  # NACK DELAY and backoffs
+        # the cyclic collector's passes, timed by shell/collector.py
+        self.gc_pauses = 0
+        self.gc_pause_ms_total = 0.0
+        self.gc_pause_ms_max = 0.0
