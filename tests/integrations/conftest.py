@@ -5,7 +5,9 @@ line, as its users run it) in a directory holding the test's task module;
 every worker still running is killed, with its children, after the test.
 """
 
+import importlib.util
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -35,6 +37,24 @@ class Workers:
     def __init__(self, directory):
         self.directory = directory
         self.procs = []
+
+    def load(self, source, nodes, monkeypatch):
+        """The framework app ``source`` (a module of this folder), copied
+        here for the workers and imported into this process under the same
+        name, with TRISQUE_NODES and MARKS (this folder) set for both."""
+        monkeypatch.setenv("TRISQUE_NODES", nodes)
+        monkeypatch.setenv("MARKS", str(self.directory))
+        name = source.stem
+        shutil.copy(source, self.directory / source.name)
+        spec = importlib.util.spec_from_file_location(name, self.directory / source.name)
+        module = importlib.util.module_from_spec(spec)
+        monkeypatch.setitem(sys.modules, name, module)
+        spec.loader.exec_module(module)
+        return module
+
+    def started(self, name):
+        """How many times a task marked its start (the apps' ``slow``)."""
+        return len(list(self.directory.glob(f"{name}.*")))
 
     def env(self, extra):
         env = dict(os.environ)
