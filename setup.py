@@ -63,6 +63,8 @@ COMPILED = [
     "trisque/core/keyspace/hashes.py",
     "trisque/core/keyspace/containers.py",
     "trisque/core/keyspace/commands_hashes.py",
+    # PUBLISH's delivery (bench/README.md, "Pub/Sub")
+    "trisque/core/pubsub/channels.py",
 ]
 
 

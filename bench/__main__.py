@@ -5,7 +5,8 @@ python -m bench keyspace [-n REQUESTS] [--rounds R] [--part all|throughput|memor
 python -m bench hostile [--rounds R] [--garbage-mb M] [--idle N]
 python -m bench latency [--seconds S] [--rates 0.1,0.5,0.8] [--disque PATH] [--plot FILE]
 python -m bench scale [--part all|connections|queues|nodes|bus-model]
-python -m bench functions [-n REQUESTS]"""
+python -m bench functions [-n REQUESTS]
+python -m bench pubsub [-n REQUESTS]"""
 
 import argparse
 import sys
@@ -20,6 +21,10 @@ def main(argv=None):
     if argv[:1] == ["functions"]:
         from . import functions
         functions.main(argv[1:])
+        return
+    if argv[:1] == ["pubsub"]:
+        from . import pubsub
+        pubsub.main(argv[1:])
         return
     if argv[:1] == ["scale"]:
         from . import scale
