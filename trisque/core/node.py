@@ -397,6 +397,7 @@ class Node(JobLifecycle):
         federation for blocked clients, the cluster's own cron."""
         now_ms = self.now_ms()
         self.evict_idle_queues(now_ms)
+        self.expire_tombstones(now_ms)  # (idempotency keys of gone jobs)
         keyspace = self.keyspace
         active_expire(keyspace, now_ms, self.config.hz)
         if keyspace.lazyfree:

@@ -84,6 +84,12 @@ class NodeCollector(Collector):
         yield CounterMetricFamily("trisque_postponed_requeues",
                                   "Requeues postponed by NACK DELAY or a backoff",
                                   value=stats.requeues_postponed)
+        yield CounterMetricFamily("trisque_deduplicated_adds",
+                                  "ADDJOB ... IDEMPOTENCY answered with an existing job's ID",
+                                  value=stats.deduplicated_adds)
+        yield GaugeMetricFamily("trisque_idempotency_keys",
+                                "Idempotency keys indexed here (live jobs and tombstones)",
+                                value=len(node.idempotency))
         yield GaugeMetricFamily("trisque_uptime_seconds", "Seconds since the node started",
                                 value=(node.now_ms() - stats.start_ms) / 1000)
         calls = CounterMetricFamily("trisque_commands", "Calls by command", labels=["command"])

@@ -490,6 +490,7 @@ def flushall(node: Node) -> None:
             node.blocked_timeout(c)
     for job in list(node.jobs.values()):
         node.unregister(job)
+    node.forget_idempotency_keys()  # (the tombstones those just left too)
     for queue in list(node.queues.values()):
         if not queue.blocked:
             node.drop_queue(queue)

@@ -113,6 +113,8 @@ def section_fields(node: Node, name: str) -> list[InfoField] | None:
             ("dead_lettered_jobs", stats.dead_lettered_jobs),
             ("revived_jobs", stats.revived_jobs),
             ("postponed_requeues", stats.requeues_postponed),
+            ("deduplicated_adds", stats.deduplicated_adds),
+            ("idempotency_keys", len(node.idempotency)),
             ("expired_keys", node.keyspace.expired_keys),
             ("pubsub_channels", len(node.pubsub.channels)),
             ("pubsub_patterns", len(node.pubsub.patterns)),

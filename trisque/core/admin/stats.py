@@ -9,7 +9,8 @@ class Stats:
                  "start_ms", "auth_failures", "denied", "query_limit_kills",
                  "output_limit_kills", "tls_handshake_failures",
                  "dead_lettered_jobs", "revived_jobs", "requeues_postponed",
-                 "gc_pauses", "gc_pause_ms_total", "gc_pause_ms_max")
+                 "gc_pauses", "gc_pause_ms_total", "gc_pause_ms_max",
+                 "deduplicated_adds")
     commands: int
     connections: int
     rejected: int
@@ -30,6 +31,7 @@ class Stats:
     gc_pauses: int
     gc_pause_ms_total: float
     gc_pause_ms_max: float
+    deduplicated_adds: int
 
     def __init__(self, now_ms: int) -> None:
         self.start_ms = now_ms
@@ -57,3 +59,4 @@ class Stats:
         self.gc_pauses = 0
         self.gc_pause_ms_total = 0.0
         self.gc_pause_ms_max = 0.0
+        self.deduplicated_adds = 0  # ADDJOB ... IDEMPOTENCY answered an existing ID

@@ -13,7 +13,7 @@ from ..client import BlockedGet, Client
 from .job import ACKED, ACTIVE, BCAST_WILLQUEUE, QUEUED, STATE_BY_NAME, STATE_NAMES, Job
 from .job_reply import job_reply
 from ..node import Node
-from .policy import MAX_REASON_BYTES, Policy, parse_option
+from .policy import MAX_IDEMPOTENCY_BYTES, MAX_REASON_BYTES, Policy, parse_option
 from .queue import PAUSED_IN, PAUSED_OUT, Queue
 from .scan import parse_scan_args, scan
 from ..command import Commands
@@ -47,11 +47,12 @@ def validate_ids(ids: list[bytes]) -> None:
          "Add a job to a queue, replicated to REPLICATE nodes",
          "queue body ms-timeout [REPLICATE count] [DELAY sec] [RETRY sec] "
          "[TTL sec] [MAXLEN count] [ASYNC] [MAXDELIVERIES count] [DEADLETTER queue] "
-         "[BACKOFF linear|exponential|none base-sec max-sec]")
+         "[BACKOFF linear|exponential|none base-sec max-sec] [IDEMPOTENCY key]")
 def addjob(node: Node, client: Client, argv: list[bytes]) -> Any:
     """ADDJOB queue body timeout_ms [REPLICATE n] [DELAY s] [RETRY s]
     [TTL s] [MAXLEN n] [ASYNC] [MAXDELIVERIES n] [DEADLETTER q]
-    [BACKOFF kind base max] (the last three: docs/lifecycle.md)"""
+    [BACKOFF kind base max] [IDEMPOTENCY key] (the last four:
+    docs/lifecycle.md)"""
     if len(argv[2]) > node.config.max_job_size:
         # A bound on every job a peer must hold too (Disque had none but
         # proto-max-bulk-len): refused before anything is allocated for it.
@@ -90,6 +91,15 @@ def addjob(node: Node, client: Client, argv: list[bytes]) -> Any:
             i += 1
         elif opt == b"ASYNC":
             asynchronous = True
+        elif opt == b"IDEMPOTENCY" and has_value:
+            key = argv[i + 1]
+            if not key or len(key) > MAX_IDEMPOTENCY_BYTES:
+                raise CommandError(
+                    f"ERR IDEMPOTENCY key must be 1 to {MAX_IDEMPOTENCY_BYTES} bytes")
+            if policy is None:
+                policy = Policy()
+            policy.idempotency_key = key
+            i += 1
         else:
             if policy is None:
                 policy = Policy()
@@ -117,6 +127,13 @@ def addjob(node: Node, client: Client, argv: list[bytes]) -> Any:
     if retry_s == -1:
         retry_s = (_RETRY_FOR_DEFAULT_TTL_S if ttl_s == TTL_DEFAULT_S
                    else max(1, min(ttl_s // 10, RETRY_DEFAULT_MAX_S)))
+
+    if policy is not None and policy.idempotency_key:
+        # Added here before within its TTL: the same answer, nothing new.
+        found = node.find_idempotent(argv[1], policy.idempotency_key)
+        if found is not None:
+            node.stats.deduplicated_adds += 1
+            return b"+%s\r\n" % found
 
     others_needed = replicate if external else replicate - 1
     if others_needed and others_needed > (reachable := cluster.reachable_count()):
@@ -175,6 +192,7 @@ def job_policy(node: Node, job: Job, queue: bytes, given: Policy | None) -> None
         if given.backoff:
             policy.backoff, policy.base_ms, policy.max_ms = (
                 given.backoff, given.base_ms, given.max_ms)
+        policy.idempotency_key = given.idempotency_key
     if not policy.is_default():
         job.policy = policy
 
@@ -524,13 +542,15 @@ def job_info(node: Node, job: Job) -> dict[str, Any]:
         "body": job.body,
     }
     policy = job.policy if job._rare is not None else None
-    if policy is not None:
+    if policy is not None and not policy.delivery_default():
         info["max-deliveries"] = policy.max_deliveries
         info["dead-letter"] = (policy.dead_letter_queue(policy.dead_from or job.queue)
                                if policy.max_deliveries else None)
         info["backoff"] = policy.backoff_text()
         info["dead-from"] = policy.dead_from or None
         info["last-error"] = policy.last_error or None
+    if policy is not None and policy.idempotency_key:
+        info["idempotency-key"] = policy.idempotency_key
     return info
 
 

@@ -30,6 +30,7 @@ from ..hooks import AckHooks, FederationHooks, NoLog, ReplicationHooks, RequeueH
 from .deadlines import Deadlines
 from .job import (ACKED, ACTIVE, BCAST_QUEUED, BCAST_WILLQUEUE, DELIVERED, NACK_DUE,
                   QUEUED, REQUEUE_DUE, WAIT_REPL, Job)
+from .idempotency import IdempotencyIndex
 from .policy import Policy, QueuePolicy
 from . import policy as policy_codec
 from .queue import PAUSED_IN, PAUSED_OUT, QUEUE_OVERHEAD, Queue
@@ -55,6 +56,7 @@ class JobLifecycle:
     jobs: dict[bytes, Job]
     queues: dict[bytes, Queue]
     queue_policies: dict[bytes, QueuePolicy]
+    idempotency: IdempotencyIndex
     deadlines: Deadlines
     random_bytes: Callable[[int], bytes]
     ids: jobid.IdGenerator
@@ -86,6 +88,7 @@ class JobLifecycle:
         self.jobs = {}  # job id -> Job
         self.queues = {}  # name -> Queue
         self.queue_policies = {}  # name -> its QCONFIG defaults (policy.py)
+        self.idempotency = IdempotencyIndex()  # ADDJOB ... IDEMPOTENCY keys
         self.deadlines = Deadlines()
         # Where job IDs get their randomness: the OS, or a seeded generator
         # in the simulator so a run can be replayed.
@@ -181,6 +184,11 @@ class JobLifecycle:
         if self.jobs.setdefault(job.id, job) is not job:
             return False  # (one dict operation: hot in ADDJOB)
         self.memory_changed(job.memory())
+        if job._rare is not None:  # (a plain job has no key: one test)
+            policy = job.policy
+            if policy is not None and policy.idempotency_key:
+                self.memory_changed(self.idempotency.add_live(
+                    policy.dead_from or job.queue, policy.idempotency_key, job.id))
         return True
 
     def unregister(self, job: Job) -> None:
@@ -193,14 +201,74 @@ class JobLifecycle:
             del jobs[job.id]
             self.memory_changed(-job.memory())
             self.deletions += 1
-        if job._rare is not None and job.waiter is not None:  # (see Job._rare)
-            self.replication.aborted(job)
+        if job._rare is not None:  # (see Job._rare)
+            if job.waiter is not None:
+                self.replication.aborted(job)
+            policy = job.policy
+            if policy is not None and policy.idempotency_key:
+                self._key_gone(job, policy)
 
     def delete_job(self, job: Job) -> None:
         """Evict a job here (DELJOB, FASTACK, GC done) and log it."""
+        acked = job.state == ACKED  # (then mark_acked logged its tombstone)
         self.unregister(job)
         if self.log_active:
             self.log.job_deleted(job)
+            if not acked and job._rare is not None:
+                self._log_tombstone(job)
+
+    # --------------------------------- idempotent adds (idempotency.py)
+
+    def find_idempotent(self, queue: bytes, key: bytes) -> bytes | None:
+        """The ID of the job added here with ``key`` in ``queue`` within
+        its TTL, or None."""
+        return self.idempotency.find(queue, key, self.now_ms())
+
+    def _key_gone(self, job: Job, policy: Policy) -> None:
+        """The job with a key leaves: its index entry becomes a tombstone
+        until its TTL ends (none if it expired)."""
+        scope = policy.dead_from or job.queue
+        index = self.idempotency
+        freed = index.remove_live(scope, policy.idempotency_key, job.id)
+        if freed and job.etime_ms > self.now_ms():
+            self.memory_changed(freed + index.add_gone(
+                scope, policy.idempotency_key, job.id, job.etime_ms))
+        elif freed:
+            self.memory_changed(freed)
+
+    def idempotency_holders(self) -> list[Job]:
+        """The acked jobs here with a key (their tombstones for a rewrite)."""
+        jobs = self.jobs
+        found = []
+        for job_id in list(self.idempotency.live.values()):
+            job = jobs.get(job_id)
+            if job is not None and job.state == ACKED:
+                found.append(job)
+        return found
+
+    def key_tombstone(self, queue: bytes, key: bytes, job_id: bytes, until_ms: int) -> None:
+        """A tombstone from the AOF (IDEMKEY): kept unless its time is over."""
+        if until_ms > self.now_ms():
+            self.memory_changed(self.idempotency.add_gone(queue, key, job_id, until_ms))
+
+    def forget_idempotency_keys(self) -> None:
+        """Every key and tombstone gone (DEBUG FLUSHALL, with the jobs)."""
+        index = self.idempotency
+        self.memory_changed(index.expire(1 << 62) + sum(
+            index.remove_live(queue, key, job_id)
+            for (queue, key), job_id in list(index.live.items())))
+
+    def expire_tombstones(self, now_ms: int) -> None:
+        if self.idempotency.gone:
+            self.memory_changed(self.idempotency.expire(now_ms))
+
+    def _log_tombstone(self, job: Job) -> None:
+        """The job leaves the AOF (acked or deleted): a restart must still
+        know its key until its TTL ends, so ``IDEMKEY queue key id ms``."""
+        policy = job.policy
+        if policy is not None and policy.idempotency_key:
+            self.log.append_command(b"IDEMKEY", policy.dead_from or job.queue,
+                                    policy.idempotency_key, job.id, b"%d" % job.etime_ms)
 
     # ------------------------------------------------------------ queues
 
@@ -560,5 +628,7 @@ class JobLifecycle:
             job.nodes_confirmed = None
         if self.log_active:
             self.log.job_deleted(job)
+            if job._rare is not None:
+                self._log_tombstone(job)
         if schedule:
             self.schedule(job)

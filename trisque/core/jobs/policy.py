@@ -8,7 +8,10 @@ queue without options of its own: a job carries its policy to every node
 that holds a copy, so no node needs another's QCONFIG to act on it.
 
 On the wire and in the AOF a policy follows the job's record (jobcodec,
-flag ``HAS_POLICY``): ``encode``/``decode`` here.
+flag ``HAS_POLICY``): ``encode``/``decode`` here.  Fields added after the
+first version (an idempotency key, a priority) follow as tagged entries
+(u8 tag, u16 length, value), written only when set, so a policy without
+them encodes as before and a reader skips tags it does not know.
 """
 
 import struct
@@ -29,13 +32,16 @@ BACKOFF_MAX_S: Final = 7 * 24 * 3600  # a backoff's base and ceiling, at most a 
 # max_deliveries u32, backoff kind u8, base ms u32, max ms u32, dead ms u64,
 # then three u16-length strings: dead-letter queue, dead-from queue, last error
 _FIXED = struct.Struct("<IBIIQHHH")
+_TAG = struct.Struct("<BH")  # the tagged entries after them
+TAG_IDEMPOTENCY: Final = 1  # the key given by ADDJOB ... IDEMPOTENCY
+MAX_IDEMPOTENCY_BYTES: Final = 1024
 
 
 class Policy:
     """What a job (or a queue's default) says about its redeliveries."""
 
     __slots__ = ("max_deliveries", "dead_letter", "backoff", "base_ms", "max_ms",
-                 "dead_from", "dead_ms", "last_error")
+                 "dead_from", "dead_ms", "last_error", "idempotency_key")
     max_deliveries: int  # 0: no limit
     dead_letter: bytes  # where it goes past the limit (b"": <queue>:dead)
     backoff: int  # BACKOFF_*
@@ -44,6 +50,7 @@ class Policy:
     dead_from: bytes  # b"" while alive; once dead, the queue it died in
     dead_ms: int  # when it died (ms, the node's clock)
     last_error: bytes  # the last NACK ... REASON
+    idempotency_key: bytes  # ADDJOB ... IDEMPOTENCY (b"": none; idempotency.py)
 
     def __init__(self, max_deliveries: int = 0, dead_letter: bytes = b"",
                  backoff: int = BACKOFF_NONE, base_ms: int = 0, max_ms: int = 0) -> None:
@@ -55,6 +62,7 @@ class Policy:
         self.dead_from = b""
         self.dead_ms = 0
         self.last_error = b""
+        self.idempotency_key = b""
 
     def copy(self) -> "Policy":
         other = Policy(self.max_deliveries, self.dead_letter, self.backoff,
@@ -62,10 +70,16 @@ class Policy:
         other.dead_from = self.dead_from
         other.dead_ms = self.dead_ms
         other.last_error = self.last_error
+        other.idempotency_key = self.idempotency_key
         return other
 
     def is_default(self) -> bool:
         """Nothing set: a job with this policy is a plain job."""
+        return self.delivery_default() and not self.idempotency_key
+
+    def delivery_default(self) -> bool:
+        """No delivery setting (limit, dead letter, backoff, history): SHOW
+        then leaves out their fields."""
         return (not self.max_deliveries and not self.dead_letter and not self.backoff
                 and not self.dead_from and not self.last_error)
 
@@ -127,10 +141,12 @@ class QueuePolicy:
 
 def encode(policy: Policy) -> bytes:
     dlq, dead_from, error = policy.dead_letter, policy.dead_from, policy.last_error
+    key = policy.idempotency_key
     return b"".join((
         _FIXED.pack(policy.max_deliveries, policy.backoff, policy.base_ms, policy.max_ms,
                     policy.dead_ms, len(dlq), len(dead_from), len(error)),
-        dlq, dead_from, error))
+        dlq, dead_from, error,
+        _TAG.pack(TAG_IDEMPOTENCY, len(key)) + key if key else b""))
 
 
 def decode(raw: bytes) -> Policy:
@@ -140,13 +156,25 @@ def decode(raw: bytes) -> Policy:
     (max_deliveries, backoff, base_ms, max_ms, dead_ms, dlen, flen,
      elen) = _FIXED.unpack_from(raw)
     start = _FIXED.size
-    if start + dlen + flen + elen != len(raw) or backoff > BACKOFF_EXPONENTIAL:
+    size = len(raw)
+    if start + dlen + flen + elen > size or backoff > BACKOFF_EXPONENTIAL:
         raise ValueError("bad job policy")
     policy = Policy(max_deliveries, raw[start:start + dlen], backoff, base_ms, max_ms)
     start += dlen
     policy.dead_from = raw[start:start + flen]
     policy.last_error = raw[start + flen:start + flen + elen]
     policy.dead_ms = dead_ms
+    start += flen + elen
+    while start < size:
+        if start + _TAG.size > size:
+            raise ValueError("bad job policy")
+        tag, length = _TAG.unpack_from(raw, start)
+        start += _TAG.size
+        if start + length > size:
+            raise ValueError("bad job policy")
+        if tag == TAG_IDEMPOTENCY:
+            policy.idempotency_key = raw[start:start + length]
+        start += length  # (a tag from a newer node: skipped)
     return policy
 
 

@@ -219,8 +219,16 @@ def replay_qconfig(node, argv, options):
         policy, int(argv[3]), bytes(argv[4]).decode("ascii")), log=False)
 
 
+def replay_idemkey(node, argv, options):
+    """IDEMKEY queue key id until-ms: an idempotency key's tombstone
+    (core/jobs/idempotency.py), dropped if its time is over."""
+    if len(argv) != 5:
+        raise ValueError("IDEMKEY record: IDEMKEY queue key id until-ms")
+    node.key_tombstone(bytes(argv[1]), bytes(argv[2]), bytes(argv[3]), int(argv[4]))
+
+
 REPLAY = {aof.LOADJOB: _replay_loadjob_argv, aof.DELJOB: replay_deljob,
-          b"QCONFIG": replay_qconfig}
+          b"QCONFIG": replay_qconfig, b"IDEMKEY": replay_idemkey}
 
 
 def load(node, path, truncate_ok, enqueue_once, progress=None):

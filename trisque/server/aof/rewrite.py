@@ -61,7 +61,19 @@ def queue_policy_snapshot(node):
     return iter([b"".join(records)] if records else [])
 
 
-SNAPSHOT_SOURCES = [job_snapshot, queue_policy_snapshot]
+def tombstone_snapshot(node):
+    """IDEMKEY records: the tombstones of gone jobs' idempotency keys, and
+    of acked jobs not yet freed (their LOADJOB is not written)."""
+    records = [aof.command(b"IDEMKEY", queue, key, job_id, b"%d" % until_ms)
+               for queue, key, job_id, until_ms in node.idempotency.tombstones()]
+    for job in list(node.idempotency_holders()):
+        policy = job.policy
+        records.append(aof.command(b"IDEMKEY", policy.dead_from or job.queue,
+                                   policy.idempotency_key, job.id, b"%d" % job.etime_ms))
+    return iter([b"".join(records)] if records else [])
+
+
+SNAPSHOT_SOURCES = [job_snapshot, queue_policy_snapshot, tombstone_snapshot]
 
 
 def write_all(fd, data):
