@@ -16,6 +16,7 @@ from .keyspace import commands_zsets, commands_zsets_blocking, functions, script
 from .keyspace import commands_bits, commands_hyperloglog
 from .keyspace import commands_copy, commands_dump, commands_lcs, commands_memory, commands_sort
 from .keyspace import commands_zsets_algebra
+from .keyspace import commands_stream_groups, commands_stream_read, commands_streams
 from .pubsub import commands_pubsub
 
 __all__ = ["COMMANDS", "KEYSPACE", "KEYSPACE_RECORDS", "LISTS"]
@@ -27,7 +28,8 @@ KEYSPACE: tuple[Commands, ...] = (
     commands_transactions.COMMANDS, scripting.COMMANDS, functions.COMMANDS,
     commands_bits.COMMANDS, commands_hyperloglog.COMMANDS,
     commands_copy.COMMANDS, commands_dump.COMMANDS, commands_lcs.COMMANDS, commands_memory.COMMANDS,
-    commands_sort.COMMANDS, commands_zsets_algebra.COMMANDS)
+    commands_sort.COMMANDS, commands_zsets_algebra.COMMANDS,
+    commands_streams.COMMANDS, commands_stream_groups.COMMANDS, commands_stream_read.COMMANDS)
 
 LISTS: tuple[Commands, ...] = (
     commands_jobs.COMMANDS, commands_queues.COMMANDS, commands_policies.COMMANDS,

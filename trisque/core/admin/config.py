@@ -302,6 +302,10 @@ DIRECTIVES = [
     # is kept so Redis's tools can set and read it back
     Directive("save", "list", [], check=_check_save,
               doc="Accepted for Redis's tools (pairs of seconds and changes, or \"\"); no RDB snapshot is ever written: persistence is the AOF (appendonly)."),
+    Directive("stream-node-max-bytes", "memory", 4096, low=0,
+              doc="Bytes a stream node (Redis's listpack) may reach before entries go to a new node; 0: no limit."),
+    Directive("stream-node-max-entries", "int", 100, low=0,
+              doc="Entries a stream node may hold before a new one starts; 0: no limit."),
     Directive("slowlog-max-len", "int", 128, low=0,
               doc="Most entries SLOWLOG keeps."),
     Directive("latency-monitor-threshold", "int", 0, low=0,
@@ -408,6 +412,8 @@ class Config:
     list_max_listpack_size: int
     list_compress_depth: int
     save: list[str]
+    stream_node_max_bytes: int
+    stream_node_max_entries: int
     slowlog_max_len: int
     latency_monitor_threshold: int
     cluster_config_file: str

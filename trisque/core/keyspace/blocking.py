@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Iterator
 from mypy_extensions import mypyc_attr
 
 from ...protocol import resp
+from .types import TYPES
 
 if TYPE_CHECKING:
     from ..client import Client
@@ -53,6 +54,15 @@ class KeyWaiter:
         self.db = db
         self.keys = keys  # distinct, in the command's order
         self.value_class = value_class
+
+    def offer(self, node: Node, client: Client, db: Db, key: bytes,
+              value: object | None) -> bytes | None:
+        """``key`` was made ready and now holds ``value`` (None: no key):
+        the reply if this serves the client, None if it waits on (for
+        another type, or a key that is gone)."""
+        if value is None or type(value) is not self.value_class:
+            return None
+        return self.serve(node, client, db, key, value)
 
     def serve(self, node: Node, client: Client, db: Db, key: bytes,
               value: object) -> bytes:
@@ -105,6 +115,21 @@ class KeyBlocking:
             self.ready[(db.id, key)] = None
             self.node.keys_ready = True  # (what node.execute looks at)
 
+    def signal(self, db: Db, key: bytes) -> None:
+        """Redis's signalKeyAsReady for what is not a creation: an XADD
+        to a stream, a stream deleted or overwritten (a blocked
+        XREADGROUP then fails), a group destroyed."""
+        if self.count and key in self.waiting[db.id]:
+            self.ready[(db.id, key)] = None
+            self.node.keys_ready = True
+
+    def replaced(self, db: Db, key: bytes, old: object) -> None:
+        """``key``'s value ``old`` was deleted or overwritten: a stream's
+        blocked XREADGROUPs are answered (Redis's dbGenericDelete and
+        dbOverwrite signal a stream key so)."""
+        if TYPES[type(old)].name == "stream":
+            self.signal(db, key)
+
     def deny(self) -> bool:
         """Whether a blocking command must answer now rather than block
         (inside EXEC or a script, or replaying the AOF)."""
@@ -135,12 +160,13 @@ class KeyBlocking:
                 if not clients:
                     continue
                 for client in list(clients):  # first come, first served
-                    value = ks.lookup(db, key)
-                    if value is None:
-                        break  # emptied (and deleted) by those before
                     waiter = client.blocked
-                    if not isinstance(waiter, KeyWaiter) or type(value) is not waiter.value_class:
-                        continue  # waits for another type: stays blocked
-                    reply = waiter.serve(node, client, db, key, value)
+                    if not isinstance(waiter, KeyWaiter):
+                        continue
+                    # (None: emptied by those before, or deleted; a waiter
+                    # for another type stays blocked)
+                    reply = waiter.offer(node, client, db, key, ks.lookup(db, key))
+                    if reply is None:
+                        continue
                     node.unblock(client)
                     node.reply(client, reply)

@@ -83,6 +83,8 @@ def set_(node: Node, client: Client, argv: list[bytes]) -> bytes | None:
     node.memory_changed(delta)
     if db.watched:
         ks.touched(db, key)
+    if old is not None and ks.blocking.count:
+        ks.blocking.replaced(db, key, old)  # (a blocked XREADGROUP's stream)
     ks.log(db, b"SET", key, value)
     return resp.OK
 

@@ -112,8 +112,11 @@ class Keyspace:
         self.node.memory_changed(delta)
         if db.watched:
             self.touched(db, key)
-        if old is None and self.blocking.count:
-            self.blocking.created(db, key)  # a client may wait for it (BLPOP...)
+        if self.blocking.count:
+            if old is None:
+                self.blocking.created(db, key)  # a client may wait for it (BLPOP...)
+            else:
+                self.blocking.replaced(db, key, old)  # (a blocked XREADGROUP's stream)
 
     def delete(self, db: Db, key: bytes) -> bool:
         value = db.keys.pop(key, None)
@@ -127,6 +130,8 @@ class Keyspace:
         self.node.memory_changed(delta)
         if db.watched:
             self.touched(db, key)
+        if self.blocking.count:
+            self.blocking.replaced(db, key, value)  # (a blocked XREADGROUP's stream)
         return True
 
     def set_expire(self, db: Db, key: bytes, when_ms: int) -> None:
@@ -215,6 +220,11 @@ class Keyspace:
     def flush_db(self, db: Db, lazy: bool = False) -> None:
         """Empty ``db`` (FLUSHDB); ``lazy`` frees its values from the cron."""
         watched = [key for key in db.watched if key in db.keys]
+        if self.blocking.count:
+            for key in self.blocking.waiting[db.id]:
+                value = db.keys.get(key)
+                if value is not None:
+                    self.blocking.replaced(db, key, value)  # (blocked XREADGROUPs fail)
         self.node.memory_changed(-db.memory)
         old = db.clear()
         if lazy and old:

@@ -1,0 +1,692 @@
+"""The stream type: entries in nodes as Redis's radix tree of listpacks,
+and the consumer groups that read them (t_stream.c, stream.h).
+
+Entries.  A ``Stream`` is a list of ``StreamNode``s in ID order (``keys``
+holds each node's master ID, the ID of the first entry ever added to it, so
+a node is found by bisecting ``keys``).  A node packs its entries:
+
+- ``ms``: each entry's milliseconds minus the node's (``array('I')``,
+  widened to ``'Q'`` the first time a difference does not fit), ``seq``:
+  each entry's sequence (``'I'``, widened likewise): an entry is found by
+  bisecting ``ms`` then ``seq`` within the equal-ms run;
+- ``blob``: the entries' fields and values one after another, each entry a
+  flags byte (deleted; same fields as the node's first entry, whose field
+  names are then not stored again, as Redis's SAMEFIELDS) then
+  length-prefixed strings; ``offsets``: where each entry starts.
+
+About 20 bytes an entry of small fields beyond their values, against
+Redis's ~15 (bench/README.md, "Streams").  Deleted entries stay in their
+node flagged (Redis's tombstones) until the whole node goes.
+
+Node boundaries are Redis's, because approximate trimming (``MAXLEN ~``)
+removes whole nodes and replies differ with them: a node takes entries
+until it holds ``stream-node-max-entries`` (live and deleted) or its
+listpack would reach ``stream-node-max-bytes``; ``body`` follows the size
+the node's listpack would have in Redis, element by element (listpack.c's
+encodings), so the split falls where Redis's does.
+
+Groups.  ``groups`` maps a name to a ``Group``: ``last_id``,
+``entries_read`` (-1: unknown), the PEL (``pel``: ID -> ``Nack``, with
+``pel_ids`` its IDs sorted for ranges) and ``consumers`` (name ->
+``Consumer``, each with its own PEL, ``pel``: ID -> the same ``Nack``).
+Redis keeps groups and consumers in radix trees, so every listing is in
+name order: replies sort the names.
+
+``nbytes`` follows every change (the commands report the difference to
+the keyspace), for ``maxmemory``.
+"""
+
+from __future__ import annotations
+
+from array import array
+from bisect import bisect_left, bisect_right, insort
+from typing import Iterator
+
+from .stream_ids import MASK64, MAX_ID, format_id
+from .types import Records, ValueType, register_type
+
+DELETED = 1
+SAMEFIELDS = 2
+STREAM_OVERHEAD = 200  # the Stream object, its two lists
+NODE_OVERHEAD = 400  # a node: the object, three arrays and a bytearray
+PER_ENTRY = 12  # an entry's ms, seq and offset (4 bytes each while they fit)
+GROUP_OVERHEAD = 400  # a group: object, dicts, the sorted PEL list
+CONSUMER_OVERHEAD = 250  # a consumer: object, dict, dict slot, name header
+NACK_OVERHEAD = 200  # a PEL entry: the Nack, two dict slots, a list slot, the int
+LISTPACK_MAX_SIZE = 1 << 30  # STREAM_LISTPACK_MAX_SIZE
+INVALID_ENTRIES_READ = -1  # SCG_INVALID_ENTRIES_READ
+I_MAX = (1 << 32) - 1
+REWRITE_BATCH = 64  # IDs per XDEL record of an AOF rewrite
+
+
+# ---------------------------------------------- Redis's listpack sizes
+
+def _lp_int(value: int) -> int:
+    """Bytes of an integer element of a listpack, backlen included."""
+    if 0 <= value <= 127:
+        return 2
+    if -4096 <= value <= 4095:
+        return 3
+    if -32768 <= value <= 32767:
+        return 4
+    if -8388608 <= value <= 8388607:
+        return 5
+    if -2147483648 <= value <= 2147483647:
+        return 6
+    return 10
+
+
+def _backlen(n: int) -> int:
+    return 1 if n <= 127 else 2 if n < 16383 else 3 if n < 2097151 else 4 if n < 268435455 else 5
+
+
+def _lp_str(data: bytes) -> int:
+    """Bytes of a string element (lpAppend stores one that reads as an
+    int64 as an integer: lpStringToInt64)."""
+    n = len(data)
+    if 0 < n < 21:
+        digits = data[1:] if data[0] == 45 else data
+        if digits and digits.isdigit() and (digits[0] != 48 or data == b"0"):
+            value = int(data)
+            if -(1 << 63) <= value < (1 << 63):
+                return _lp_int(value)
+    size = 1 + n if n < 64 else 2 + n if n < 4096 else 5 + n
+    return size + _backlen(size)
+
+
+def _signed64(value: int) -> int:
+    value &= MASK64
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+# ------------------------------------------------------------ encoding
+
+def _put(out: bytearray, data: bytes) -> None:
+    n = len(data)
+    if n < 0x80:
+        out.append(n)
+    else:
+        while n >= 0x80:
+            out.append((n & 0x7F) | 0x80)
+            n >>= 7
+        out.append(n)
+    out += data
+
+
+def _decode(blob: bytearray, pos: int, fields: tuple[bytes, ...]) -> list[bytes]:
+    """The entry at ``blob[pos]``: its fields and values, flat."""
+    flags = blob[pos]
+    pos += 1
+    out: list[bytes] = []
+    if flags & SAMEFIELDS:
+        for field in fields:
+            n = blob[pos]
+            pos += 1
+            if n & 0x80:
+                n, pos = _varint(blob, pos - 1)
+            out.append(field)
+            out.append(bytes(blob[pos:pos + n]))
+            pos += n
+        return out
+    count, pos = _varint(blob, pos)
+    for _ in range(count * 2):
+        n = blob[pos]
+        pos += 1
+        if n & 0x80:
+            n, pos = _varint(blob, pos - 1)
+        out.append(bytes(blob[pos:pos + n]))
+        pos += n
+    return out
+
+
+def _varint(blob: bytearray, pos: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        b = blob[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if b < 0x80:
+            return value, pos
+        shift += 7
+
+
+class StreamNode:
+    """Up to stream-node-max-entries entries (see the module)."""
+
+    __slots__ = ("master", "master_ms", "master_seq", "ms", "seq", "offsets", "blob",
+                 "fields", "live", "dead", "body", "ordered")
+
+    def __init__(self, master: int, fields: tuple[bytes, ...]) -> None:
+        self.master = master
+        self.master_ms = master >> 64
+        self.master_seq = master & MASK64
+        self.ms = array("I")
+        self.seq = array("I")
+        self.offsets = array("I")
+        self.blob = bytearray()
+        self.fields = fields
+        self.live = 0
+        self.dead = 0
+        # Redis's listpack bytes but the count and deleted elements: the
+        # header (6), the end byte, the master entry (its field count, its
+        # fields, the 0 terminator).
+        self.body = 7 + _lp_int(len(fields)) + sum(map(_lp_str, fields)) + 2
+        # False once an entry went in below a deleted one (XSETID can lower
+        # the last ID under a deleted entry's): live entries stay in order,
+        # deleted ones may not, so lookups scan as Redis does.
+        self.ordered = True
+
+    def lp_bytes(self) -> int:
+        return self.body + _lp_int(self.live) + _lp_int(self.dead)
+
+    def memory(self) -> int:
+        return NODE_OVERHEAD + len(self.blob) + len(self.ms) * (
+            self.ms.itemsize + self.seq.itemsize + 4)
+
+    def id_at(self, i: int) -> int:
+        return (self.master_ms + self.ms[i]) << 64 | self.seq[i]
+
+    def deleted(self, i: int) -> bool:
+        return bool(self.blob[self.offsets[i]] & DELETED)
+
+    def entry(self, i: int) -> list[bytes]:
+        return _decode(self.blob, self.offsets[i], self.fields)
+
+    def seek(self, stream_id: int) -> int:
+        """The index of the first entry whose ID is >= ``stream_id`` (in
+        a node not ``ordered``: of the first live one)."""
+        if not self.ordered:
+            for i in range(len(self.offsets)):
+                if not self.deleted(i) and self.id_at(i) >= stream_id:
+                    return i
+            return len(self.offsets)
+        dms = (stream_id >> 64) - self.master_ms
+        if dms < 0:
+            return 0
+        ms = self.ms
+        lo = bisect_left(ms, dms)
+        hi = bisect_right(ms, dms, lo)
+        if lo == hi:
+            return lo
+        return bisect_left(self.seq, stream_id & MASK64, lo, hi)
+
+    def append(self, stream_id: int, fv: list[bytes]) -> int:
+        """Add an entry; returns the bytes it added to ``memory()``."""
+        ms_delta = (stream_id >> 64) - self.master_ms
+        seq = stream_id & MASK64
+        grew = PER_ENTRY
+        if self.offsets and stream_id < self.id_at(len(self.offsets) - 1):
+            self.ordered = False
+        if ms_delta > I_MAX and self.ms.typecode == "I":
+            self.ms = array("Q", self.ms)
+            grew += 4 * len(self.ms)
+        if seq > I_MAX and self.seq.typecode == "I":
+            self.seq = array("Q", self.seq)
+            grew += 4 * len(self.seq)
+        blob = self.blob
+        start = len(blob)
+        self.ms.append(ms_delta)
+        self.seq.append(seq)
+        self.offsets.append(start)
+        fields = self.fields
+        n = len(fv) // 2
+        same = n == len(fields) and all(fv[2 * j] == fields[j] for j in range(n))
+        lp = _lp_int(ms_delta) + _lp_int(_signed64(seq - self.master_seq)) + 2
+        if same:
+            blob.append(SAMEFIELDS)
+            for j in range(1, len(fv), 2):
+                _put(blob, fv[j])
+                lp += _lp_str(fv[j])
+            lp += _lp_int(n + 3)
+        else:
+            blob.append(0)
+            _write_count(blob, n)
+            for item in fv:
+                _put(blob, item)
+                lp += _lp_str(item)
+            lp += _lp_int(n) + _lp_int(2 * n + 4)
+        self.body += lp
+        self.live += 1
+        return grew + len(blob) - start
+
+
+def _write_count(blob: bytearray, n: int) -> None:
+    while n >= 0x80:
+        blob.append((n & 0x7F) | 0x80)
+        n >>= 7
+    blob.append(n)
+
+
+class Nack:
+    """A PEL entry: who has it, since when, how many deliveries."""
+
+    __slots__ = ("consumer", "delivery_time", "delivery_count")
+
+    def __init__(self, consumer: Consumer | None, delivery_time: int) -> None:
+        self.consumer = consumer
+        self.delivery_time = delivery_time
+        self.delivery_count = 1
+
+
+class Consumer:
+    __slots__ = ("name", "seen_time", "pel")
+
+    def __init__(self, name: bytes, seen_time: int) -> None:
+        self.name = name
+        self.seen_time = seen_time
+        self.pel: dict[int, Nack] = {}
+
+    def pel_sorted(self) -> list[int]:
+        return sorted(self.pel)
+
+
+class Group:
+    __slots__ = ("last_id", "entries_read", "pel", "pel_ids", "consumers")
+
+    def __init__(self, last_id: int, entries_read: int) -> None:
+        self.last_id = last_id
+        self.entries_read = entries_read
+        self.pel: dict[int, Nack] = {}
+        self.pel_ids: list[int] = []  # pel's IDs, sorted
+        self.consumers: dict[bytes, Consumer] = {}
+
+
+class Stream:
+    __slots__ = ("nodes", "keys", "length", "last_id", "first_id", "max_deleted",
+                 "entries_added", "groups", "nbytes")
+
+    def __init__(self) -> None:
+        self.nodes: list[StreamNode] = []
+        self.keys: list[int] = []  # each node's master ID
+        self.length = 0
+        self.last_id = 0
+        self.first_id = 0  # recorded-first-entry-id
+        self.max_deleted = 0  # max-deleted-entry-id
+        self.entries_added = 0
+        self.groups: dict[bytes, Group] | None = None
+        self.nbytes = 0
+
+    # ------------------------------------------------------------ entries
+
+    def append(self, stream_id: int, fv: list[bytes], max_bytes: int,
+               max_entries: int) -> None:
+        """streamAppendItem after its checks: ``stream_id`` > last_id."""
+        total = 0
+        for item in fv:
+            total += len(item)
+        node = self.nodes[-1] if self.nodes else None
+        if node is not None:
+            if max_bytes <= 0 or max_bytes > LISTPACK_MAX_SIZE:
+                max_bytes = LISTPACK_MAX_SIZE
+            if node.lp_bytes() + total >= max_bytes:
+                node = None
+            elif max_entries and node.live + node.dead >= max_entries:
+                node = None
+        if node is None:
+            node = StreamNode(stream_id, tuple(fv[0::2]))
+            self.nodes.append(node)
+            self.keys.append(stream_id)
+            self.nbytes += NODE_OVERHEAD
+        self.nbytes += node.append(stream_id, fv)
+        self.length += 1
+        self.entries_added += 1
+        self.last_id = stream_id
+        if self.length == 1:
+            self.first_id = stream_id
+
+    def _node_index(self, stream_id: int) -> int:
+        """The node that would hold ``stream_id`` (0 if before them all)."""
+        i = bisect_right(self.keys, stream_id) - 1
+        return i if i > 0 else 0
+
+    def range(self, start: int, end: int, count: int = 0,
+              rev: bool = False) -> list[tuple[int, list[bytes]]]:
+        """Live entries with start <= ID <= end, at most ``count`` (0: all),
+        oldest first (``rev``: newest first)."""
+        out: list[tuple[int, list[bytes]]] = []
+        if start > end or not self.length:
+            return out
+        nodes = self.nodes
+        if not rev:
+            n = self._node_index(start)
+            i = nodes[n].seek(start) if nodes else 0
+            while n < len(nodes):
+                node = nodes[n]
+                blob, offsets, fields = node.blob, node.offsets, node.fields
+                size = len(offsets)
+                while i < size:
+                    pos = offsets[i]
+                    i += 1
+                    if blob[pos] & DELETED:
+                        continue  # (before the end check, as Redis: see ordered)
+                    entry_id = node.id_at(i - 1)
+                    if entry_id > end:
+                        return out
+                    if entry_id >= start:
+                        out.append((entry_id, _decode(blob, pos, fields)))
+                        if count and len(out) == count:
+                            return out
+                n += 1
+                i = 0
+            return out
+        n = self._node_index(end)
+        node = nodes[n]
+        if node.ordered:
+            i = node.seek(end)
+            if i < len(node.offsets) and node.id_at(i) == end:
+                i += 1
+            i -= 1
+        else:
+            i = len(node.offsets) - 1
+        while n >= 0:
+            node = nodes[n]
+            blob, offsets, fields = node.blob, node.offsets, node.fields
+            while i >= 0:
+                pos = offsets[i]
+                i -= 1
+                if blob[pos] & DELETED:
+                    continue
+                entry_id = node.id_at(i + 1)
+                if entry_id > end:
+                    continue
+                if entry_id < start:
+                    return out
+                out.append((entry_id, _decode(blob, pos, fields)))
+                if count and len(out) == count:
+                    return out
+            n -= 1
+            if n >= 0:
+                i = len(nodes[n].offsets) - 1
+        return out
+
+    def _find(self, stream_id: int) -> tuple[StreamNode, int] | None:
+        """The live entry ``stream_id``: (its node, its index), or None."""
+        if not self.nodes:
+            return None
+        node = self.nodes[self._node_index(stream_id)]
+        i = node.seek(stream_id)
+        if i < len(node.offsets) and node.id_at(i) == stream_id and not node.deleted(i):
+            return node, i
+        return None
+
+    def exists(self, stream_id: int) -> bool:
+        return self._find(stream_id) is not None
+
+    def get(self, stream_id: int) -> list[bytes] | None:
+        found = self._find(stream_id)
+        return None if found is None else found[0].entry(found[1])
+
+    def _remove_node(self, n: int) -> None:
+        self.nbytes -= self.nodes[n].memory()
+        del self.nodes[n]
+        del self.keys[n]
+
+    def delete(self, stream_id: int) -> bool:
+        """streamDeleteItem: flag the entry deleted (its node goes with
+        its last live entry)."""
+        found = self._find(stream_id)
+        if found is None:
+            return False
+        node, i = found
+        node.blob[node.offsets[i]] |= DELETED
+        node.live -= 1
+        node.dead += 1
+        self.length -= 1
+        if not node.live:
+            self._remove_node(self.nodes.index(node))
+        return True
+
+    def edge_id(self, first: bool) -> int:
+        """The first (last) live entry's ID; 0 (MAX_ID for the last...) as
+        streamGetEdgeID when empty: first -> MAX_ID, last -> 0."""
+        entries = self.range(0, MAX_ID, 1, not first)
+        if entries:
+            return entries[0][0]
+        return MAX_ID if first else 0
+
+    def last_valid_id(self) -> int:
+        """streamLastValidID: the last live entry's ID (0-0 if none)."""
+        return self.edge_id(False) if self.length else 0
+
+    def trim(self, maxlen: int, minid: int | None, approx: bool, limit: int) -> int:
+        """streamTrim by MAXLEN (``minid`` None) or MINID; returns how many
+        entries went."""
+        deleted = 0
+        nodes = self.nodes
+        while nodes:
+            if minid is None and self.length <= maxlen:
+                break
+            node = nodes[0]
+            entries = node.live
+            if limit and deleted + entries > limit:
+                break
+            if minid is None:
+                remove = self.length - entries >= maxlen
+            else:
+                remove = node.id_at(len(node.offsets) - 1) < minid
+            if remove:
+                self._remove_node(0)
+                self.length -= entries
+                deleted += entries
+                continue
+            if approx:
+                break
+            blob, offsets = node.blob, node.offsets
+            for i in range(len(offsets)):
+                if minid is None:
+                    if self.length <= maxlen:
+                        break
+                elif node.id_at(i) >= minid:
+                    break
+                pos = offsets[i]
+                if not blob[pos] & DELETED:
+                    blob[pos] |= DELETED
+                    node.live -= 1
+                    node.dead += 1
+                    self.length -= 1
+                    deleted += 1
+            break
+        if self.length == 0:
+            self.first_id = 0
+        elif deleted:
+            self.first_id = self.edge_id(True)
+        return deleted
+
+    # ------------------------------------------------------------- groups
+
+    def group(self, name: bytes) -> Group | None:
+        groups = self.groups
+        return None if groups is None else groups.get(name)
+
+    def create_group(self, name: bytes, last_id: int, entries_read: int) -> Group | None:
+        if self.groups is None:
+            self.groups = {}
+        if name in self.groups:
+            return None
+        group = self.groups[name] = Group(last_id, entries_read)
+        self.nbytes += GROUP_OVERHEAD + len(name)
+        return group
+
+    def destroy_group(self, name: bytes) -> bool:
+        groups = self.groups
+        if groups is None or name not in groups:
+            return False
+        group = groups.pop(name)
+        self.nbytes -= (GROUP_OVERHEAD + len(name) + NACK_OVERHEAD * len(group.pel)
+                        + sum(CONSUMER_OVERHEAD + len(c) for c in group.consumers))
+        return True
+
+    def create_consumer(self, group: Group, name: bytes, now_ms: int) -> Consumer | None:
+        if name in group.consumers:
+            return None
+        consumer = group.consumers[name] = Consumer(name, now_ms)
+        self.nbytes += CONSUMER_OVERHEAD + len(name)
+        return consumer
+
+    def delete_consumer(self, group: Group, consumer: Consumer) -> int:
+        """streamDelConsumer: its pending entries leave the group's PEL
+        too; returns how many it had."""
+        pending = len(consumer.pel)
+        for entry_id in consumer.pel:
+            del group.pel[entry_id]
+            ids = group.pel_ids
+            del ids[bisect_left(ids, entry_id)]
+        del group.consumers[consumer.name]
+        self.nbytes -= CONSUMER_OVERHEAD + len(consumer.name) + NACK_OVERHEAD * pending
+        return pending
+
+    def add_nack(self, group: Group, entry_id: int, nack: Nack) -> None:
+        """A new PEL entry (not yet in the group's PEL)."""
+        group.pel[entry_id] = nack
+        ids = group.pel_ids
+        if not ids or ids[-1] < entry_id:
+            ids.append(entry_id)
+        else:
+            insort(ids, entry_id)
+        if nack.consumer is not None:
+            nack.consumer.pel[entry_id] = nack
+        self.nbytes += NACK_OVERHEAD
+
+    def remove_nack(self, group: Group, entry_id: int) -> Nack | None:
+        nack = group.pel.pop(entry_id, None)
+        if nack is None:
+            return None
+        ids = group.pel_ids
+        del ids[bisect_left(ids, entry_id)]
+        if nack.consumer is not None:
+            nack.consumer.pel.pop(entry_id, None)
+        self.nbytes -= NACK_OVERHEAD
+        return nack
+
+    def range_has_tombstones(self, start: int, end: int = MAX_ID) -> bool:
+        """streamRangeHasTombstones."""
+        if not self.length or not self.max_deleted:
+            return False
+        if self.first_id > self.max_deleted:
+            return False
+        return start <= self.max_deleted <= end
+
+    def estimate_distance(self, entry_id: int) -> int:
+        """streamEstimateDistanceFromFirstEverEntry (-1: unknown)."""
+        if not self.entries_added:
+            return 0
+        if not self.length and entry_id <= self.last_id:
+            return self.entries_added
+        if entry_id == self.last_id:
+            return self.entries_added
+        if entry_id > self.last_id:
+            return INVALID_ENTRIES_READ
+        if not self.max_deleted or self.max_deleted < self.first_id:
+            if entry_id < self.first_id:
+                return self.entries_added - self.length
+            if entry_id == self.first_id:
+                return self.entries_added - self.length + 1
+        return INVALID_ENTRIES_READ
+
+    def lag(self, group: Group) -> int | None:
+        """streamReplyWithCGLag: None when it cannot be known."""
+        if not self.entries_added:
+            return 0
+        if (group.entries_read != INVALID_ENTRIES_READ
+                and not self.range_has_tombstones(group.last_id)):
+            return self.entries_added - group.entries_read
+        entries_read = self.estimate_distance(group.last_id)
+        if entries_read != INVALID_ENTRIES_READ:
+            return self.entries_added - entries_read
+        return None
+
+
+# ---------------------------------------------------------- the type
+
+class FrozenStream:
+    """A stream captured for an AOF rewrite: its live entries' nodes
+    copied, its groups as tuples."""
+
+    __slots__ = ("nodes", "last_id", "entries_added", "max_deleted", "groups")
+
+    def __init__(self, s: Stream) -> None:
+        self.nodes = [(node.master_ms, array(node.ms.typecode, node.ms),
+                       array(node.seq.typecode, node.seq), array("I", node.offsets),
+                       bytes(node.blob), node.fields) for node in s.nodes]
+        self.last_id = s.last_id
+        self.entries_added = s.entries_added
+        self.max_deleted = s.max_deleted
+        self.groups: list[tuple[bytes, int, int, list[tuple[int, bytes, int, int]],
+                                list[bytes]]] = []
+        for name, g in sorted(s.groups.items()) if s.groups else ():
+            pel = []
+            for entry_id in g.pel_ids:
+                nack = g.pel[entry_id]
+                owner = nack.consumer.name if nack.consumer is not None else b""
+                pel.append((entry_id, owner, nack.delivery_time, nack.delivery_count))
+            idle = [c.name for c in g.consumers.values() if not c.pel]
+            self.groups.append((name, g.last_id, g.entries_read, pel, idle))
+
+
+def stream_memory(value: object) -> int:
+    assert isinstance(value, Stream)
+    return STREAM_OVERHEAD + value.nbytes
+
+
+def stream_encoding(value: object) -> str:
+    return "stream"
+
+
+def stream_freeze(value: object) -> object:
+    assert isinstance(value, Stream)
+    return FrozenStream(value)
+
+
+def stream_records(key: bytes, frozen: object) -> Records:
+    """Redis's rewriteStreamObject: an XADD per entry (an empty stream:
+    XADD MAXLEN 0 of its last ID), XSETID with the counters, then each
+    group, its PEL as XCLAIM ... FORCE JUSTID, its consumers without
+    pending entries as XGROUP CREATECONSUMER."""
+    assert isinstance(frozen, FrozenStream)
+    return _records(key, frozen)
+
+
+def _records(key: bytes, frozen: FrozenStream) -> Iterator[list[bytes]]:
+    """Deleted entries still in a node are added and deleted again, so the
+    nodes come back as they were (radix-tree-keys, and where approximate
+    trims cut): those before the first live entry by XTRIM MINID (a trim
+    left them), the others by XDEL (max-deleted-entry-id is set after)."""
+    any_entry = False
+    first_live = -1
+    deleted: list[bytes] = []
+    for master_ms, ms, seq, offsets, blob, fields in frozen.nodes:
+        buf = bytearray(blob)
+        for i in range(len(offsets)):
+            any_entry = True
+            entry_id = (master_ms + ms[i]) << 64 | seq[i]
+            text = format_id(entry_id)
+            yield [b"XADD", key, text, *_decode(buf, offsets[i], fields)]
+            if not buf[offsets[i]] & DELETED:
+                if first_live < 0:
+                    first_live = entry_id
+            elif first_live >= 0:
+                deleted.append(text)
+    if not any_entry:
+        yield [b"XADD", key, b"MAXLEN", b"0", b"0-1", b"x", b"y"]  # (XSETID sets the ID)
+    elif first_live < 0:
+        yield [b"XTRIM", key, b"MAXLEN", b"0"]
+    else:
+        yield [b"XTRIM", key, b"MINID", format_id(first_live)]
+    for i in range(0, len(deleted), REWRITE_BATCH):
+        yield [b"XDEL", key, *deleted[i:i + REWRITE_BATCH]]
+    yield [b"XSETID", key, format_id(frozen.last_id), b"ENTRIESADDED",
+           b"%d" % frozen.entries_added, b"MAXDELETEDID", format_id(frozen.max_deleted)]
+    for name, last_id, entries_read, pel, idle_consumers in frozen.groups:
+        yield [b"XGROUP", b"CREATE", key, name, format_id(last_id), b"ENTRIESREAD",
+               b"%d" % entries_read]
+        for entry_id, consumer, delivery_time, delivery_count in pel:
+            yield [b"XCLAIM", key, name, consumer, b"0", format_id(entry_id), b"TIME",
+                   b"%d" % delivery_time, b"RETRYCOUNT", b"%d" % delivery_count,
+                   b"JUSTID", b"FORCE"]
+        for consumer in idle_consumers:
+            yield [b"XGROUP", b"CREATECONSUMER", key, name, consumer]
+
+
+STREAM = ValueType("stream", (Stream, FrozenStream), stream_memory, stream_encoding,
+                   stream_freeze, stream_records)
+register_type(STREAM)
