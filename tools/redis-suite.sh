@@ -24,6 +24,8 @@
 #   REDIS_SUITE_TIMEOUT       seconds per unit (default 900)
 #   REDIS_SUITE_WORKDIR       parent dir of the temporary copy (default /tmp)
 #   REDIS_SUITE_VERBOSE=1     also print every failed test's name
+#   REDIS_SUITE_SERVER        a redis-server to run the units against instead of
+#                             trisque (the reference figures)
 #   REDIS_SUITE_RUNTEST_ARGS  more runtest options, e.g. --skiptest /stream
 #                             (to see past a unit's first missing piece)
 
@@ -85,9 +87,14 @@ EOF
 start_node() {  # start_node DIR PORT: a node, ready when it answers PING
     local dir=$1 port=$2 i
     mkdir -p "$dir"
-    printf 'port %s\nbind 127.0.0.1\ndir %s\nlogfile log.txt\n' "$port" "$dir" > "$dir/disque.conf"
-    ( cd "$dir" && PYTHONPATH="$PROJECT${PYTHONPATH:+:$PYTHONPATH}" \
-        exec "$PYTHON" -m trisque.server.main "$dir/disque.conf" ) > "$dir/stderr.txt" 2>&1 &
+    if [ -n "${REDIS_SUITE_SERVER:-}" ]; then  # the reference: a redis-server
+        ( cd "$dir" && exec "$REDIS_SUITE_SERVER" --port "$port" --bind 127.0.0.1 --save "" \
+            --appendonly no --dir "$dir" --logfile log.txt ) > "$dir/stderr.txt" 2>&1 &
+    else
+        printf 'port %s\nbind 127.0.0.1\ndir %s\nlogfile log.txt\n' "$port" "$dir" > "$dir/disque.conf"
+        ( cd "$dir" && PYTHONPATH="$PROJECT${PYTHONPATH:+:$PYTHONPATH}" \
+            exec "$PYTHON" -m trisque.server.main "$dir/disque.conf" ) > "$dir/stderr.txt" 2>&1 &
+    fi
     NODE_PID=$!
     for i in $(seq 1 150); do
         if "$PYTHON" -c "import socket,sys; s=socket.create_connection(('127.0.0.1',$port),1); \
