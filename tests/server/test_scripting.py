@@ -313,3 +313,39 @@ def test_min_replicas_to_write_as_redis(make_server, redis_port):
         replies.append(out)
     assert replies[0] == replies[1]
     assert srv.client().execute_command("ADDJOB", "q", "body", 0)  # Disque's jobs: unaffected
+
+
+ERRORSTATS_CASES = [
+    ["CONFIG", "RESETSTAT"], ["EVAL", "return redis.error_reply('MY_ERR_CODE custom msg')", 0],
+    ["EVAL", "return redis.error_reply('')", 0], ["EVAL", "return redis.call('select',99)", 0],
+    ["EVAL", "local t = redis.pcall('select',99) return 1", 0],
+    ["EVAL", "return redis.pcall('select',99)", 0],
+    ["EVAL_RO", "return redis.call('set','x','y')", 1, "x"],
+    ["EVAL_RO", "local t = redis.pcall('set','x','y') return 1", 1, "x"],
+    ["CONFIG", "SET", "maxmemory", "1"], ["EVAL", "return redis.call('set','x','y')", 1, "x"],
+    ["EVAL", "return redis.pcall('set','x','y')", 1, "x"], ["CONFIG", "SET", "maxmemory", "0"],
+    ["GET"], ["SET", "s", "1"], ["LPUSH", "s", "1"], ["EVAL", "return redis.call('nosuch')", 0],
+    ["EVAL", "return redis.call({})", 0], ["EVAL", "error('x')", 0],
+    ["INFO", "errorstats"], ["CONFIG", "RESETSTAT"], ["INFO", "errorstats"],
+]
+
+
+@pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server not installed")
+def test_errorstats_of_scripts_as_redis(make_server, redis_port):
+    # INFO errorstats counts each error once: a redis.call's where the
+    # command answered it, not again in the script's reply (script_lua.c's
+    # ignore_error_stats_update); redis.error_reply's in the script's reply
+    srv = make_server()
+    replies = []
+    for port in (srv.port, redis_port):
+        conn = Raw(port)
+        out = []
+        for argv in ERRORSTATS_CASES:
+            conn.send_command(*argv)
+            reply = conn.reply()
+            out.append(str(reply) if isinstance(reply, Exception) else reply)
+        conn.send_command("INFO", "stats")
+        stats = conn.reply()
+        out.append([line for line in stats.split(b"\r\n") if b"total_error_replies" in line])
+        replies.append(out)
+    assert replies[0] == replies[1]

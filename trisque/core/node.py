@@ -62,6 +62,7 @@ class Node(JobLifecycle):
     on_shutdown: Callable[[str], None] | None
     on_internal_error: Callable[[Command, list[bytes], Exception], bytes] | None
     scripting: "Scripting | None"
+    error_counted: bool
     on_busy: Callable[[], None] | None
     on_log: Callable[[str, str], None] | None
 
@@ -95,6 +96,8 @@ class Node(JobLifecycle):
         self.on_shutdown = None  # shell hook: SHUTDOWN was asked for
         self.on_internal_error = None  # shell hook: a handler raised (a bug)
         self.scripting = None  # keyspace/scripting.py's Scripting, on first use
+        # set by a script whose error reply was counted inside it (redis.call)
+        self.error_counted = False
         self.on_busy = None  # shell hook: serve others while a script is too long
         self.on_log = None  # shell hook: (level name, text) to the server log
 
@@ -283,6 +286,11 @@ class Node(JobLifecycle):
             if self.on_internal_error is None:
                 raise
             reply = self.on_internal_error(command, argv, exc)
+        if type(reply) is bytes and reply and reply[0] == 45:  # an error reply
+            if self.error_counted:
+                self.error_counted = False  # a script's error already counted inside it
+            else:
+                self.stats.error_reply(reply)
         elapsed_ns = _PERF_NS() - start
         command.calls += 1
         command.ns += elapsed_ns
@@ -307,6 +315,7 @@ class Node(JobLifecycle):
     def _reply_error(self, client: Client, message: str, command: Command | None = None) -> None:
         if command is not None:
             command.rejected += 1
+        self.stats.error_reply(b"-" + message.encode("utf-8", "replace"))
         if client.multi is not None:  # refused inside MULTI: EXEC aborts
             message = transactions.rejected(self, client, command, message)
         if client.slots:

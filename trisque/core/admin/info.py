@@ -21,9 +21,9 @@ if TYPE_CHECKING:
 InfoField = tuple[str, str | int | float]
 
 SECTIONS = ("server", "clients", "memory", "jobs", "queues", "persistence",
-            "stats", "replication", "cpu", "cluster", "keyspace")
+            "stats", "replication", "cpu", "errorstats", "cluster", "keyspace")
 DEFAULT = ("server", "clients", "memory", "jobs", "queues", "persistence",
-           "stats", "replication", "cpu", "keyspace")
+           "stats", "replication", "cpu", "errorstats", "keyspace")
 # The Redis version whose keyspace commands we follow (tested against it),
 # for Redis tools and clients that check INFO server's redis_version.
 RUN_ID = os.urandom(20).hex()
@@ -124,6 +124,7 @@ def section_fields(node: Node, name: str) -> list[InfoField] | None:
             ("gc_pause_ms_total", f"{stats.gc_pause_ms_total:.1f}"),
             ("gc_pause_ms_max", f"{stats.gc_pause_ms_max:.1f}"),
             ("gc_full_collections", gc.get_stats()[2]["collections"]),
+            ("total_error_replies", stats.error_replies),
         ]
     if name == "replication":
         # Redis's replication: keys have none (jobs replicate over the bus,
@@ -141,6 +142,9 @@ def section_fields(node: Node, name: str) -> list[InfoField] | None:
         return list(node.cluster.info_fields())
     if name == "keyspace":
         return list(node.keyspace.info_fields(now_ms))
+    if name == "errorstats":  # error replies by code, in byte order (Redis's rax)
+        return [(f"errorstat_{code.decode('utf-8', 'replace')}", f"count={count}")
+                for code, count in sorted(stats.errorstats.items())]
     if name == "commandstats":
         return [(f"cmdstat_{c.lname}",
                  f"calls={c.calls},usec={c.ns // 1000},"

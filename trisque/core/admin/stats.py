@@ -2,6 +2,8 @@
 
 from typing import Any
 
+ERRORSTATS_CODES = 128  # distinct error codes INFO errorstats tracks (Redis's bound)
+
 
 class Stats:
     __slots__ = ("commands", "connections", "rejected", "net_in", "net_out",
@@ -10,7 +12,8 @@ class Stats:
                  "output_limit_kills", "tls_handshake_failures",
                  "dead_lettered_jobs", "revived_jobs", "requeues_postponed",
                  "gc_pauses", "gc_pause_ms_total", "gc_pause_ms_max",
-                 "deduplicated_adds")
+                 "deduplicated_adds",
+                 "errorstats", "error_replies")
     commands: int
     connections: int
     rejected: int
@@ -32,6 +35,8 @@ class Stats:
     gc_pause_ms_total: float
     gc_pause_ms_max: float
     deduplicated_adds: int
+    errorstats: dict[bytes, int]
+    error_replies: int
 
     def __init__(self, now_ms: int) -> None:
         self.start_ms = now_ms
@@ -60,3 +65,20 @@ class Stats:
         self.gc_pause_ms_total = 0.0
         self.gc_pause_ms_max = 0.0
         self.deduplicated_adds = 0  # ADDJOB ... IDEMPOTENCY answered an existing ID
+        # INFO errorstats and total_error_replies: error replies by code
+        self.errorstats = {}
+        self.error_replies = 0
+
+    def error_reply(self, reply: bytes) -> None:
+        """Count an error reply (``-CODE message``) under its code, as
+        Redis's afterErrorReply (at most ERRORSTATS_CODES codes)."""
+        self.error_replies += 1
+        end = reply.find(b" ")
+        if end < 0 or end > 64:
+            end = reply.find(b"\r")
+        code = reply[1:end]
+        errorstats = self.errorstats
+        if code in errorstats:
+            errorstats[code] += 1
+        elif len(errorstats) < ERRORSTATS_CODES:
+            errorstats[code] = 1

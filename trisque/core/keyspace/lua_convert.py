@@ -89,8 +89,8 @@ class _Reader:
 
 def reply_to_lua(data: bytes, sandbox: Sandbox) -> tuple[bool, Any]:
     """A command's encoded reply as a Lua value; True first if an error."""
-    if data[:1] == b"-":
-        return True, sandbox.table({b"err": data[1:-2]})
+    if data[:1] == b"-":  # (counted in INFO errorstats already: see scripting.py)
+        return True, sandbox.table({b"err": data[1:-2], b"ignore_error_stats_update": True})
     return False, _Reader(data, sandbox).value()
 
 

@@ -227,7 +227,9 @@ local function handler(err)
       local where = info and (info.short_src .. ":" .. info.currentline .. ": ") or ""
       err = {err = "ERR " .. where .. lib}
     else
-      err = {err = pyerror(err)}  -- a ScriptError raised by redis.call
+      -- a ScriptError raised by redis.call: its error was counted when
+      -- the command answered it (INFO errorstats), not again by the script
+      err = {err = pyerror(err), ignore_error_stats_update = true}
     end
   elseif type(err) ~= "table" then
     err = {err = "ERR " .. tostring(err)}

@@ -36,7 +36,7 @@ from ...protocol.errors import NOREPLICAS, OOM, CommandError, unknown_subcommand
 from ..client import Client
 from ..command import Commands
 from .lua_convert import lua_to_reply, reply_to_lua
-from .lua_sandbox import Sandbox, ScriptCompileError, ScriptError
+from .lua_sandbox import Sandbox, ScriptCompileError, ScriptError, lua_type
 from .transactions import Atomic
 
 if TYPE_CHECKING:
@@ -167,8 +167,12 @@ class Scripting:
                 atomic.abandoned = run.killed and run.wrote
         finally:
             self.running = None
+        rawget = self.lua.rawget
+        if lua_type(result) == "table" and rawget(result, b"ignore_error_stats_update") is True:
+            # an error of redis.call/pcall, counted when it was answered
+            node.error_counted = rawget(result, b"err").__class__ is bytes
         if ok:
-            return lua_to_reply(result, caller.proto, run.resp, self.lua.rawget)
+            return lua_to_reply(result, caller.proto, run.resp, rawget)
         return _error_reply(result, sha)
 
     def _call(self, *argv: Any) -> Any:
@@ -183,9 +187,27 @@ class Scripting:
         return reply_to_lua(self._command(argv), self.lua)[1]
 
     def _command(self, argv: tuple[Any, ...]) -> bytes:
-        """Check and run one command of a script; its encoded reply."""
+        """Check and run one command of a script; its encoded reply.  A
+        refusal is counted here (INFO errorstats, the command's
+        rejected_calls), as Redis's scriptCall: the script's own error
+        reply, made of it, is not counted again."""
         run = self.running
         assert run is not None
+        node = self.node
+        command = None
+        refusal = self._refusal(run, argv)
+        if refusal.__class__ is not bytes:
+            command, args = refusal
+            write = "write" in command.flags
+            if write:
+                run.wrote = True
+            return node.call(run.client, command, args)
+        node.stats.error_reply(refusal)
+        return refusal
+
+    def _refusal(self, run: ScriptRun, argv: tuple[Any, ...]) -> Any:
+        """The error a script's command gets before running, or the
+        command and its arguments."""
         node = self.node
         if not argv:
             return b"-ERR Please specify at least one argument for this redis lib call\r\n"
@@ -201,26 +223,11 @@ class Scripting:
         command = command_of(node, args[0])
         if command is None:
             return b"-ERR Unknown Redis command called from script\r\n"
-        arity = command.arity
-        if (arity > 0 and len(args) != arity) or len(args) < -arity:
-            return b"-ERR Wrong number of args calling Redis command from script\r\n"
-        if command.name in NOT_FROM_SCRIPTS or (
-                command.name == "CLUSTER" and len(args) > 1 and args[1].upper() == b"RESET"):
-            return b"-ERR This Redis command is not allowed from script\r\n"
-        write = "write" in command.flags
-        if write:
-            if run.readonly:
-                return b"-ERR Write commands are not allowed from read-only scripts.\r\n"
-            if node.config.min_replicas_to_write and node.config.min_replicas_max_lag:
-                return resp.error(NOREPLICAS)
-            if node.log.failing:
-                return resp.error("MISCONF Errors writing to the AOF file: " + node.log.failing)
-        if (command.deny_oom and not run.wrote and not run.allow_oom and node.config.maxmemory
-                and node.used_memory >= node.config.maxmemory):
-            return resp.error(OOM)
-        if write:
-            run.wrote = True
-        return node.call(run.client, command, args)
+        refused = _refused(node, run, command, args)
+        if refused is not None:
+            command.rejected += 1
+            return refused
+        return command, args
 
     def _check(self) -> bool:
         """The Lua hook: past the time limit, let the shell answer others
@@ -270,6 +277,27 @@ def info_fields(node: Node) -> list[tuple[str, int]]:
             ("number_of_functions", len(functions.functions) if functions else 0),
             ("number_of_libraries", len(functions.libraries) if functions else 0),
             ("used_memory_functions", functions.memory if functions else 0)]
+
+
+def _refused(node: Node, run: ScriptRun, command: Command, args: list[bytes]) -> bytes | None:
+    """Why a script may not run this command now (scriptCall's checks)."""
+    arity = command.arity
+    if (arity > 0 and len(args) != arity) or len(args) < -arity:
+        return b"-ERR Wrong number of args calling Redis command from script\r\n"
+    if command.name in NOT_FROM_SCRIPTS or (
+            command.name == "CLUSTER" and len(args) > 1 and args[1].upper() == b"RESET"):
+        return b"-ERR This Redis command is not allowed from script\r\n"
+    if "write" in command.flags:
+        if run.readonly:
+            return b"-ERR Write commands are not allowed from read-only scripts.\r\n"
+        if node.config.min_replicas_to_write and node.config.min_replicas_max_lag:
+            return resp.error(NOREPLICAS)
+        if node.log.failing:
+            return resp.error("MISCONF Errors writing to the AOF file: " + node.log.failing)
+    if (command.deny_oom and not run.wrote and not run.allow_oom and node.config.maxmemory
+            and node.used_memory >= node.config.maxmemory):
+        return resp.error(OOM)
+    return None
 
 
 def _sha1hex(data: bytes) -> bytes:
