@@ -198,14 +198,18 @@ class PubSub:
         receivers = 0
         node = self.node
         if clients:
-            tail = (_SMESSAGE if shard else _MESSAGE) + bulk(channel) + bulk(message)
-            frames = [b"", b""]  # by RESP3, built on first use
+            tail = b"%s$%d\r\n%s\r\n$%d\r\n%s\r\n" % (
+                _SMESSAGE if shard else _MESSAGE, len(channel), channel, len(message), message)
+            resp2 = resp3 = b""  # built on first use
             for client in clients:
-                resp3 = client.proto == 3
-                data = frames[resp3]
-                if not data:
-                    data = frames[resp3] = _HEADER3[resp3] + tail
-                node.push(client, data)
+                if client.proto == 3:
+                    if not resp3:
+                        resp3 = b">3\r\n" + tail
+                    node.push(client, resp3)
+                else:
+                    if not resp2:
+                        resp2 = b"*3\r\n" + tail
+                    node.push(client, resp2)
                 receivers += 1
         if shard or not self.patterns:
             return receivers

@@ -116,7 +116,8 @@ def sunsubscribe(node: Node, client: Client, argv: list[bytes]) -> bytes | None:
          "the reply counts this node's)", "channel message")
 def publish(node: Node, client: Client, argv: list[bytes]) -> bytes:
     receivers = node.pubsub.publish(argv[1], argv[2])
-    node.cluster.publish(argv[1], argv[2], False)
+    if node.cluster_size > 1:  # (a node alone: no call)
+        node.cluster.publish(argv[1], argv[2], False)
     return resp.integer(receivers)
 
 
@@ -124,7 +125,8 @@ def publish(node: Node, client: Client, argv: list[bytes]) -> bytes:
          "Post a message to a shard channel", "shardchannel message")
 def spublish(node: Node, client: Client, argv: list[bytes]) -> bytes:
     receivers = node.pubsub.publish(argv[1], argv[2], True)
-    node.cluster.publish(argv[1], argv[2], True)
+    if node.cluster_size > 1:  # (a node alone: no call)
+        node.cluster.publish(argv[1], argv[2], True)
     return resp.integer(receivers)
 
 
