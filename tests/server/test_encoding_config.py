@@ -116,3 +116,13 @@ def test_bounds_from_the_config_file_apply_at_start(make_server):
     assert [c.object("encoding", k) for k in ("s", "t", "h")] == [b"intset", b"hashtable",
                                                                   b"hashtable"]
     assert c.config_get("save") == {"save": "900 1"}
+
+
+def test_save_command_says_there_is_no_snapshot(c):
+    with pytest.raises(redis.ResponseError, match="SAVE writes no RDB snapshot here"):
+        c.save()
+    with c.pipeline() as pipe:  # refused inside MULTI, as Redis (no-multi)
+        pipe.set("a", 1).save()
+        with pytest.raises(redis.ResponseError):
+            pipe.execute()
+    assert c.get("a") is None

@@ -71,6 +71,7 @@ SEQUENCES = [
     [b"WATCH a", b"MULTI", b"DISCARD", b"SET a 1", b"MULTI", b"EXEC"],
     [b"MULTI", b"EVAL return{1,2} 0", b"SELECT 1", b"SET x 1", b"EXEC", b"GET x"],
     [b"MULTI", b"SET a 1", b"SHUTDOWN", b"EXEC", b"GET a"],  # (no-multi: refused, not run)
+    [b"MULTI", b"SET a 1", b"SAVE", b"EXEC", b"GET a"],
 ]
 
 

@@ -549,6 +549,17 @@ def shutdown(node: Node, client: Client, argv: list[bytes]) -> bytes | None:
     return None
 
 
+@command("SAVE", 1, "admin",
+         "Answers why there is no snapshot to save: the AOF is the persistence")
+def save(node: Node, client: Client, argv: list[bytes]) -> bytes:
+    """Redis's SAVE writes an RDB snapshot; a node has none to write (keys
+    and jobs persist in the AOF, which BGREWRITEAOF compacts), so it says
+    so rather than answer OK for a save that did not happen.  It exists
+    so that MULTI refuses it as Redis does (transactions.NO_MULTI)."""
+    raise CommandError("ERR SAVE writes no RDB snapshot here: keys and jobs persist in the "
+                       "AOF (appendonly yes; BGREWRITEAOF compacts it)")
+
+
 @command("BGREWRITEAOF", 1, "admin readonly",
          "Rewrite the append-only file in the background")
 def bgrewriteaof(node: Node, client: Client, argv: list[bytes]) -> bytes:
