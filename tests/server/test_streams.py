@@ -248,3 +248,27 @@ def _strip_seen(full):
     """XINFO STREAM FULL without the consumers' seen-time (when a consumer
     last acted: after a restart, when its records were replayed)."""
     return re.sub(r"b'seen-time', \d+", "b'seen-time', T", repr(full))
+
+
+def test_dump_restore_and_copy_keep_groups_and_pel(c):
+    c.xadd("s", {"a": 1}, id="1-1")
+    c.xadd("s", {"a": 2}, id="2-1")
+    c.xgroup_create("s", "g", id="0")
+    c.xreadgroup("g", "alice", {"s": ">"})
+    c.xdel("s", "1-1")  # pending, no longer in the stream: kept
+    c.restore("s2", 0, c.dump("s"))
+    assert c.copy("s", "s3") is True
+    want = _strip_seen(c.execute_command("XINFO", "STREAM", "s", "FULL"))
+    for key in ("s2", "s3"):
+        assert _strip_seen(c.execute_command("XINFO", "STREAM", key, "FULL")) == want
+    assert c.xack("s2", "g", "1-1", "2-1") == 2 and c.xpending("s", "g")["pending"] == 2
+
+
+def test_history_reread_starts_after_the_id_given(c):
+    c.xgroup_create("s", "g", id="$", mkstream=True)
+    c.xadd("s", {"k": "v"}, id="667-0")
+    assert c.xreadgroup("g", "c", {"s": ">"}) == [[b"s", [(b"667-0", {b"k": b"v"})]]]
+    for after, want in (("0", [(b"667-0", {b"k": b"v"})]), ("666", [(b"667-0", {b"k": b"v"})]),
+                        ("667", []), ("667-0", []), ("700", [])):
+        assert c.xreadgroup("g", "c", {"s": after}, block=0) == [[b"s", want]], after
+    assert c.xpending_range("s", "g", "-", "+", 10)[0]["times_delivered"] == 3

@@ -71,11 +71,12 @@ def records_of(node: Node, payload: bytes) -> list[list[bytes]]:
         if len(args) != len(argv) or len(args) < 2:
             raise CommandError(BAD_FORMAT)  # (a LOADJOB, or no key)
         command = node.table.get(args[0].upper())
-        if (command is None or "write" not in command.flags or args[1] != b""
+        if (command is None or "write" not in command.flags
                 or args[0].upper() in NOT_FROM_PAYLOAD
                 or (command.arity > 0 and len(args) != command.arity)
-                or len(args) < -command.arity or key_positions(command, args) != [1]):
-            raise CommandError(BAD_FORMAT)
+                or len(args) < -command.arity or len(key_positions(command, args) or ()) != 1
+                or args[(key_positions(command, args) or [0])[0]] != b""):
+            raise CommandError(BAD_FORMAT)  # (the key: argv[1], or XGROUP's argv[2])
         records.append(args)
     if not records:
         raise CommandError(BAD_FORMAT)
@@ -150,9 +151,11 @@ def _rebuild(node: Node, client: Client, records: list[list[bytes]]) -> object:
     try:
         for record in records:
             ks.replaying = True  # (Keyspace.replay's mode: no log, no expiry)
+            command = node.table[record[0].upper()]
+            argv = list(record)
+            argv[(key_positions(command, argv) or [1])[0]] = scratch
             try:
-                node.table[record[0].upper()].handler(node, client, [record[0], scratch,
-                                                                     *record[2:]])
+                command.handler(node, client, argv)
             except CommandError:
                 raise CommandError(BAD_FORMAT) from None
             finally:

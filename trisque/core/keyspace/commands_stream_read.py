@@ -218,8 +218,8 @@ def _xread(node: Node, client: Client, argv: list[bytes], xreadgroup: bool) -> b
         if after != NEW_ENTRIES:
             before = s.nbytes
             consumer = consumer_for(node, db, key, s, group_name, g, consumer_name)
-            entries = deliver_history(node, db, key, s, group_name, g, consumer, after, count,
-                                      proto)
+            entries = deliver_history(node, db, key, s, group_name, g, consumer, after + 1,
+                                      count, proto)  # (after the ID given, as Redis)
             _changed(node, db, key, s, before)
         elif s.length and s.last_valid_id() > g.last_id:
             before = s.nbytes
