@@ -65,6 +65,11 @@ COMPILED = [
     "trisque/core/keyspace/commands_hashes.py",
     # PUBLISH's delivery (bench/README.md, "Pub/Sub")
     "trisque/core/pubsub/channels.py",
+    # bitmaps and HyperLogLogs (bench/README.md, "Bitmaps and HyperLogLog")
+    "trisque/core/keyspace/bits.py",
+    "trisque/core/keyspace/commands_bits.py",
+    "trisque/core/keyspace/hyperloglog.py",
+    "trisque/core/keyspace/commands_hyperloglog.py",
 ]
 
 

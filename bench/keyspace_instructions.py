@@ -28,7 +28,8 @@ from trisque.core.table import COMMANDS
 from .client import encode
 from .instructions import instructions, report, run
 
-PHASES = ("PING", "LPUSH", "RPOP", "RPUSH", "LPOP", "SET", "GET", "INCR", "HSET")
+PHASES = ("PING", "LPUSH", "RPOP", "RPUSH", "LPOP", "SET", "GET", "INCR", "HSET",
+          "SETBIT", "GETBIT", "BITCOUNT")
 
 
 def requests_of(phase: str, n: int) -> list[bytes]:
@@ -46,6 +47,9 @@ def requests_of(phase: str, n: int) -> list[bytes]:
         return [encode("GET", b"key:" + r) for r in rand]
     if phase == "INCR":
         return [encode("INCR", b"counter:" + r) for r in rand]
+    if phase in ("SETBIT", "GETBIT", "BITCOUNT"):  # (bench.bits's rows)
+        tail = {"SETBIT": ["100", "1"], "GETBIT": ["100"], "BITCOUNT": []}[phase]
+        return [encode(phase, b"bits:" + r, *tail) for r in rand]
     assert phase == "HSET"
     return [encode("HSET", "myhash", b"element:" + r, "xxx") for r in rand]
 

@@ -104,7 +104,18 @@ def setbit(node: Node, client: Client, argv: list[bytes]) -> bytes:
     on = parse_ll(argv[3])
     if on is None or on & ~1:
         raise CommandError(_BAD_BIT)
-    data, dirty = _writable(node, client, argv[1], offset)
+    ks = node.keyspace
+    db = ks.dbs[client.db]
+    key = argv[1]
+    if key not in db.keys:
+        # A new bitmap (the usual case of per-user flags), inline as SET's.
+        data = bytearray((offset >> 3) + 1)
+        if on:
+            data[offset >> 3] = 0x80 >> (offset & 7)
+        ks.store(db, key, data)
+        ks.log(db, *argv)
+        return resp.ZERO
+    data, dirty = _writable(node, client, key, offset)
     byte = offset >> 3
     mask = 0x80 >> (offset & 7)
     old = data[byte] & mask

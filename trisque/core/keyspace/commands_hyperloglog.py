@@ -199,7 +199,8 @@ def pfdebug(node: Node, client: Client, argv: list[bytes]) -> bytes:
         if sub == b"TODENSE":
             return resp.ONE if converted else resp.ZERO
         registers = hll.dense_registers(value)
-        return b"*%d\r\n" % hll.REGISTERS + b"".join([b":%d\r\n" % r for r in registers])
+        return b"*%d\r\n" % hll.REGISTERS + b"".join(
+            [b":%d\r\n" % registers[i] for i in range(hll.REGISTERS)])
     if sub == b"DECODE":
         if value[4] != hll.SPARSE:
             raise CommandError("ERR HLL encoding is not sparse")
