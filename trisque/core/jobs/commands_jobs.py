@@ -13,7 +13,8 @@ from ..client import BlockedGet, Client
 from .job import ACKED, ACTIVE, BCAST_WILLQUEUE, QUEUED, STATE_BY_NAME, STATE_NAMES, Job
 from .job_reply import job_reply
 from ..node import Node
-from .policy import MAX_IDEMPOTENCY_BYTES, MAX_REASON_BYTES, Policy, parse_option
+from .policy import (DEFAULT_PRIORITY, MAX_IDEMPOTENCY_BYTES, MAX_REASON_BYTES, Policy,
+                     parse_option)
 from .queue import PAUSED_IN, PAUSED_OUT, Queue
 from .scan import parse_scan_args, scan
 from ..command import Commands
@@ -47,12 +48,13 @@ def validate_ids(ids: list[bytes]) -> None:
          "Add a job to a queue, replicated to REPLICATE nodes",
          "queue body ms-timeout [REPLICATE count] [DELAY sec] [RETRY sec] "
          "[TTL sec] [MAXLEN count] [ASYNC] [MAXDELIVERIES count] [DEADLETTER queue] "
-         "[BACKOFF linear|exponential|none base-sec max-sec] [IDEMPOTENCY key]")
+         "[BACKOFF linear|exponential|none base-sec max-sec] [IDEMPOTENCY key] "
+         "[PRIORITY level]")
 def addjob(node: Node, client: Client, argv: list[bytes]) -> Any:
     """ADDJOB queue body timeout_ms [REPLICATE n] [DELAY s] [RETRY s]
     [TTL s] [MAXLEN n] [ASYNC] [MAXDELIVERIES n] [DEADLETTER q]
-    [BACKOFF kind base max] [IDEMPOTENCY key] (the last four:
-    docs/lifecycle.md)"""
+    [BACKOFF kind base max] [IDEMPOTENCY key] [PRIORITY n] (the last
+    five: docs/lifecycle.md)"""
     if len(argv[2]) > node.config.max_job_size:
         # A bound on every job a peer must hold too (Disque had none but
         # proto-max-bulk-len): refused before anything is allocated for it.
@@ -193,6 +195,10 @@ def job_policy(node: Node, job: Job, queue: bytes, given: Policy | None) -> None
             policy.backoff, policy.base_ms, policy.max_ms = (
                 given.backoff, given.base_ms, given.max_ms)
         policy.idempotency_key = given.idempotency_key
+        if given.priority:
+            policy.priority = given.priority
+    if policy.priority == DEFAULT_PRIORITY:
+        policy.priority = 0  # (the level of a job that says nothing)
     if not policy.is_default():
         job.policy = policy
 
@@ -551,6 +557,8 @@ def job_info(node: Node, job: Job) -> dict[str, Any]:
         info["last-error"] = policy.last_error or None
     if policy is not None and policy.idempotency_key:
         info["idempotency-key"] = policy.idempotency_key
+    if policy is not None and policy.priority:
+        info["priority"] = policy.priority
     return info
 
 

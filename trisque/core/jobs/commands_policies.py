@@ -28,7 +28,8 @@ command = COMMANDS.command
 @command("QCONFIG", -3, "write denyoom fast",
          "Set, show or reset a queue's delivery policy defaults (cluster-wide)",
          "queue SET [MAXDELIVERIES count] [DEADLETTER queue] "
-         "[BACKOFF linear|exponential|none base-sec max-sec] | queue GET | queue RESET")
+         "[BACKOFF linear|exponential|none base-sec max-sec] [PRIORITY level] "
+         "| queue GET | queue RESET")
 def qconfig(node: Node, client: Client, argv: list[bytes]) -> bytes:
     name = argv[1]
     sub = argv[2].upper()

@@ -70,6 +70,10 @@ def qstat(node: Node, client: Client, argv: list[bytes]) -> bytes:
         if entry is not None:
             fields.update(entry.policy.fields())
         fields["dead-lettered"] = queue.dead_letters
+    levels = queue.levels()
+    if levels is not None:
+        # jobs of several priority levels: how many at each, highest first
+        fields["priority-levels"] = [n for pair in levels for n in pair]
     return resp.encode(fields, client.disque_proto())
 
 

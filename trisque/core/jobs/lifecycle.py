@@ -486,7 +486,10 @@ class JobLifecycle:
         self._put(job, queue, now_ms)
 
     def _put(self, job: Job, queue: Queue, now_ms: int) -> None:
-        queue.jobs.add(job)
+        if job._rare is None:
+            queue.jobs.add(job)
+        else:
+            queue.jobs.add_any(job)  # (it may have a priority: queue.py)
         queue.atime_s = now_ms // 1000
         queue.jobs_in += 1
         if queue.blocked and not queue.paused & PAUSED_OUT:

@@ -9,7 +9,7 @@ that holds a copy, so no node needs another's QCONFIG to act on it.
 
 On the wire and in the AOF a policy follows the job's record (jobcodec,
 flag ``HAS_POLICY``): ``encode``/``decode`` here.  Fields added after the
-first version (an idempotency key, a priority) follow as tagged entries
+first version (an idempotency key, a priority level) follow as tagged entries
 (u8 tag, u16 length, value), written only when set, so a policy without
 them encodes as before and a reader skips tags it does not know.
 """
@@ -34,6 +34,12 @@ BACKOFF_MAX_S: Final = 7 * 24 * 3600  # a backoff's base and ceiling, at most a 
 _FIXED = struct.Struct("<IBIIQHHH")
 _TAG = struct.Struct("<BH")  # the tagged entries after them
 TAG_IDEMPOTENCY: Final = 1  # the key given by ADDJOB ... IDEMPOTENCY
+TAG_PRIORITY: Final = 2  # u8: the level given by PRIORITY (queue.py)
+# Priority levels (docs/lifecycle.md): 1 to 9, 9 served first, as Faktory's;
+# a job that says nothing is at 5, so producers can go above and below it.
+MIN_PRIORITY: Final = 1
+MAX_PRIORITY: Final = 9
+DEFAULT_PRIORITY: Final = 5
 MAX_IDEMPOTENCY_BYTES: Final = 1024
 
 
@@ -41,7 +47,8 @@ class Policy:
     """What a job (or a queue's default) says about its redeliveries."""
 
     __slots__ = ("max_deliveries", "dead_letter", "backoff", "base_ms", "max_ms",
-                 "dead_from", "dead_ms", "last_error", "idempotency_key")
+                 "dead_from", "dead_ms", "last_error", "idempotency_key",
+                 "priority")
     max_deliveries: int  # 0: no limit
     dead_letter: bytes  # where it goes past the limit (b"": <queue>:dead)
     backoff: int  # BACKOFF_*
@@ -51,6 +58,7 @@ class Policy:
     dead_ms: int  # when it died (ms, the node's clock)
     last_error: bytes  # the last NACK ... REASON
     idempotency_key: bytes  # ADDJOB ... IDEMPOTENCY (b"": none; idempotency.py)
+    priority: int  # PRIORITY level, 1-9 (0: not set, the default level)
 
     def __init__(self, max_deliveries: int = 0, dead_letter: bytes = b"",
                  backoff: int = BACKOFF_NONE, base_ms: int = 0, max_ms: int = 0) -> None:
@@ -63,6 +71,7 @@ class Policy:
         self.dead_ms = 0
         self.last_error = b""
         self.idempotency_key = b""
+        self.priority = 0
 
     def copy(self) -> "Policy":
         other = Policy(self.max_deliveries, self.dead_letter, self.backoff,
@@ -71,11 +80,12 @@ class Policy:
         other.dead_ms = self.dead_ms
         other.last_error = self.last_error
         other.idempotency_key = self.idempotency_key
+        other.priority = self.priority
         return other
 
     def is_default(self) -> bool:
         """Nothing set: a job with this policy is a plain job."""
-        return self.delivery_default() and not self.idempotency_key
+        return self.delivery_default() and not self.idempotency_key and not self.priority
 
     def delivery_default(self) -> bool:
         """No delivery setting (limit, dead letter, backoff, history): SHOW
@@ -113,9 +123,12 @@ class Policy:
 
     def fields(self) -> dict[str, object]:
         """For QCONFIG GET and SHOW: the settings, by their option names."""
-        return {"max-deliveries": self.max_deliveries,
-                "dead-letter": self.dead_letter,
-                "backoff": self.backoff_text()}
+        fields: dict[str, object] = {"max-deliveries": self.max_deliveries,
+                                     "dead-letter": self.dead_letter,
+                                     "backoff": self.backoff_text()}
+        if self.priority:
+            fields["priority"] = self.priority
+        return fields
 
 
 class QueuePolicy:
@@ -146,7 +159,8 @@ def encode(policy: Policy) -> bytes:
         _FIXED.pack(policy.max_deliveries, policy.backoff, policy.base_ms, policy.max_ms,
                     policy.dead_ms, len(dlq), len(dead_from), len(error)),
         dlq, dead_from, error,
-        _TAG.pack(TAG_IDEMPOTENCY, len(key)) + key if key else b""))
+        _TAG.pack(TAG_IDEMPOTENCY, len(key)) + key if key else b"",
+        _TAG.pack(TAG_PRIORITY, 1) + bytes((policy.priority,)) if policy.priority else b""))
 
 
 def decode(raw: bytes) -> Policy:
@@ -174,6 +188,10 @@ def decode(raw: bytes) -> Policy:
             raise ValueError("bad job policy")
         if tag == TAG_IDEMPOTENCY:
             policy.idempotency_key = raw[start:start + length]
+        elif tag == TAG_PRIORITY:
+            if length != 1 or not MIN_PRIORITY <= raw[start] <= MAX_PRIORITY:
+                raise ValueError("bad job priority")
+            policy.priority = raw[start]
         start += length  # (a tag from a newer node: skipped)
     return policy
 
@@ -192,10 +210,17 @@ def _seconds(arg: bytes, low: int, what: str) -> int:
 
 def parse_option(policy: Policy, argv: list[bytes], i: int) -> int:
     """If ``argv[i]`` is one of the policy's options (MAXDELIVERIES n,
-    DEADLETTER queue, BACKOFF none|linear|exponential base max), set it in
-    ``policy`` and return the index after it; else return ``i``."""
+    DEADLETTER queue, BACKOFF none|linear|exponential base max, PRIORITY
+    n), set it in ``policy`` and return the index after it; else ``i``."""
     opt = argv[i].upper()
     left = len(argv) - i - 1
+    if opt == b"PRIORITY" and left >= 1:
+        value = decimal(argv[i + 1])
+        if not MIN_PRIORITY <= value <= MAX_PRIORITY:
+            raise CommandError(
+                f"ERR PRIORITY must be between {MIN_PRIORITY} and {MAX_PRIORITY}")
+        policy.priority = value
+        return i + 2
     if opt == b"MAXDELIVERIES" and left >= 1:
         value = decimal(argv[i + 1])
         if not 0 <= value <= MAX_DELIVERIES_MAX:

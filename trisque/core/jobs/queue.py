@@ -1,13 +1,15 @@
-"""A named queue: jobs in creation-time order, and the clients waiting on it."""
+"""A named queue: jobs in creation-time order (within each priority level,
+highest level first), and the clients waiting on it."""
 
 from collections import deque
-from itertools import islice
+from itertools import chain, islice
 from operator import attrgetter
 from typing import Any, Iterator
 
 from sortedcontainers import SortedKeyList
 
 from .job import Job
+from .policy import DEFAULT_PRIORITY, MAX_PRIORITY
 
 PAUSED_IN = 1
 PAUSED_OUT = 2
@@ -33,6 +35,11 @@ class JobList:
     SortedKeyList, O(log n) for everything, until it is empty again.
     Either way it reads like a sorted list: len, iteration, indexing and
     slicing, oldest first.
+
+    Priorities (docs/lifecycle.md): once a job of a level other than the
+    default joins, ``_sorted`` holds a ``Levels`` (one JobList per level,
+    read highest level first) until the list is empty again.  A queue of
+    plain jobs never takes that branch: its fast path is unchanged.
     """
 
     __slots__ = ("_fifo", "_sorted")
@@ -123,6 +130,111 @@ class JobList:
         self._fifo = deque()
         return s
 
+    def add_any(self, job: Job) -> None:
+        """add() for a job that may have a priority (one with rare fields):
+        a level other than the default makes the list a Levels."""
+        s = self._sorted
+        if s.__class__ is not Levels and level_of(job) != DEFAULT_PRIORITY:
+            plain = JobList()  # what the list held: all of the default level
+            plain._fifo, plain._sorted = self._fifo, s
+            s = self._sorted = Levels(plain)
+            self._fifo = deque()
+        if s is None:
+            self.add(job)
+        else:
+            s.add(job)
+
+
+def level_of(job: Job) -> int:
+    """The job's priority level (policy.py): the default unless set."""
+    rare = job._rare
+    if rare is None:
+        return DEFAULT_PRIORITY
+    policy = rare.get("policy")
+    if policy is None:
+        return DEFAULT_PRIORITY
+    level: int = policy.priority
+    return level or DEFAULT_PRIORITY
+
+
+class Levels:
+    """A queue's jobs by priority level: one JobList per level, each in
+    ctime order; read (iteration, indexing, pop(0)) highest level first,
+    so GETJOB, QPEEK and federation's YOURJOBS all take high levels first."""
+
+    __slots__ = ("lists", "size")
+    lists: list[JobList]  # index: the level (0 unused)
+    size: int
+
+    def __init__(self, default: JobList) -> None:
+        self.lists = [JobList() for _ in range(MAX_PRIORITY + 1)]
+        self.lists[DEFAULT_PRIORITY] = default
+        self.size = len(default)
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __iter__(self) -> Iterator[Job]:
+        return chain.from_iterable(reversed(self.lists))
+
+    def __reversed__(self) -> Iterator[Job]:
+        return chain.from_iterable(reversed(jobs) for jobs in self.lists)
+
+    def __getitem__(self, key: Any) -> Any:
+        size = self.size
+        if key.__class__ is slice:
+            start, stop, step = key.indices(size)
+            if step != 1:
+                return list(self)[key]
+            if stop <= start:
+                return []
+            if start > size - stop:
+                picked = list(islice(reversed(self), size - stop, size - start))
+                picked.reverse()
+                return picked
+            return list(islice(iter(self), start, stop))
+        index: int = key
+        if index < 0:
+            index += size
+        if not 0 <= index < size:
+            raise IndexError("queue index out of range")
+        for jobs in reversed(self.lists):
+            if index < len(jobs):
+                return jobs[index]
+            index -= len(jobs)
+        raise IndexError("queue index out of range")
+
+    def levels(self) -> list[tuple[int, int]]:
+        """(level, jobs) of every level holding jobs, highest first."""
+        return [(level, len(jobs)) for level, jobs in reversed(list(enumerate(self.lists)))
+                if jobs]
+
+    def add(self, job: Job) -> None:
+        self.lists[level_of(job)].add(job)
+        self.size += 1
+
+    def pop(self, index: int = -1) -> Job:
+        lists = self.lists
+        if index == 0:
+            for level in range(MAX_PRIORITY, 0, -1):
+                if lists[level]:
+                    self.size -= 1
+                    return lists[level].pop(0)
+        elif index == -1:
+            for level in range(1, MAX_PRIORITY + 1):
+                if lists[level]:
+                    self.size -= 1
+                    return lists[level].pop(-1)
+        else:
+            job: Job = self[index]
+            self.remove(job)
+            return job
+        raise IndexError("pop from an empty queue")
+
+    def remove(self, job: Job) -> None:
+        self.lists[level_of(job)].remove(job)
+        self.size -= 1
+
 
 class Queue:
     __slots__ = (
@@ -175,6 +287,12 @@ class Queue:
 
     def __len__(self) -> int:
         return len(self.jobs)
+
+    def levels(self) -> list[tuple[int, int]] | None:
+        """(level, jobs) highest first, if jobs of a level other than the
+        default are queued; else None (a plain queue)."""
+        s = self.jobs._sorted
+        return s.levels() if s.__class__ is Levels else None
 
     def pause_name(self) -> str:
         return PAUSE_NAMES[self.paused]
