@@ -58,9 +58,36 @@ def churn_one_node(port, rounds):
         raw.sendall(b"*1\r\n$4\r\nPING\r\n*x\r\n")  # a protocol error closes it
         raw.recv(100)
         raw.close()
+    streams_and_functions(redis.Redis(port=port), rounds)
     for c in long_lived:  # clients that lived through many young collections
         c.execute_command("ADDJOB", "q2", "b", 0)
         c.close()
+
+
+LIBRARY = "#!lua name=lib{n}\nredis.register_function('f{n}', function() return {n} end)"
+
+
+def streams_and_functions(c, rounds):
+    """Streams with pending entries and Lua libraries, made and dropped
+    every way there is (a consumer group's PEL and a library's functions
+    are where back-pointers would make cycles)."""
+    for i in range(rounds):
+        key = f"s{i}"
+        c.xadd(key, {"f": "v"})
+        c.xadd(key, {"f": "w"})
+        c.xgroup_create(key, "g", id="0")
+        c.xreadgroup("g", "alice", {key: ">"}, count=1)
+        c.xreadgroup("g", "bob", {key: ">"}, count=1)
+        c.xclaim(key, "g", "carol", 0, [c.xrange(key)[0][0]])
+        if i % 3 == 0:
+            c.xgroup_delconsumer(key, "g", "bob")
+        elif i % 3 == 1:
+            c.xgroup_destroy(key, "g")
+        c.delete(key)  # the stream goes with its groups and pending entries
+        c.function_load(LIBRARY.format(n=i % 5), replace=True)
+        if i % 7 == 0:
+            c.function_delete(f"lib{i % 5}")
+    c.function_flush()
 
 
 def test_a_node_makes_no_reference_cycles():

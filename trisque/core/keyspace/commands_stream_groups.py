@@ -237,10 +237,9 @@ def xpending(node: Node, client: Client, argv: list[bytes]) -> bytes:
         if owner_of is None:
             return b"*0\r\n"
         ids = owner_of.pel_sorted()
-        pel = owner_of.pel
     else:
         ids = g.pel_ids
-        pel = g.pel
+    pel = g.pel
     now = node.now_ms()
     out = []
     for entry_id in ids[bisect_left(ids, start):]:
@@ -263,7 +262,7 @@ def _claim(s: Stream, g: Group, entry_id: int, nack: Nack, consumer: Consumer) -
         if nack.consumer is not None:
             nack.consumer.pel.pop(entry_id, None)
         nack.consumer = consumer
-        consumer.pel[entry_id] = nack
+        consumer.pel[entry_id] = None
 
 
 @key_command("XCLAIM", -6, "write fast",

@@ -474,7 +474,7 @@ def stream_info(s: Stream, argv: list[bytes], proto: int) -> bytes:
                 pel = pel[:count]
             out.append(b"*%d\r\n" % len(pel))
             for entry_id in pel:
-                nack = c.pel[entry_id]
+                nack = g.pel[entry_id]
                 out.append(b"*3\r\n%s:%d\r\n:%d\r\n" % (bulk_id(entry_id), nack.delivery_time,
                                                        nack.delivery_count))
     return b"".join(out)

@@ -64,7 +64,7 @@ BAD_NAME = ("ERR Library names can only contain letters, numbers, or underscores
 
 
 class Function:
-    __slots__ = ("name", "callback", "description", "flags", "library")
+    __slots__ = ("name", "callback", "description", "flags", "library_name")
 
     def __init__(self, name: bytes, callback: Any, description: bytes | None,
                  flags: int, library: Library) -> None:
@@ -72,7 +72,10 @@ class Function:
         self.callback = callback  # the Lua function
         self.description = description
         self.flags = flags  # FLAG_NAMES bits
-        self.library = library
+        # its library's name, not the library: a pointer back would make a
+        # reference cycle, which the node's collector never looks for in
+        # old objects (shell/collector.py)
+        self.library_name = library.name
 
 
 class Library:
@@ -164,7 +167,7 @@ class Functions:
         library = self.instantiate(name, code, body, timeout_s)
         for function in library.functions.values():
             other = self.functions.get(function.name.lower())
-            if other is not None and other.library is not old:
+            if other is not None and (old is None or other.library_name != old.name):
                 raise CommandError("ERR Function %s already exists"
                                    % function.name.decode("utf-8", "replace"))
         if old is not None:
@@ -206,7 +209,7 @@ class Functions:
             for library in new.values():
                 for function in library.functions.values():
                     other = self.functions.get(function.name.lower())
-                    if other is not None and other.library.name not in replaced:
+                    if other is not None and other.library_name not in replaced:
                         raise CommandError("ERR Function %s already exists"
                                            % function.name.decode("utf-8", "replace"))
             for name in replaced:

@@ -109,7 +109,7 @@ def deliver_new(node: Node, db: Db, key: bytes, s: Stream, group_name: bytes, g:
             nack.consumer = consumer
             nack.delivery_time = now
             nack.delivery_count = 1
-            consumer.pel[entry_id] = nack
+            consumer.pel[entry_id] = None
         log_claim(node, db, key, group_name, g, entry_id, nack)
     if moved:
         log_group_id(node, db, key, group_name, g)
@@ -135,7 +135,7 @@ def deliver_history(node: Node, db: Db, key: bytes, s: Stream, group_name: bytes
             continue
         out.append(b"*2\r\n$%d\r\n%s\r\n*%d\r\n" % (len(text), text, len(fv)))
         out.append(b"".join([b"$%d\r\n%s\r\n" % (len(item), item) for item in fv]))
-        nack = consumer.pel[entry_id]
+        nack = g.pel[entry_id]
         nack.delivery_time = now
         nack.delivery_count += 1
         log_claim(node, db, key, group_name, g, entry_id, nack)

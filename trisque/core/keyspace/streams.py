@@ -269,12 +269,17 @@ class Nack:
 
 
 class Consumer:
+    """A group's reader.  Its ``pel`` holds the IDs of its pending entries
+    only (their Nack is the group's): a Nack names its consumer, and a
+    pointer back would make a reference cycle per entry, which the node's
+    collector never looks for in old objects (shell/collector.py)."""
+
     __slots__ = ("name", "seen_time", "pel")
 
     def __init__(self, name: bytes, seen_time: int) -> None:
         self.name = name
         self.seen_time = seen_time
-        self.pel: dict[int, Nack] = {}
+        self.pel: dict[int, None] = {}
 
     def pel_sorted(self) -> list[int]:
         return sorted(self.pel)
@@ -544,7 +549,7 @@ class Stream:
         else:
             insort(ids, entry_id)
         if nack.consumer is not None:
-            nack.consumer.pel[entry_id] = nack
+            nack.consumer.pel[entry_id] = None
         self.nbytes += NACK_OVERHEAD
 
     def remove_nack(self, group: Group, entry_id: int) -> Nack | None:
