@@ -6,7 +6,8 @@ python -m bench hostile [--rounds R] [--garbage-mb M] [--idle N]
 python -m bench latency [--seconds S] [--rates 0.1,0.5,0.8] [--disque PATH] [--plot FILE]
 python -m bench scale [--part all|connections|queues|nodes|bus-model]
 python -m bench functions [-n REQUESTS]
-python -m bench pubsub [-n REQUESTS]"""
+python -m bench pubsub [-n REQUESTS]
+python -m bench frameworks [--tasks N] [--nodes 3] [--concurrency 4]"""
 
 import argparse
 import sys

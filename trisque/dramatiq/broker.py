@@ -32,6 +32,7 @@ from trisque.client.every_node import EveryNode
 
 DAY_S = 86400
 BLOCK_MS = 1000  # the longest GETJOB wait: a stopping worker notices within it
+FULL_WAIT_S = 0.05  # a consumer with its prefetch in hand looks again after this
 
 
 class TrisqueBroker(dramatiq.Broker):
@@ -166,7 +167,10 @@ class _TrisqueConsumer(Consumer):
 
     def __next__(self) -> Optional[MessageProxy]:
         if not self.cache:
-            room = max(1, self.prefetch - self.outstanding)
+            room = self.prefetch - self.outstanding
+            if room <= 0:  # as many in hand as the prefetch allows: take none
+                time.sleep(FULL_WAIT_S)
+                return None
             wait_ms = min(self.timeout_ms, BLOCK_MS)
             try:
                 if wait_ms > 0:
