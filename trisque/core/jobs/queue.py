@@ -158,27 +158,35 @@ def level_of(job: Job) -> int:
 
 
 class Levels:
-    """A queue's jobs by priority level: one JobList per level, each in
-    ctime order; read (iteration, indexing, pop(0)) highest level first,
-    so GETJOB, QPEEK and federation's YOURJOBS all take high levels first."""
+    """A queue's jobs by priority level: one JobList per level that has had
+    jobs, each in ctime order; read (iteration, indexing, pop(0)) highest
+    level first, so GETJOB, QPEEK and federation's YOURJOBS all take high
+    levels first."""
 
     __slots__ = ("lists", "size")
-    lists: list[JobList]  # index: the level (0 unused)
+    lists: list[JobList | None]  # index: the level (0 unused); None: never used
     size: int
 
     def __init__(self, default: JobList) -> None:
-        self.lists = [JobList() for _ in range(MAX_PRIORITY + 1)]
-        self.lists[DEFAULT_PRIORITY] = default
+        lists: list[JobList | None] = [None] * (MAX_PRIORITY + 1)
+        lists[DEFAULT_PRIORITY] = default
+        self.lists = lists
         self.size = len(default)
+
+    def _used(self) -> list[JobList]:
+        """The levels' lists, highest level first."""
+        return [jobs for jobs in reversed(self.lists) if jobs is not None]
 
     def __len__(self) -> int:
         return self.size
 
     def __iter__(self) -> Iterator[Job]:
-        return chain.from_iterable(reversed(self.lists))
+        return chain.from_iterable(self._used())
 
     def __reversed__(self) -> Iterator[Job]:
-        return chain.from_iterable(reversed(jobs) for jobs in self.lists)
+        used = self._used()
+        used.reverse()
+        return chain.from_iterable(reversed(jobs) for jobs in used)
 
     def __getitem__(self, key: Any) -> Any:
         size = self.size
@@ -198,7 +206,7 @@ class Levels:
             index += size
         if not 0 <= index < size:
             raise IndexError("queue index out of range")
-        for jobs in reversed(self.lists):
+        for jobs in self._used():
             if index < len(jobs):
                 return jobs[index]
             index -= len(jobs)
@@ -210,29 +218,32 @@ class Levels:
                 if jobs]
 
     def add(self, job: Job) -> None:
-        self.lists[level_of(job)].add(job)
+        level = level_of(job)
+        jobs = self.lists[level]
+        if jobs is None:
+            jobs = self.lists[level] = JobList()
+        jobs.add(job)
         self.size += 1
 
     def pop(self, index: int = -1) -> Job:
-        lists = self.lists
-        if index == 0:
-            for level in range(MAX_PRIORITY, 0, -1):
-                if lists[level]:
+        if index == 0 or index == -1:
+            used = self._used()
+            if index == -1:
+                used.reverse()
+            for jobs in used:
+                if jobs:
                     self.size -= 1
-                    return lists[level].pop(0)
-        elif index == -1:
-            for level in range(1, MAX_PRIORITY + 1):
-                if lists[level]:
-                    self.size -= 1
-                    return lists[level].pop(-1)
-        else:
-            job: Job = self[index]
-            self.remove(job)
-            return job
-        raise IndexError("pop from an empty queue")
+                    return jobs.pop(index)
+            raise IndexError("pop from an empty queue")
+        job: Job = self[index]
+        self.remove(job)
+        return job
 
     def remove(self, job: Job) -> None:
-        self.lists[level_of(job)].remove(job)
+        jobs = self.lists[level_of(job)]
+        if jobs is None:
+            raise ValueError("job not in queue")
+        jobs.remove(job)
         self.size -= 1
 
 
