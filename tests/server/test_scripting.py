@@ -347,5 +347,17 @@ def test_errorstats_of_scripts_as_redis(make_server, redis_port):
         conn.send_command("INFO", "stats")
         stats = conn.reply()
         out.append([line for line in stats.split(b"\r\n") if b"total_error_replies" in line])
+        # failed_calls: a script answering an error failed, as its inner command
+        for argv in (["CONFIG", "RESETSTAT"], ["EVAL", "return redis.call('select',99)", 0],
+                     ["EVAL", "return redis.pcall('select',99)", 0],
+                     ["EVAL_RO", "return redis.call('set','x','y')", 1, "x"]):
+            conn.send_command(*argv)
+            conn.reply()
+        conn.send_command("INFO", "commandstats")
+        lines = conn.reply().split(b"\r\n")
+        out.append(sorted(line.split(b":")[0] + b" " + line[line.index(b"rejected"):]
+                          for line in lines if line.startswith(b"cmdstat_")
+                          and line.split(b":")[0] in (b"cmdstat_eval", b"cmdstat_eval_ro",
+                                                      b"cmdstat_select", b"cmdstat_set")))
         replies.append(out)
     assert replies[0] == replies[1]

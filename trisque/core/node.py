@@ -279,7 +279,6 @@ class Node(JobLifecycle):
             reply = command.handler(self, client, argv)
         except CommandError as exc:
             reply = resp.error(exc.message)
-            command.failed += 1
         except Exception as exc:
             # A bug.  Tests and the simulator want it loud (no hook); the
             # server logs it and answers an error rather than dying.
@@ -287,6 +286,7 @@ class Node(JobLifecycle):
                 raise
             reply = self.on_internal_error(command, argv, exc)
         if type(reply) is bytes and reply and reply[0] == 45:  # an error reply
+            command.failed += 1  # (INFO commandstats failed_calls)
             if self.error_counted:
                 self.error_counted = False  # a script's error already counted inside it
             else:
