@@ -120,3 +120,24 @@ def test_many_clients_at_once_from_threads(c, shared):
         t.join()
     assert not errors
     assert c.execute_command("QLEN", "threads") == 30 * 50
+
+
+def test_client_kill_closes_a_subscriber_that_stopped_reading(c, shared):
+    """CLIENT KILL of a client whose socket is full (a subscriber that reads
+    nothing while messages pile up): the kill must not wait for the socket
+    to drain, which never happens."""
+    def listed():
+        text = c.execute_command("CLIENT", "LIST")
+        return "name=stuck" in (text.decode() if isinstance(text, bytes) else text)
+
+    stuck = connect(shared.port)
+    stuck.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    stuck.sendall(encode("CLIENT", "SETNAME", "stuck") + encode("SUBSCRIBE", "flood"))
+    wait_for(listed, 10, message="the subscriber to be listed")
+    message = b"x" * 16384
+    for _ in range(1000):  # 16 MB: far more than the kernel buffers hold
+        c.execute_command("PUBLISH", "flood", message)
+    assert listed()
+    assert c.execute_command("CLIENT", "KILL", "SKIPME", "yes", "TYPE", "pubsub") >= 1
+    wait_for(lambda: not listed(), 10, message="the killed subscriber to be gone")
+    stuck.close()

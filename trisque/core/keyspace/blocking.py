@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Iterator
 from mypy_extensions import mypyc_attr
 
 from ...protocol import resp
-from .types import TYPES
+from .streams import Stream
 
 if TYPE_CHECKING:
     from ..client import Client
@@ -127,8 +127,9 @@ class KeyBlocking:
         """``key``'s value ``old`` was deleted or overwritten: a stream's
         blocked XREADGROUPs are answered (Redis's dbGenericDelete and
         dbOverwrite signal a stream key so)."""
-        if TYPES[type(old)].name == "stream":
-            self.signal(db, key)
+        if self.count and type(old) is Stream and key in self.waiting[db.id]:
+            self.ready[(db.id, key)] = None
+            self.node.keys_ready = True
 
     def deny(self) -> bool:
         """Whether a blocking command must answer now rather than block
@@ -159,14 +160,18 @@ class KeyBlocking:
                 clients = self.waiting[db_id].get(key)
                 if not clients:
                     continue
+                value = ks.lookup(db, key)
                 for client in list(clients):  # first come, first served
                     waiter = client.blocked
                     if not isinstance(waiter, KeyWaiter):
                         continue
-                    # (None: emptied by those before, or deleted; a waiter
-                    # for another type stays blocked)
-                    reply = waiter.offer(node, client, db, key, ks.lookup(db, key))
-                    if reply is None:
+                    if value is None and waiter.value_class is not Stream:
+                        # emptied by those before, or deleted: only a group
+                        # reader has something to hear (its stream is gone)
+                        continue
+                    reply = waiter.offer(node, client, db, key, value)
+                    if reply is None:  # (a waiter for another type stays blocked)
                         continue
                     node.unblock(client)
                     node.reply(client, reply)
+                    value = ks.lookup(db, key)

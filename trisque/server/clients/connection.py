@@ -259,14 +259,16 @@ class ClientServer:
             aof.hold(conn.mark, self._resume, conn)
             return
         conn.held = False
-        if conn.outbuf and conn.events & _OUT:
+        client = conn.client
+        if (conn.outbuf and conn.events & _OUT and not client.killed
+                and not client.close_after_reply and not conn.closing):
             # The kernel took no more last time: output waits for EPOLLOUT
             # rather than the backlog being copied per message published to
             # a subscriber that does not read; its limit is kept meanwhile.
+            # (A client killed or closing is woken below: EPOLLOUT may never come.)
             self._backlog(conn)
             return
         conn.flush(self.node.stats)
-        client = conn.client
         if (conn.outbuf or client.killed or conn.pending or client.close_after_reply
                 or conn.closing or conn.closed or not conn.events & _IN):
             conn.wake()
