@@ -283,3 +283,21 @@ def test_command_getkeys_as_redis(shared, redis_port):
             reply = conn.reply()
             replies.append(str(reply) if isinstance(reply, Exception) else reply)
         assert replies[0] == replies[1], case
+
+
+def test_function_load_and_fcall_inside_exec_replay(make_server):
+    # one MULTI/EXEC block in the AOF: the library and the function's write
+    srv = make_server(config="appendonly yes\nappendfsync always\n")
+    c = srv.client()
+    pipe = c.pipeline(transaction=True)
+    pipe.execute_command("FUNCTION", "LOAD", lib("tx"))
+    pipe.execute_command("FCALL", "tx_set", 1, "kt", "in-exec")
+    pipe.execute_command("FUNCTION", "LOAD", "#!lua name=bad\nreturn 1")  # fails alone
+    results = pipe.execute(raise_on_error=False)
+    assert results[:2] == [b"tx", b"OK"]
+    assert isinstance(results[2], redis.ResponseError)
+    srv.kill()
+    srv.start()
+    c = srv.client()
+    assert names(c) == [b"tx"]
+    assert c.get("kt") == b"in-exec"
