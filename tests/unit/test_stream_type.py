@@ -1,0 +1,102 @@
+"""The stream type without a server (core/keyspace/streams.py, stream_ids.py):
+ID parsing, ranges over node boundaries, node splits where Redis splits
+its listpacks, trimming, deleted entries out of order (after XSETID
+lowered the last ID), and the records an AOF rewrite writes."""
+
+import pytest
+
+from trisque.core.keyspace.stream_ids import MAX_ID, format_id, parse_id, parse_interval
+from trisque.core.keyspace.streams import (FrozenStream, Nack, Stream, _lp_str,
+                                           stream_memory, stream_records)
+from trisque.protocol.errors import CommandError
+
+
+def sid(ms, seq=0):
+    return ms << 64 | seq
+
+
+def filled(n, max_entries=100, max_bytes=4096, fields=(b"f", b"v")):
+    s = Stream()
+    for i in range(1, n + 1):
+        s.append(sid(i), list(fields), max_bytes, max_entries)
+    return s
+
+
+def test_parse_ids_as_redis():
+    assert parse_id(b"5") == (sid(5), True)
+    assert parse_id(b"5", 7) == (sid(5, 7), True)
+    assert parse_id(b"5-*", seq_star=True) == (sid(5), False)
+    assert parse_id(b"-") == (0, True) and parse_id(b"+") == (MAX_ID, True)
+    assert parse_id(b"007-01") == (sid(7, 1), True)  # (strtoull's leading zeros)
+    assert parse_id(b" 3") == (sid(3), True)
+    for bad in (b"-1", b"1-x", b"", b"18446744073709551616", b"5-*", b"1-" + b"9" * 200):
+        with pytest.raises(CommandError, match="Invalid stream ID"):
+            parse_id(bad)
+    with pytest.raises(CommandError):
+        parse_id(b"+", strict=True)
+    assert parse_interval(b"(5-1", 0) == (sid(5, 1), True)
+    assert format_id(sid(18446744073709551615, 3)) == b"18446744073709551615-3"
+
+
+def test_ranges_across_nodes_both_ways():
+    s = filled(250, max_entries=10)
+    assert len(s.nodes) == 25
+    ids = [entry_id >> 64 for entry_id, _ in s.range(sid(95), sid(123))]
+    assert ids == list(range(95, 124))
+    rev = [entry_id >> 64 for entry_id, _ in s.range(sid(95), sid(123), 5, rev=True)]
+    assert rev == [123, 122, 121, 120, 119]
+    assert s.range(sid(300), MAX_ID) == [] and s.range(0, sid(0, 5)) == []
+    assert s.get(sid(7)) == [b"f", b"v"] and s.get(sid(7, 1)) is None
+
+
+def test_nodes_split_by_entries_and_by_listpack_bytes():
+    assert len(filled(100).nodes) == 1 and len(filled(101).nodes) == 2
+    # 30-byte values: a node reaches 4096 listpack bytes before 100 entries
+    big = filled(300, fields=(b"field", b"x" * 30))
+    assert 1 < len(big.nodes) < 300 // 100 * 4
+    assert all(node.lp_bytes() < 4096 + 40 for node in big.nodes)
+    assert _lp_str(b"12") == 2 and _lp_str(b"-5000") == 4 and _lp_str(b"012") == 5
+
+
+def test_trim_exact_and_approximate():
+    s = filled(250, max_entries=100)
+    assert s.trim(200, None, True, 0) == 0  # ~: only whole nodes, none fits
+    assert s.trim(150, None, True, 0) == 100 and s.length == 150
+    assert s.trim(149, None, False, 0) == 1 and s.first_id == sid(102)
+    assert s.trim(0, sid(201), False, 0) == 99 and s.first_id == sid(201)
+
+
+def test_deleted_entries_out_of_order_are_skipped_as_redis():
+    s = filled(3)
+    s.append(sid(100), [b"f", b"v"], 4096, 100)
+    assert s.delete(sid(100))
+    s.last_id = sid(50)  # (XSETID below the deleted entry)
+    s.append(sid(60), [b"f", b"w"], 4096, 100)
+    assert not s.nodes[0].ordered
+    assert s.get(sid(60)) == [b"f", b"w"]
+    assert [i >> 64 for i, _ in s.range(sid(60), sid(60))] == [60]
+    assert [i >> 64 for i, _ in s.range(0, MAX_ID, rev=True)] == [60, 3, 2, 1]
+
+
+def test_rewrite_records_rebuild_nodes_pel_and_counters():
+    s = filled(5)
+    s.delete(sid(1))
+    s.delete(sid(3))
+    s.max_deleted = sid(3)
+    g = s.create_group(b"g", sid(4), 4)
+    consumer = s.create_consumer(g, b"alice", 1000)
+    s.add_nack(g, sid(3), Nack(consumer, 1234))  # (an entry deleted since)
+    s.create_consumer(g, b"idle", 1000)
+    before = stream_memory(s)
+    records = list(stream_records(b"k", FrozenStream(s)))
+    assert stream_memory(s) == before
+    names = [r[0] + (b" " + r[1] if r[0] == b"XGROUP" else b"") for r in records]
+    assert names == [b"XADD"] * 5 + [b"XTRIM", b"XDEL", b"XSETID", b"XGROUP CREATE",
+                                     b"XCLAIM", b"XGROUP CREATECONSUMER"]
+    assert records[5] == [b"XTRIM", b"k", b"MINID", b"2-0"]
+    assert records[6] == [b"XDEL", b"k", b"3-0"]
+    assert records[7][-1] == b"3-0" and b"ENTRIESADDED" in records[7]
+    assert records[9][:6] == [b"XCLAIM", b"k", b"g", b"alice", b"0", b"3-0"]
+    empty = Stream()
+    assert list(stream_records(b"e", FrozenStream(empty)))[0][:5] == [
+        b"XADD", b"e", b"MAXLEN", b"0", b"0-1"]
