@@ -21,6 +21,14 @@ Checked at the end, after healing and quiescence:
   expired;
 - duplicates (deliveries nobody asked for) are counted and reported; in a
   run without faults they must be zero.
+
+Delivery policies (docs/lifecycle.md, ``--policies``):
+- *over the limit*: a job with MAXDELIVERIES n delivered from its own
+  queue more than k * n times, k its copies (a node's copy counts again
+  if it got a new one after losing it, or reloaded it after a crash);
+- *dead, then lost*: a job delivered n times from its own queue, never
+  acknowledged, its TTL not over, never delivered from a dead-letter
+  queue, and no copy left: a job past its limit is dead, not lost.
 """
 
 from trisque.protocol import aof
@@ -32,7 +40,8 @@ class JobRecord:
                  "retry_s",
                  "fastacked", "created_ms",
                  "deliveries", "expected_redeliveries", "acked_ms",
-                 "full_ack_ms", "duplicates")
+                 "full_ack_ms", "duplicates", "max_deliveries", "own_deliveries",
+                 "dead_deliveries", "copies")
 
     def __init__(self, job_id):
         self.id = job_id
@@ -49,6 +58,10 @@ class JobRecord:
         self.acked_ms = None
         self.full_ack_ms = None
         self.duplicates = 0
+        self.max_deliveries = 0  # its delivery limit (0: none)
+        self.own_deliveries = 0  # from its own queue
+        self.dead_deliveries = 0  # from a dead-letter queue
+        self.copies = 0  # copies it had: a node's every new one counts
 
     def expires_ms(self) -> int:
         """When its TTL ends: counted from its creation, which may come
@@ -69,6 +82,10 @@ class Checker:
         self.max_dummy_acks = 0
         self.watch = None  # (job id, list): what happens to it, for traces
         self.empty_polls = []  # when a consumer's GETJOB timed out with nothing, in order
+        # While a node replays its AOF, a job it updated (DELJOB + LOADJOB,
+        # docs/lifecycle.md) is gone for a moment: not a moment when no
+        # node holds it.  Judged once the replay is over.
+        self.replaying = None  # job ids a copy of went during the replay
 
     def _note(self, job_id, what):
         if self.watch is not None and job_id == self.watch[0]:
@@ -88,7 +105,10 @@ class Checker:
         if rec.created_ms is None:
             rec.created_ms = self.world.now_ms
         rec.got_copy_ms[index] = self.world.now_ms
-        self.live.setdefault(job_id, set()).add(index)
+        holders = self.live.setdefault(job_id, set())
+        if index not in holders:
+            rec.copies += 1
+        holders.add(index)
 
     def copy_gone(self, index, job_id, crashed=False, wiped=False):
         """A copy went (with its disk too if ``wiped``: a crash without AOF)."""
@@ -101,7 +121,18 @@ class Checker:
             holders.discard(index)
             if not holders:
                 del self.live[job_id]
+        if self.replaying is not None:
+            self.replaying.add(job_id)
+            return
         self._check_fully_acked(job_id)
+
+    def replay_started(self) -> None:
+        self.replaying = set()
+
+    def replay_done(self) -> None:
+        touched, self.replaying = self.replaying or set(), None
+        for job_id in touched:
+            self._check_fully_acked(job_id)
 
     def disk_state(self, index, disk):
         """A node crashed: which un-acked jobs survive on its disk."""
@@ -157,16 +188,21 @@ class Checker:
 
     # -------------------------------------------------- workload events
 
-    def accepted(self, job_id, synchronous, ttl_ms, retry_s):
+    def accepted(self, job_id, synchronous, ttl_ms, retry_s, max_deliveries=0):
         rec = self.record(job_id)
+        rec.max_deliveries = max_deliveries
         rec.retry_s = retry_s
         rec.accepted_ms = self.world.now_ms
         rec.synchronous = synchronous
         rec.ttl_ms = ttl_ms
 
-    def delivered(self, job_id, index):
-        self._note(job_id, f"delivered by node {index}")
+    def delivered(self, job_id, index, queue=None):
+        self._note(job_id, f"delivered by node {index} from {queue!r}")
         rec = self.record(job_id)
+        if queue is not None and (queue == b"dead" or queue.endswith(b":dead")):
+            rec.dead_deliveries += 1
+        else:
+            rec.own_deliveries += 1
         now = self.world.now_ms
         best_effort = rec.fastacked and self.world.faulty
         if rec.full_ack_ms is not None and now > rec.full_ack_ms and not best_effort:
@@ -216,6 +252,27 @@ class Checker:
         wiped = rec.wiped_ms
         return bool(rec.got_copy_ms) and all(
             wiped.get(i, -1) >= got_ms for i, got_ms in rec.got_copy_ms.items())
+
+    def judge_limits(self) -> None:
+        """The delivery-limit rules (see the module's docstring)."""
+        now = self.world.now_ms
+        for rec in self.jobs.values():
+            n = rec.max_deliveries
+            if not n:
+                continue
+            bound = max(1, rec.copies) * n
+            if rec.own_deliveries > bound:
+                self.violations.append(
+                    f"over the limit: {rec.id.decode()} MAXDELIVERIES {n} delivered "
+                    f"{rec.own_deliveries} times from its queue, {rec.copies} copies "
+                    f"(at most {bound})")
+            if (rec.own_deliveries >= n and rec.acked_ms is None and not rec.dead_deliveries
+                    and now < rec.expires_ms() and not self._exempt(rec)
+                    and not self.held_anywhere(rec.id)):
+                self.violations.append(
+                    f"dead, then lost: {rec.id.decode()} delivered {rec.own_deliveries} "
+                    f"times (MAXDELIVERIES {n}), never from its dead-letter queue, "
+                    f"no copy left")
 
     def finish(self):
         self.judge_deliveries()

@@ -12,7 +12,7 @@ from .world import World, frame_summary
 
 
 def run_seed(seed, nodes=5, profile="none", work_ms=15000, drain_ms=40000,
-             settle_ms=240000, trace_job=None, check_invariants=True):
+             settle_ms=240000, trace_job=None, check_invariants=True, policies=False):
     started = time.monotonic(), time.process_time()
     world = World(seed, nodes=nodes, check_invariants=check_invariants)
     trace = []
@@ -35,7 +35,7 @@ def run_seed(seed, nodes=5, profile="none", work_ms=15000, drain_ms=40000,
     t0 = world.now_ms
     faults = Faults(world, profile)
     world.faulty = profile != "none"
-    workload = Workload(world, **faults.workload_options)
+    workload = Workload(world, policies=policies, **faults.workload_options)
     faults.start(t0 + work_ms)
     workload.start(t0 + work_ms)
     _run_sampling(world, t0 + work_ms)
@@ -45,6 +45,7 @@ def run_seed(seed, nodes=5, profile="none", work_ms=15000, drain_ms=40000,
     _run_sampling(world, t0 + work_ms + drain_ms)
     # Lost, never delivered and starved jobs are judged when the drain ends.
     checker.judge_deliveries()
+    checker.judge_limits()
     checker.violations += liveness.starved(checker, healed_ms, world.now_ms,
                                            world.node_timeout_ms)
     workload.stop()
@@ -78,8 +79,10 @@ def _result(world, seed, nodes, profile, started, trace):
     return summary
 
 
-def replay_command(seed, nodes, profile, job=None):
+def replay_command(seed, nodes, profile, job=None, policies=False):
     line = f"python -m tests.sim --seed {seed} --nodes {nodes} --faults {profile}"
+    if policies:
+        line += " --policies"
     if job:
         line += f" --trace {job}"
     return line

@@ -6,12 +6,20 @@ another node), FASTACK, NACK, WORKING then ACKJOB, or die without acking.
 
 With ``polling`` (issue 13's clients): one queue, jobs replicated to every
 node (or most), RETRY 1-3, and polling consumers (polling.py) instead.
+
+With ``policies`` (docs/lifecycle.md): a QCONFIG default on q1 (a delivery
+limit, a backoff), and a third of the jobs with a MAXDELIVERIES of 1-3 of
+their own (half of them with a DEADLETTER queue), a fifth with a BACKOFF;
+NACKs say REASON, half of them with a DELAY; consumers take from the
+dead-letter queues too.  Without it the run draws the same random numbers
+as before, so other campaigns replay unchanged.
 """
 
 from .polling import CONSUMERS, POLL_COUNT, POLL_TIMEOUT_MS, PollingConsumer
 from .world import SimClient
 
 QUEUES = (b"q0", b"q1", b"q2")
+DEAD_LETTER_QUEUES = (b"dead", b"q0:dead", b"q1:dead", b"q2:dead")
 POLLING_RETRIES_S = (1, 2, 2, 3)
 # Issue 13's producers were fast (queues build up): 3x the rate at 3 nodes;
 # the same bus traffic at more nodes, where every node takes every job.
@@ -20,7 +28,7 @@ POLLING_TRAFFIC = 9
 
 class Workload:
     def __init__(self, world, rate_per_s=40, consumers=6, faults=False,
-                 slow_consumers=False, burst=False, polling=False):
+                 slow_consumers=False, burst=False, polling=False, policies=False):
         self.world = world
         self.rng = world.rng
         self.rate_per_s = rate_per_s
@@ -29,6 +37,8 @@ class Workload:
         self.slow_consumers = slow_consumers
         self.burst = burst
         self.polling = polling
+        self.policies = policies and not polling
+        self.queues = QUEUES + DEAD_LETTER_QUEUES if self.policies else QUEUES
         if polling:
             rng = self.rng
             self.consumer_count = rng.choice(CONSUMERS)
@@ -45,9 +55,20 @@ class Workload:
     def start(self, until_ms):
         self.producing = True
         self.until_ms = until_ms
+        if self.policies:
+            self._set_queue_defaults()
         self.world.at(self.world.now_ms, self._produce)
         for _ in range(self.consumer_count):
             self._start_consumer()
+
+    def _set_queue_defaults(self):
+        """QCONFIG on one node: the others get it over the bus.  Jobs of q1
+        added before it arrives somewhere have no limit: the checker reads
+        each job's limit from its ADDJOB (``limit_of``)."""
+        nodes = self.alive_nodes()
+        client = SimClient(self.world, self.rng.choice(nodes))
+        client.call([b"QCONFIG", b"q1", b"SET", b"MAXDELIVERIES", b"3",
+                     b"BACKOFF", b"linear", b"1", b"2"], lambda reply: None)
 
     def alive_nodes(self):
         return [n for n in self.world.nodes if n.alive]
@@ -97,12 +118,31 @@ class Workload:
                 b"2000", b"REPLICATE", replicate, b"RETRY", retry, b"TTL", ttl]
         if asynchronous:
             argv.append(b"ASYNC")
+        limit = 0
+        if self.policies:
+            if rng.random() < 0.33:
+                limit = rng.randint(1, 3)
+                argv += [b"MAXDELIVERIES", limit]
+                if rng.random() < 0.5:
+                    argv += [b"DEADLETTER", b"dead"]
+            if rng.random() < 0.2:
+                argv += [b"BACKOFF", b"exponential", b"1", b"3"]
         client = self.connection(self.producers, sim_node)
+        sender = sim_node
 
         def on_reply(reply):
             if isinstance(reply, bytes):
-                self.world.checker.accepted(reply, not asynchronous, ttl * 1000, retry)
+                self.world.checker.accepted(reply, not asynchronous, ttl * 1000, retry,
+                                            limit or self.limit_of(sender, queue, reply))
         client.call(argv, on_reply)
+
+    def limit_of(self, sim_node, queue, job_id):
+        """The delivery limit a job got from its queue's default (0: none)."""
+        if not self.policies or sim_node.node is None:
+            return 0
+        job = sim_node.node.jobs.get(job_id)
+        policy = None if job is None else job.policy
+        return 0 if policy is None else policy.max_deliveries
 
     # --------------------------------------------------------- consuming
 
@@ -161,7 +201,7 @@ class Consumer:
             self._reconnect()
             return
         argv = [b"GETJOB", b"TIMEOUT", b"500", b"COUNT", self.rng.randint(1, 3),
-                b"WITHCOUNTERS", b"FROM", *QUEUES]
+                b"WITHCOUNTERS", b"FROM", *self.workload.queues]
         if not self.client.call(argv, self._on_jobs):
             self._reconnect()
 
@@ -184,7 +224,7 @@ class Consumer:
         checker = self.world.checker
         for item in reply:
             job_id = item[1]
-            checker.delivered(job_id, self.sim_node.index)
+            checker.delivered(job_id, self.sim_node.index, item[0])
             self._process(job_id)
         self.world.at(self.world.now_ms + 1, self.fetch)
 
@@ -239,7 +279,12 @@ class Consumer:
         def on_reply(reply):
             if command != b"NACK" and not isinstance(reply, Exception):
                 checker.acked(job_id, fast=command == b"FASTACK")
-        if not client.call([command, job_id], on_reply):
+        argv = [command, job_id]
+        if command == b"NACK" and self.workload.policies:
+            if self.rng.random() < 0.5:
+                argv += [b"DELAY", self.rng.randint(1, 2)]
+            argv += [b"REASON", b"failed at %d" % self.world.now_ms]
+        if not client.call(argv, on_reply):
             checker.redelivery_expected(job_id)  # the node died: we could not ack
 
     def _die(self):

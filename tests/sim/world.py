@@ -23,6 +23,7 @@ from collections.abc import Callable
 import hiredis
 
 from trisque.cluster.cluster import Cluster
+from trisque.core.jobs import policy as policy_codec
 from trisque.protocol import aof, bus
 from trisque.core.admin.config import Config
 from trisque.core.jobs.job import ACKED, DUMMY_ACK, serialize
@@ -77,6 +78,12 @@ class SimLog:
 
     def job_deleted(self, job):
         self.disk += aof.deljob(job.id)
+
+    def job_updated(self, job):
+        self.disk += aof.deljob(job.id) + aof.loadjob(serialize(job, job.etime_ms))
+
+    def append_command(self, *argv):
+        self.disk += aof.command(*argv)  # (QCONFIG STORE: the only one here)
 
     def info(self):
         return {"aof_enabled": 1}
@@ -211,20 +218,27 @@ class SimNode:
         buf = bytes(self.disk)
         pos = 0
         node.log = SimLog(bytearray())  # do not log the replay itself
+        self.world.checker.replay_started()
         while pos < len(buf):
             argv, pos = aof.parse(buf, pos, len(buf))
             if argv[0] == aof.LOADJOB:
                 start, stop = argv[1]
                 aof_load.replay_loadjob(node, (buf, start, stop), options)
+            elif argv[0] == b"QCONFIG":
+                aof_load.replay_qconfig(node, argv, options)
             else:
                 aof_load.replay_deljob(node, argv, options)
         options.deferred.flush(node)
+        self.world.checker.replay_done()
         # A restarted node rewrites its log from what it holds (as a
-        # rewrite would): the live jobs, nothing else.
+        # rewrite would): the live jobs and queue defaults, nothing else.
         self.disk.clear()
         node.log = SimLog(self.disk)
         for job in node.jobs.values():
             node.log.job_stored(job)
+        for name, entry in node.queue_policies.items():
+            node.log.append_command(b"QCONFIG", name, b"STORE", b"%d" % entry.version_ms,
+                                    entry.origin.encode(), policy_codec.encode(entry.policy))
 
     def crash(self, keep_aof=True):
         """kill -9: memory gone; the disk stays unless keep_aof is False."""

@@ -96,6 +96,14 @@ def test_nack_delay_requeues_later_and_counts_a_nack(core):
     assert core.node.stats.requeues_postponed == 1
 
 
+def test_nack_delay_of_an_at_most_once_job_does_nothing(core):
+    job_id = add(core, "RETRY", 0)
+    assert take(core) == job_id
+    assert core("NACK", job_id, "DELAY", 1) == 0  # as NACK: never delivered again
+    core.advance(3)
+    assert core("QLEN", "q") == 0 and core.show(job_id)["state"] == b"active"
+
+
 @pytest.mark.parametrize("args, error", [
     (["DELAY"], "ERR syntax error"),
     (["DELAY", "-1"], "ERR DELAY time must be a non negative number"),

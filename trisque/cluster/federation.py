@@ -303,6 +303,11 @@ class Federation(FederationHooks):
                 node.log.job_stored(job)
             elif job.state not in (ACTIVE,):
                 continue
+            elif policy and job.queue != queue_name:
+                # The sender's copy moved (dead-lettered, revived) and ours
+                # has not heard yet: the one queued is the sender's.
+                job.policy = policy_codec.decode(policy)
+                job.move_to_queue(queue_name)
             job.flags &= ~BCAST_QUEUED  # moving between queues, not a redelivery
             if not job.qtime_ms:
                 job.qtime_ms = now_ms  # lets a RETRY 0 job be queued once

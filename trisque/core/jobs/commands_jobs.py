@@ -460,11 +460,10 @@ def _nack_with_options(node: Node, argv: list[bytes]) -> bytes:
             policy = policy.copy() if policy is not None else Policy()
             policy.last_error = reason
             job.policy = policy
-            if node.log_active:
-                node.log.job_updated(job)
+            node.relog(job)
         if delay_s:
-            node.postpone_requeue(job, delay_s * 1000, True)
-            done += 1
+            if node.postpone_requeue(job, delay_s * 1000, True):
+                done += 1
         elif node.enqueue(job, True):
             done += 1
     return resp.integer(done)

@@ -330,8 +330,8 @@ class JobLifecycle:
                 job.nacks += 1
             else:
                 job.deliveries += 1
-            if policy is not None and policy.max_deliveries and self.log_active:
-                self.log.job_updated(job)  # its count survives a restart
+            if policy is not None and policy.max_deliveries:
+                self.relog(job)  # its count survives a restart
         else:
             job.flags |= BCAST_QUEUED
         self.schedule(job)
@@ -342,6 +342,14 @@ class JobLifecycle:
         return True
 
     # ----------------------------------------- delivery policies (policy.py)
+
+    def relog(self, job: Job) -> None:
+        """A stored job changed (its queue, policy or count): the log gets
+        it again.  Not a job the log does not have (an ADDJOB still
+        waiting for its copies, an acked one): that would bring it back."""
+        state = job.state
+        if self.log_active and (state == ACTIVE or state == QUEUED):
+            self.log.job_updated(job)
 
     def apply_queue_policy(self, name: bytes, entry: QueuePolicy, log: bool = True) -> bool:
         """Adopt a queue's defaults if newer than ours (QCONFIG here, from
@@ -366,13 +374,15 @@ class JobLifecycle:
         wait_ms = policy.backoff_ms(attempt, self.random.random())
         if wait_ms <= 0:
             return False
-        self.postpone_requeue(job, wait_ms, nack)
-        return True
+        return self.postpone_requeue(job, wait_ms, nack)
 
-    def postpone_requeue(self, job: Job, wait_ms: int, nack: bool) -> None:
+    def postpone_requeue(self, job: Job, wait_ms: int, nack: bool) -> bool:
         """Queue ``job`` again in ``wait_ms`` (NACK ... DELAY, a backoff),
         counted then as a NACK if ``nack``; the other holders hold back
-        meanwhile (WORKING)."""
+        meanwhile (WORKING).  False for a job enqueue() would refuse (an
+        at-most-once job delivered once): no timer that could never act."""
+        if job.retry_s == 0 and job.flags & DELIVERED:
+            return False
         if job.state == QUEUED:
             self._remove_from_queue(job)
         job.flags |= REQUEUE_DUE | (NACK_DUE if nack else 0)
@@ -382,6 +392,7 @@ class JobLifecycle:
         self.schedule(job)
         if len(job.nodes_delivered) > 1:
             self.requeue.working(job)
+        return True
 
     def dead_letter(self, job: Job, policy: Policy, nack: bool) -> None:
         """The job reached its delivery limit: it moves to its dead-letter
@@ -426,8 +437,7 @@ class JobLifecycle:
         job.move_to_queue(policy.dead_letter_queue(dead.dead_from))
         job.flags &= ~(REQUEUE_DUE | NACK_DUE)
         self._hold_back(job)
-        if self.log_active:
-            self.log.job_updated(job)
+        self.relog(job)
 
     def revive(self, job: Job, tell_holders: bool = True) -> bool:
         """A dead job back to the queue it died in, its counters at zero
@@ -461,8 +471,7 @@ class JobLifecycle:
         job.flags &= ~(BCAST_QUEUED | REQUEUE_DUE | NACK_DUE | DELIVERED)
         if not job.qtime_ms:
             job.qtime_ms = self.now_ms()
-        if self.log_active:
-            self.log.job_updated(job)
+        self.relog(job)
         self.enqueue(job)
 
     def _hold_back(self, job: Job) -> None:
