@@ -532,10 +532,11 @@ class Stream:
         """streamDelConsumer: its pending entries leave the group's PEL
         too; returns how many it had."""
         pending = len(consumer.pel)
-        for entry_id in consumer.pel:
-            del group.pel[entry_id]
-            ids = group.pel_ids
-            del ids[bisect_left(ids, entry_id)]
+        if pending:
+            for entry_id in consumer.pel:
+                del group.pel[entry_id]
+            mine = consumer.pel
+            group.pel_ids = [i for i in group.pel_ids if i not in mine]  # (one pass)
         del group.consumers[consumer.name]
         self.nbytes -= CONSUMER_OVERHEAD + len(consumer.name) + NACK_OVERHEAD * pending
         return pending

@@ -34,7 +34,11 @@ def key_snapshot(node: Node) -> Iterator[bytes]:
 
 
 def function_snapshot(node: Node) -> Iterator[bytes]:
-    """The FUNCTION libraries, before the keys (as Redis's RDB preamble)."""
+    """The FUNCTION libraries, before the keys (as Redis's RDB preamble);
+    none on a node that never loaded one (no Lua state made for nothing)."""
+    engine = node.scripting
+    if engine is None or engine.functions is None:
+        return iter(())
     return functions(node).snapshot()
 
 
