@@ -2,13 +2,19 @@
 a key is refused by every node that holds (or held, within the TTL) a copy
 of the first job; a node that never held one creates a second job."""
 
+import threading
+import time
+
+import pytest
+import redis
+
 from tests.harness import wait_for
 
 from .conftest import addjob
 
 
-def _add(client, key, *args):
-    return addjob(client, "q", "x", "TTL", 600, "IDEMPOTENCY", key, *args)
+def _add(client, key, *args, timeout=5000):
+    return addjob(client, "q", "x", "TTL", 600, "IDEMPOTENCY", key, *args, timeout=timeout)
 
 
 def _total_jobs(c, queue="q"):
@@ -53,3 +59,24 @@ def test_replicate_2_the_holders_dedup_the_other_does_not(cluster3):
     for i in holders:
         assert _add(c[i], "k2") == first
     assert _add(c[other], "k2", "REPLICATE", 1) != first
+
+
+def test_a_failed_add_frees_its_key_everywhere(cluster3):
+    """ADDJOB that times out (NOREPL) created no job: its key must not
+    answer that job's ID later, on the node that took it nor on the node
+    its copy reached (DELJOB with aux 1)."""
+    c = cluster3
+    sleeper = threading.Thread(target=lambda: c[2].execute_command("DEBUG", "SLEEP", 1))
+    sleeper.start()
+    time.sleep(0.1)
+    try:
+        with pytest.raises(redis.ResponseError, match="NOREPL"):
+            _add(c[0], "failed", "REPLICATE", 3, timeout=300)
+    finally:
+        sleeper.join()
+    wait_for(lambda: c[1].info("stats")["idempotency_keys"] == 0
+             and c[0].info("stats")["idempotency_keys"] == 0, 5,
+             message="no key left by the failed add")
+    retried = _add(c[1], "failed", "REPLICATE", 3)
+    assert _add(c[0], "failed") == retried
+    assert _total_jobs(c) == 1

@@ -167,9 +167,11 @@ class Acks(AckHooks):
 
     def on_deljob(self, sender: ClusterNode, items: list[tuple[bytes, int]]) -> None:
         node = self.node
-        for job_id, _aux in items:
+        for job_id, aux in items:
             job = node.jobs.get(job_id)
-            if job is not None:
+            if job is not None and aux & 1:
+                node.delete_job(job, keep_key=False)  # a failed ADDJOB's copy
+            elif job is not None:
                 self.free_acked(job)
             else:
                 # Its REPLJOB may still be on the way (another link, a slow

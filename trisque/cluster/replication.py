@@ -178,9 +178,11 @@ class Replication(ReplicationHooks):
         self.repl_latency = {}  # node id -> ReplicationLatency (/metrics)
 
     def delete_everywhere(self, job: Job) -> None:
-        """Best-effort delete of every copy (DELJOB), then ours."""
-        self.outbox.send_to_holders(job, bus.DELJOB)
-        self.node.unregister(job)
+        """Best-effort delete of every copy (DELJOB), then ours.  The ADDJOB
+        failed: aux 1 tells the holders its idempotency key is free again
+        (acks.on_deljob; an older node ignores aux)."""
+        self.outbox.send_to_holders(job, bus.DELJOB, 1)
+        self.node.unregister(job, keep_key=False)
 
     def may_add_soon(self, job: Job) -> bool:
         """A reachable node without a copy whose link is not up yet (we just

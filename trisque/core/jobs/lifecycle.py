@@ -191,8 +191,10 @@ class JobLifecycle:
                     policy.dead_from or job.queue, policy.idempotency_key, job.id))
         return True
 
-    def unregister(self, job: Job) -> None:
-        """Forget ``job`` entirely: out of its queue, timers and registry."""
+    def unregister(self, job: Job, keep_key: bool = True) -> None:
+        """Forget ``job`` entirely: out of its queue, timers and registry.
+        Its idempotency key, if any, leaves a tombstone unless ``keep_key``
+        is False or its ADDJOB never succeeded (still ``wait-repl``)."""
         if job.state == QUEUED:
             self._remove_from_queue(job)
         self.deadlines.cancel(job)
@@ -206,15 +208,16 @@ class JobLifecycle:
                 self.replication.aborted(job)
             policy = job.policy
             if policy is not None and policy.idempotency_key:
-                self._key_gone(job, policy)
+                self._key_gone(job, policy, keep_key and job.state != WAIT_REPL)
 
-    def delete_job(self, job: Job) -> None:
-        """Evict a job here (DELJOB, FASTACK, GC done) and log it."""
+    def delete_job(self, job: Job, keep_key: bool = True) -> None:
+        """Evict a job here (DELJOB, FASTACK, GC done) and log it.
+        ``keep_key`` False: a failed ADDJOB's copy, whose key is free again."""
         acked = job.state == ACKED  # (then mark_acked logged its tombstone)
-        self.unregister(job)
+        self.unregister(job, keep_key)
         if self.log_active:
             self.log.job_deleted(job)
-            if not acked and job._rare is not None:
+            if keep_key and not acked and job._rare is not None:
                 self._log_tombstone(job)
 
     # --------------------------------- idempotent adds (idempotency.py)
@@ -224,13 +227,13 @@ class JobLifecycle:
         its TTL, or None."""
         return self.idempotency.find(queue, key, self.now_ms())
 
-    def _key_gone(self, job: Job, policy: Policy) -> None:
+    def _key_gone(self, job: Job, policy: Policy, tombstone: bool) -> None:
         """The job with a key leaves: its index entry becomes a tombstone
-        until its TTL ends (none if it expired)."""
+        until its TTL ends (none if it expired, or if not ``tombstone``)."""
         scope = policy.dead_from or job.queue
         index = self.idempotency
         freed = index.remove_live(scope, policy.idempotency_key, job.id)
-        if freed and job.etime_ms > self.now_ms():
+        if freed and tombstone and job.etime_ms > self.now_ms():
             self.memory_changed(freed + index.add_gone(
                 scope, policy.idempotency_key, job.id, job.etime_ms))
         elif freed:
