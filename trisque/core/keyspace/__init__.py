@@ -28,6 +28,13 @@ Modules (one concept each):
 - ``commands_keys.py``, ``commands_strings.py``, ``commands_db.py``: the
   commands; ``lists.py`` and ``commands_lists.py``: the list type and its
   commands; ``blocking.py``: clients blocked on keys.
+- ``streams.py`` (with ``stream_ids.py``): the stream type, its entries
+  in nodes split where Redis splits its listpacks, its consumer groups;
+  ``commands_streams.py`` (XADD, XRANGE, XTRIM, XINFO...),
+  ``commands_stream_groups.py`` (XGROUP, XACK, XPENDING, XCLAIM,
+  XAUTOCLAIM), ``commands_stream_read.py`` (XREAD, XREADGROUP, blocking);
+  ``stream_delivery.py``: entries delivered to a group's consumers, and
+  the AOF records of the PEL's changes.
 - ``transactions.py``: MULTI state, WATCH, ``Atomic`` (what EXEC and
   scripts run inside: one AOF block, blocking denied, waiters served after
   the whole); ``commands_transactions.py``: MULTI/EXEC/DISCARD/WATCH.
