@@ -29,6 +29,15 @@ Delivery policies (docs/lifecycle.md, ``--policies``):
 - *dead, then lost*: a job delivered n times from its own queue, never
   acknowledged, its TTL not over, never delivered from a dead-letter
   queue, and no copy left: a job past its limit is dead, not lost.
+
+Idempotent adds (docs/lifecycle.md, ``--policies`` too):
+- *idempotency*: an ADDJOB retried with a key, sent to a node that held a
+  copy of a job added with that key (its disk not wiped since, the job's
+  TTL not over), answered a job ID no add with that key had answered
+  before: a second job where the guarantee promises the first.  A node
+  that never held one may create a second job: not a violation; nor may
+  one whose copy came without the key (sent before the sender heard from
+  it since it came back: the mixed-cluster rule, docs/lifecycle.md).
 """
 
 from trisque.protocol import aof
@@ -86,6 +95,45 @@ class Checker:
         # docs/lifecycle.md) is gone for a moment: not a moment when no
         # node holds it.  Judged once the replay is over.
         self.replaying = None  # job ids a copy of went during the replay
+        self.key_ids = {}  # idempotency key -> IDs answered to adds with it
+        self.wiped_disk_ms = {}  # node index -> when its disk was last wiped
+        self.key_copies = {}  # job id -> {node index: when it got a copy with its key}
+        self.keyed_retries = [0, 0]  # retries sent to a holder, to a non-holder
+
+    # --------------------------------------------------- idempotent adds
+
+    def disk_wiped(self, index):
+        self.wiped_disk_ms[index] = self.world.now_ms
+
+    def key_copy_added(self, index, job_id):
+        self.key_copies.setdefault(job_id, {})[index] = self.world.now_ms
+
+    def keyed_added(self, key, job_id):
+        self.key_ids.setdefault(key, set()).add(job_id)
+
+    def key_holders(self, key):
+        """Nodes that hold or held a copy of a job added with ``key``, whose
+        TTL has time left, their disk not wiped since."""
+        now = self.world.now_ms
+        nodes = set()
+        for job_id in self.key_ids.get(key, ()):
+            rec = self.jobs.get(job_id)
+            if rec is None or rec.accepted_ms is None or rec.expires_ms() <= now + 5000:
+                continue
+            for index, got_ms in self.key_copies.get(job_id, {}).items():
+                if got_ms < now and self.wiped_disk_ms.get(index, -1) < got_ms:
+                    nodes.add(index)
+        return nodes
+
+    def keyed_retry(self, key, index, known, holder, answer):
+        """A retried ADDJOB with ``key`` to node ``index`` answered ``answer``
+        (``known``: the IDs the key had when it was sent)."""
+        self.keyed_retries[0 if holder else 1] += 1
+        if holder and answer not in known:
+            self.violations.append(
+                f"idempotency: ADDJOB with key {key.decode()} to node {index}, which held "
+                f"a copy of {sorted(j.decode() for j in known)}, created "
+                f"{answer.decode()} at {self.world.now_ms} ms")
 
     def _note(self, job_id, what):
         if self.watch is not None and job_id == self.watch[0]:
@@ -311,6 +359,7 @@ class Checker:
         return {"accepted": accepted, "delivered": delivered,
                 "deliveries": deliveries, "duplicates": duplicates,
                 "max_dummy_acks": self.max_dummy_acks,
+                "keyed_retries": list(self.keyed_retries),
                 "violations": len(self.violations),
                 "starved": sum(v.startswith("starved") for v in self.violations),
                 "lost": sum(v.startswith("lost") for v in self.violations)}

@@ -11,9 +11,14 @@ With ``policies`` (docs/lifecycle.md): a QCONFIG default on q1 (a delivery
 limit, a backoff), and a third of the jobs with a MAXDELIVERIES of 1-3 of
 their own (half of them with a DEADLETTER queue), a fifth with a BACKOFF;
 NACKs say REASON, half of them with a DELAY; consumers take from the
-dead-letter queues too.  Without it the run draws the same random numbers
+dead-letter queues too.  A quarter of the jobs have an IDEMPOTENCY key,
+and their producer sends the same ADDJOB again 50 ms to 3 s after the
+answer, to a random node (checker.py's idempotency rule); those draws
+come from a generator of their own.  Without it the run draws the same random numbers
 as before, so other campaigns replay unchanged.
 """
+
+import random
 
 from .polling import CONSUMERS, POLL_COUNT, POLL_TIMEOUT_MS, PollingConsumer
 from .world import SimClient
@@ -39,6 +44,7 @@ class Workload:
         self.polling = polling
         self.policies = policies and not polling
         self.queues = QUEUES + DEAD_LETTER_QUEUES if self.policies else QUEUES
+        self.keys_rng = random.Random(world.seed * 1000003 + 28)  # idempotent adds
         if polling:
             rng = self.rng
             self.consumer_count = rng.choice(CONSUMERS)
@@ -127,6 +133,10 @@ class Workload:
                     argv += [b"DEADLETTER", b"dead"]
             if rng.random() < 0.2:
                 argv += [b"BACKOFF", b"exponential", b"1", b"3"]
+        key = None
+        if self.policies and self.keys_rng.random() < 0.25:
+            key = b"key-%d" % world_counter(self)
+            argv += [b"IDEMPOTENCY", key]
         client = self.connection(self.producers, sim_node)
         sender = sim_node
 
@@ -134,6 +144,33 @@ class Workload:
             if isinstance(reply, bytes):
                 self.world.checker.accepted(reply, not asynchronous, ttl * 1000, retry,
                                             limit or self.limit_of(sender, queue, reply))
+                if key is not None and not asynchronous:
+                    self.world.checker.keyed_added(key, reply)
+                    self.world.at(self.world.now_ms + self.keys_rng.randint(50, 3000),
+                                  self._add_again, argv, key, ttl, retry, limit)
+        client.call(argv, on_reply)
+
+    def _add_again(self, argv, key, ttl, retry, limit):
+        """The producer did not see the answer (say): the same ADDJOB again,
+        to a random node."""
+        nodes = self.alive_nodes()
+        if not nodes:
+            return
+        sim_node = nodes[self.keys_rng.randrange(len(nodes))]
+        checker = self.world.checker
+        known = set(checker.key_ids.get(key, ()))
+        holder = sim_node.index in checker.key_holders(key)
+        client = self.connection(self.producers, sim_node)
+
+        def on_reply(reply):
+            if not isinstance(reply, bytes):
+                return
+            checker.keyed_retry(key, sim_node.index, known, holder, reply)
+            if reply not in checker.key_ids.get(key, ()):
+                # a second job (a node that never held the first): judged as any
+                checker.accepted(reply, True, ttl * 1000, retry,
+                                 limit or self.limit_of(sim_node, argv[1], reply))
+                checker.keyed_added(key, reply)
         client.call(argv, on_reply)
 
     def limit_of(self, sim_node, queue, job_id):

@@ -30,6 +30,7 @@ from trisque.core.jobs.job import ACKED, DUMMY_ACK, serialize
 from trisque.core.node import Node
 from trisque.core.table import COMMANDS
 from trisque.server.aof import load as aof_load
+from trisque.server.aof import rewrite as aof_rewrite
 
 EPOCH_MS = 1_800_000_000_000  # virtual wall clock starts here
 CRON_MS = 100
@@ -51,6 +52,8 @@ class ObservedNode(Node):
         added = super().register(job, *args, **kwargs)
         if added and job.state != ACKED:
             self.world.checker.copy_added(self.index, job.id)
+            if job._rare is not None and job.policy is not None and job.policy.idempotency_key:
+                self.world.checker.key_copy_added(self.index, job.id)
         return added
 
     def unregister(self, job, *args, **kwargs):
@@ -206,6 +209,7 @@ class SimNode:
         world.checker.node_started(self.index)
         if not with_aof:
             self.disk.clear()
+            world.checker.disk_wiped(self.index)
         node.log = SimLog(self.disk)
         if self.disk:
             self._load_aof()
@@ -226,6 +230,8 @@ class SimNode:
                 aof_load.replay_loadjob(node, (buf, start, stop), options)
             elif argv[0] == b"QCONFIG":
                 aof_load.replay_qconfig(node, argv, options)
+            elif argv[0] == b"IDEMKEY":
+                aof_load.replay_idemkey(node, argv, options)
             else:
                 aof_load.replay_deljob(node, argv, options)
         options.deferred.flush(node)
@@ -239,6 +245,8 @@ class SimNode:
         for name, entry in node.queue_policies.items():
             node.log.append_command(b"QCONFIG", name, b"STORE", b"%d" % entry.version_ms,
                                     entry.origin.encode(), policy_codec.encode(entry.policy))
+        for records in aof_rewrite.tombstone_snapshot(node):  # idempotency keys
+            self.disk += records
 
     def crash(self, keep_aof=True):
         """kill -9: memory gone; the disk stays unless keep_aof is False."""
@@ -249,6 +257,7 @@ class SimNode:
         self.alive = False
         if not keep_aof:
             self.disk.clear()
+            checker.disk_wiped(self.index)
         checker.disk_state(self.index, self.disk)  # before the copies go
         for job_id, job in list(self.node.jobs.items()):
             if job.state != ACKED:
