@@ -195,7 +195,7 @@ class Checker:
                 job, _ = deserialize(buf, start)
                 if job.state != ACKED:
                     held[job.id] = True
-            else:
+            elif argv[0] == aof.DELJOB:  # (QCONFIG, IDEMKEY: no job leaves)
                 for job_id in argv[1:]:
                     held.pop(job_id, None)
         self.on_disk[index] = set(held)

@@ -14,7 +14,8 @@ NACKs say REASON, half of them with a DELAY; consumers take from the
 dead-letter queues too.  A quarter of the jobs have an IDEMPOTENCY key,
 and their producer sends the same ADDJOB again 50 ms to 3 s after the
 answer, to a random node (checker.py's idempotency rule); those draws
-come from a generator of their own.  Without it the run draws the same random numbers
+come from a generator of their own, as the PRIORITY (1, 3, 7 or 9)
+of 30% of the jobs.  Without it the run draws the same random numbers
 as before, so other campaigns replay unchanged.
 """
 
@@ -133,6 +134,8 @@ class Workload:
                     argv += [b"DEADLETTER", b"dead"]
             if rng.random() < 0.2:
                 argv += [b"BACKOFF", b"exponential", b"1", b"3"]
+        if self.policies and self.keys_rng.random() < 0.3:
+            argv += [b"PRIORITY", self.keys_rng.choice((1, 3, 7, 9))]
         key = None
         if self.policies and self.keys_rng.random() < 0.25:
             key = b"key-%d" % world_counter(self)

@@ -27,6 +27,7 @@ from trisque.core.jobs import policy as policy_codec
 from trisque.protocol import aof, bus
 from trisque.core.admin.config import Config
 from trisque.core.jobs.job import ACKED, DUMMY_ACK, serialize
+from trisque.core.jobs.queue import Levels, level_of
 from trisque.core.node import Node
 from trisque.core.table import COMMANDS
 from trisque.server.aof import load as aof_load
@@ -61,6 +62,20 @@ class ObservedNode(Node):
         super().unregister(job, *args, **kwargs)
         if had:
             self.world.checker.copy_gone(self.index, job.id)
+
+    def fetch(self, queue, *args, **kwargs):
+        """Priorities (docs/lifecycle.md): the job taken is of the highest
+        level queued there."""
+        job = super().fetch(queue, *args, **kwargs)
+        if queue.jobs._sorted.__class__ is Levels:
+            level = level_of(job)
+            above = [j.id for j in queue.jobs if level_of(j) > level]
+            if above:
+                self.world.checker.violations.append(
+                    f"priority: node {self.index} gave {job.id.decode()} (level {level}) "
+                    f"from {queue.name.decode()} while {above[0].decode()} (level "
+                    f"{level_of(queue.jobs[0])}) was queued at {self.world.now_ms} ms")
+        return job
 
     def mark_acked(self, job, *args, **kwargs):
         super().mark_acked(job, *args, **kwargs)

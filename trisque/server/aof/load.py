@@ -199,7 +199,9 @@ def replay_deljob(node, argv, options):
     for job_id in argv[1:]:
         job = node.jobs.get(job_id)
         if job is not None:
-            node.unregister(job)
+            # No tombstone for its idempotency key from here: an update is
+            # DELJOB + LOADJOB, and a job that left has its IDEMKEY record.
+            node.unregister(job, keep_key=False)
             options.deleted += 1
 
 
