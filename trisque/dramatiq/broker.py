@@ -21,7 +21,7 @@ from typing import Any, Iterable, Optional
 
 import dramatiq
 from dramatiq.broker import Consumer, MessageProxy
-from dramatiq.common import current_millis, dq_name, q_name, xq_name
+from dramatiq.common import compute_backoff, current_millis, dq_name, q_name, xq_name
 from dramatiq.errors import ConnectionClosed, QueueJoinTimeout
 from dramatiq.message import Message
 from dramatiq.results.backend import Missing, ResultBackend
@@ -32,7 +32,6 @@ from trisque.client.every_node import EveryNode
 
 DAY_S = 86400
 BLOCK_MS = 1000  # the longest GETJOB wait: a stopping worker notices within it
-FULL_WAIT_S = 0.05  # a consumer with its prefetch in hand looks again after this
 
 
 class TrisqueBroker(dramatiq.Broker):
@@ -136,6 +135,7 @@ class _TrisqueConsumer(Consumer):
         self.timeout_ms = timeout
         self.cache: list[_TrisqueMessage] = []
         self.outstanding = 0  # taken, neither acked nor nacked nor requeued
+        self.misses = 0  # calls in a row that found the prefetch full
 
     def _settled(self, ids: Iterable[str], command: str) -> None:
         try:
@@ -169,8 +169,12 @@ class _TrisqueConsumer(Consumer):
         if not self.cache:
             room = self.prefetch - self.outstanding
             if room <= 0:  # as many in hand as the prefetch allows: take none
-                time.sleep(FULL_WAIT_S)
+                # (and look again soon, then less often: dramatiq's backoff)
+                self.misses, backoff_ms = compute_backoff(self.misses,
+                                                          max_backoff=self.timeout_ms)
+                time.sleep(backoff_ms / 1000)
                 return None
+            self.misses = 0
             wait_ms = min(self.timeout_ms, BLOCK_MS)
             try:
                 if wait_ms > 0:
