@@ -201,14 +201,17 @@ class Cluster(ClusterHooks):
         if node is not None:
             self.membership.link_up(node, self.node.now_ms())
             self.replication.on_link_up(node_id)
+            if node.policies:  # (a QCONFIG may have been missed while it was away)
+                self._send_queue_policies(node_id, list(self.node.queue_policies))
 
     def link_down(self, node_id: str) -> None:
         node = self.membership.nodes.get(node_id)
         if node is not None:
+            # Whether it reads policies stays as its frames last said: the
+            # next one says again (a node restarted as an older version),
+            # while a flap alone must not strip the policies of the copies
+            # and messages sent meanwhile.
             self.membership.link_down(node)
-            # What runs there when the link is back may be another version:
-            # its next frame says (and then it gets every queue's policy).
-            node.policies = False
 
     def receive(self, frame: bytes | bytearray | memoryview, link: Any) -> None:
         """One frame from ``link``.  Raises bus.BusError if malformed."""
@@ -219,9 +222,11 @@ class Cluster(ClusterHooks):
         self.frames_received[type_] += 1
         if type_ in bus.GOSSIP_TYPES:
             self.membership.on_gossip_message(msg, link)
-            if msg.sender_flags & bus.F_POLICIES:
-                peer = self.membership.nodes.get(msg.sender)
-                if peer is not None and not peer.policies and not peer.myself:
+            peer = self.membership.nodes.get(msg.sender)
+            if peer is not None and not peer.myself:
+                if not msg.sender_flags & bus.F_POLICIES:
+                    peer.policies = False  # an older node: jobs go without their policy
+                elif not peer.policies:
                     peer.policies = True  # it reads policies: it gets ours
                     self._send_queue_policies(peer.id, list(self.node.queue_policies))
             return

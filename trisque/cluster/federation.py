@@ -297,7 +297,7 @@ class Federation(FederationHooks):
                 job.nacks = nacks
                 job.deliveries = deliveries
                 if policy:
-                    job.policy = policy_codec.decode(policy)
+                    job.policy = policy_codec.decode_or_none(policy)
                 job.nodes_delivered = nodes if node.id in nodes else nodes + (node.id,)
                 node.register(job)
                 node.log.job_stored(job)
@@ -306,8 +306,8 @@ class Federation(FederationHooks):
             elif policy and job.queue != queue_name:
                 # The sender's copy moved (dead-lettered, revived) and ours
                 # has not heard yet: the one queued is the sender's.
-                job.policy = policy_codec.decode(policy)
-                job.move_to_queue(queue_name)
+                job.policy = policy_codec.decode_or_none(policy)
+                node.move_job(job, queue_name)
             job.flags &= ~BCAST_QUEUED  # moving between queues, not a redelivery
             if not job.qtime_ms:
                 job.qtime_ms = now_ms  # lets a RETRY 0 job be queued once

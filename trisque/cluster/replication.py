@@ -321,7 +321,7 @@ class Replication(ReplicationHooks):
                 if deliveries:
                     job.deliveries = deliveries
                 if policy:
-                    job.policy = policy_codec.decode(policy)
+                    job.policy = policy_codec.decode_or_none(policy)
                 job.nodes_delivered = nodes if my_id in nodes else nodes + (my_id,)
                 node.register(job)
                 job_stored(job)

@@ -418,8 +418,15 @@ class JobLifecycle:
             queue.dead_letters += 1
         self.stats.dead_lettered_jobs += 1
         self.requeue.dead_lettered(job, nack)
-        job.move_to_queue(policy.dead_letter_queue(origin))
+        self.move_job(job, policy.dead_letter_queue(origin))
         self._requeue_as_new(job)
+
+    def move_job(self, job: Job, queue: bytes) -> None:
+        """``job`` now belongs to ``queue`` (dead-lettered, revived, the
+        sender's copy moved): its name is in the job's memory."""
+        before = job.memory()
+        job.move_to_queue(queue)
+        self.memory_changed(job.memory() - before)
 
     def mark_dead(self, job: Job, nack: bool) -> None:
         """Another holder dead-lettered the job (DEADJOB): ours moves too,
@@ -437,7 +444,7 @@ class JobLifecycle:
         dead.dead_from = job.queue
         dead.dead_ms = self.now_ms()
         job.policy = dead
-        job.move_to_queue(policy.dead_letter_queue(dead.dead_from))
+        self.move_job(job, policy.dead_letter_queue(dead.dead_from))
         job.flags &= ~(REQUEUE_DUE | NACK_DUE)
         self._hold_back(job)
         self.relog(job)
@@ -457,7 +464,7 @@ class JobLifecycle:
         job.policy = alive
         job.nacks = 0
         job.deliveries = 0
-        job.move_to_queue(origin)
+        self.move_job(job, origin)
         self.stats.revived_jobs += 1
         if tell_holders:
             self.requeue.revived(job)

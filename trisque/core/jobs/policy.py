@@ -196,6 +196,16 @@ def decode(raw: bytes) -> Policy:
     return policy
 
 
+def decode_or_none(raw: bytes) -> Policy | None:
+    """A policy from a peer, or None if it cannot be read (a newer node's
+    field, a bad frame): the job then goes on as a plain job rather than
+    the link dropping on it."""
+    try:
+        return decode(raw)
+    except ValueError:
+        return None
+
+
 def _seconds(arg: bytes, low: int, what: str) -> int:
     value = decimal(arg)
     if value < 0:
