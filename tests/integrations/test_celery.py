@@ -72,6 +72,21 @@ def test_a_task_held_by_a_killed_worker_is_done_by_another(cluster, workers, mon
     assert workers.started("long") >= 2  # at least once: it ran again, on the rescuer
 
 
+def test_a_task_of_higher_priority_runs_first(cluster, workers, monkeypatch):
+    nodes = node_urls(cluster)
+    tasks = workers.load(TASKS, nodes, monkeypatch)
+    low = [tasks.slow.delay(f"low{i}", 0) for i in range(5)]
+    high = tasks.slow.apply_async(("high", 0), priority=9)  # sent last
+    start_worker(workers, nodes, "one", concurrency=1)
+    try:
+        assert [r.get(timeout=60) for r in low + [high]] == [f"low{i}" for i in range(5)] + ["high"]
+    except BaseException:
+        print(workers.logs())
+        raise
+    starts = sorted(workers.directory.glob("*.*.*"), key=lambda p: int(p.name.rsplit(".", 1)[1]))
+    assert starts[0].name.startswith("high."), [p.name for p in starts]
+
+
 def test_a_node_killed_while_tasks_flow_loses_no_task(workers, monkeypatch):
     own = build_cluster(3)
     try:

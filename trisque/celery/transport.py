@@ -58,6 +58,19 @@ def _eta_delay_s(message: dict[str, Any]) -> int:
     return max(0, math.ceil((due - datetime.now(timezone.utc)).total_seconds()))
 
 
+def job_priority(message: dict[str, Any]) -> Optional[int]:
+    """Celery's priority (0-9, higher first as on RabbitMQ; kombu's default
+    0) as the job's level: 0 is a plain job (level 5), 1-9 go above it
+    (levels 6-9), so plain tasks cost nothing more and urgent ones pass."""
+    try:
+        priority = int((message.get("properties") or {}).get("priority") or 0)
+    except (TypeError, ValueError):
+        return None
+    if priority <= 0:
+        return None
+    return 5 + math.ceil(min(priority, 9) * 4 / 9)
+
+
 def _expiration_s(message: dict[str, Any]) -> Optional[int]:
     """kombu's per-message TTL (``expiration``, ms as a string), in s."""
     expiration = (message.get("properties") or {}).get("expiration")
@@ -126,7 +139,7 @@ class Channel(virtual.Channel):
         retry = min(self.visibility_timeout, max(1, ttl - 1))
         self.client.add_job(queue, json.dumps(message), timeout_ms=self.add_timeout_ms,
                             replicate=self.replicate, delay_s=delay or None,
-                            retry_s=retry, ttl_s=ttl)
+                            retry_s=retry, ttl_s=ttl, priority=job_priority(message))
 
     @staticmethod
     def delivered(job: Job) -> dict[str, Any]:

@@ -251,12 +251,13 @@ class AsyncClient(ClientBase):
     async def add_job(self, queue: str, body: Union[bytes, str], *, timeout_ms: int = 5000,
                       replicate: Optional[int] = None, delay_s: Optional[int] = None,
                       retry_s: Optional[int] = None, ttl_s: Optional[int] = None,
-                      maxlen: Optional[int] = None, async_: bool = False) -> str:
+                      maxlen: Optional[int] = None, async_: bool = False,
+                      priority: Optional[int] = None) -> str:
         """ADDJOB (Client.add_job)."""
         return await self._run(calls.add_job(queue, body, timeout_ms=timeout_ms,
                                              replicate=replicate, delay_s=delay_s,
                                              retry_s=retry_s, ttl_s=ttl_s, maxlen=maxlen,
-                                             async_=async_))
+                                             async_=async_, priority=priority))
 
     # ------------------------------------------------------------ consuming
 

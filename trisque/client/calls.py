@@ -45,13 +45,15 @@ def queue_names(queues: Union[str, Sequence[str]]) -> list[str]:
 
 def add_job(queue: str, body: Union[bytes, str], *, timeout_ms: int,
             replicate: Optional[int], delay_s: Optional[int], retry_s: Optional[int],
-            ttl_s: Optional[int], maxlen: Optional[int], async_: bool) -> Call[str]:
+            ttl_s: Optional[int], maxlen: Optional[int], async_: bool,
+            priority: Optional[int] = None) -> Call[str]:
     if timeout_ms <= 0:
         raise ValueError("timeout_ms must be positive: the client waits for "
                          "ADDJOB's reply this long plus its read timeout")
     args: list[Arg] = ["ADDJOB", queue, body, timeout_ms]
     for name, value in (("REPLICATE", replicate), ("DELAY", delay_s),
-                        ("RETRY", retry_s), ("TTL", ttl_s), ("MAXLEN", maxlen)):
+                        ("RETRY", retry_s), ("TTL", ttl_s), ("MAXLEN", maxlen),
+                        ("PRIORITY", priority)):
         if value is not None:
             args += [name, value]
     if async_:

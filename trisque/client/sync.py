@@ -297,14 +297,16 @@ class Client(ClientBase):
     def add_job(self, queue: str, body: Union[bytes, str], *, timeout_ms: int = 5000,
                 replicate: Optional[int] = None, delay_s: Optional[int] = None,
                 retry_s: Optional[int] = None, ttl_s: Optional[int] = None,
-                maxlen: Optional[int] = None, async_: bool = False) -> str:
+                maxlen: Optional[int] = None, async_: bool = False,
+                priority: Optional[int] = None) -> str:
         """ADDJOB: the new job's ID, once ``replicate`` nodes hold it (at
         once with ``async_``).  -NOREPL after ``timeout_ms`` raises
         NoReplicationError.  On a connection lost mid-call the client tries
-        the next node: the job may then exist twice (at least once)."""
+        the next node: the job may then exist twice (at least once).
+        ``priority``: 1 to 9, 9 served first (docs/lifecycle.md)."""
         return self._run(calls.add_job(queue, body, timeout_ms=timeout_ms, replicate=replicate,
                                        delay_s=delay_s, retry_s=retry_s, ttl_s=ttl_s,
-                                       maxlen=maxlen, async_=async_))
+                                       maxlen=maxlen, async_=async_, priority=priority))
 
     # ------------------------------------------------------------ consuming
 
