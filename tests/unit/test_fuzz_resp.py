@@ -2,7 +2,7 @@
 and however they are split into reads, it returns requests or raises
 ProtocolError, nothing else; valid requests round-trip, in any chunking."""
 
-from hypothesis import given, strategies as st
+from hypothesis import example, given, strategies as st
 
 from tests.fuzz_settings import FUZZ
 from trisque.protocol.resp import ProtocolError, RequestParser
@@ -126,6 +126,8 @@ _PIECES = [encode([b"PING"]), encode([b"SET", b"k", b"v" * 30]), encode([b"ECHO"
 
 
 @FUZZ
+@example(pieces=[b"PING\r\n", b"*2\r\n$1\r\nA\r\n$0\r\n\r\n",
+                 b"*2\r\n*1\r\n$1\r\na\r\n$1\r\nb\r\n"], cuts=[27], max_bulk_len=10)
 @given(st.lists(st.sampled_from(_PIECES), min_size=1, max_size=12),
        st.lists(st.integers(min_value=0), max_size=8), st.sampled_from([10, 100, 1 << 29]))
 def test_any_chunking_reads_as_one_request_at_a_time(pieces, cuts, max_bulk_len):

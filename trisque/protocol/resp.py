@@ -173,10 +173,12 @@ def _may_hold_large_count(data: bytes) -> bool:
 
 
 def _ends_with(data: bytes, arg: bytes) -> bool:
-    """Whether ``data`` ends with ``arg`` and CRLF (a slice and a compare:
-    cheaper compiled than data.endswith(arg, 0, -2))."""
-    end = len(data) - 2
-    return data[end - len(arg):end] == arg
+    """Whether ``data`` ends with ``arg`` as a request's last bulk: its
+    ``$<len>`` header, the bytes and CRLF.  (Comparing the bytes alone said
+    yes for an empty ``arg`` whatever the chunk ended with, so a chunk that
+    ended inside the next request's header was taken as ending between
+    requests, and a nested array there was not refused.)"""
+    return data.endswith(b"$%d\r\n%s\r\n" % (len(arg), arg))
 
 
 class RequestParser:
