@@ -222,8 +222,9 @@ def run(seconds: float, fractions: Sequence[float], scenarios: Sequence[Scenario
                         got = open_loop(servers[0].port, rate, seconds, scenario.kind,
                                         servers[scenario.consumer_node].port
                                         if scenario.end_to_end else None)
-                    rows += rows_of(scenario, name, rate, got)
-                    print_rows(rows_of(scenario, name, rate, got), header=False)
+                    these = rows_of(scenario, name, rate, got)
+                    print_rows(these, header=False)
+                    rows += these
         print()
         print_rows(rows, header=True)
         if plot:
