@@ -25,6 +25,48 @@ def test_seed(seed, nodes, profile):
         assert result["deliveries"] == result["accepted"], result
 
 
+# Seeds the --policies campaign failed on, kept once fixed (at 3 nodes, as
+# the campaign `python -m tests.sim --seeds 2000 --nodes 3 --policies`).
+# 1326: a link flap made a node send a REPLJOB without its policy, so one
+# copy of a MAXDELIVERIES 1 job had no limit and was delivered 5 times.
+POLICY_SEEDS = [(1326, 3, "mixed")]
+
+
+@pytest.mark.parametrize("seed,nodes,profile", POLICY_SEEDS,
+                         ids=[f"policies-{p}-{n}n-s{s}" for s, n, p in POLICY_SEEDS])
+def test_policy_seed(seed, nodes, profile):
+    result = run_seed(seed, nodes=nodes, profile=profile, work_ms=15000, policies=True)
+    assert result["accepted"] > 100, result
+    assert not result["violations"], (
+        f"{len(result['violations'])} violations, e.g. {result['violations'][:3]}; "
+        f"replay: {replay_command(seed, nodes, profile, policies=True)}")
+
+
+def test_link_flap_keeps_policies():
+    """Seed 1326's cause, made certain: after a link flaps, a REPLJOB sent
+    before any gossip frame from the peer still carries the job's policy,
+    so the peer's copy keeps its delivery limit."""
+    from .world import SimClient, World
+    world = World(1326, nodes=3)
+    world.start_cluster()
+    world.run_until(20000, stop=world.cluster_formed)
+    assert world.cluster_formed()
+    sender, peer = world.nodes[0], world.nodes[1]
+    # A flap: the connection resets and reconnects, and the job is added
+    # before any frame of the peer's arrives on it (its gossip would say
+    # again that it reads policies).
+    sender.cluster.link_down(peer.id)
+    sender.cluster.link_up(peer.id)
+    replies = []
+    SimClient(world, sender).call(["ADDJOB", "q", "body", 0, "REPLICATE", 3,
+                                   "MAXDELIVERIES", 1, "DEADLETTER", "dead"], replies.append)
+    world.run_until(world.now_ms + 10000, stop=lambda: bool(replies))
+    job_id = replies[0]
+    assert isinstance(job_id, bytes), replies
+    copy = peer.node.jobs[job_id]
+    assert copy.policy is not None and copy.policy.max_deliveries == 1, copy.policy
+
+
 def test_same_seed_same_run():
     """A seed reproduces a run exactly: same events, same frames, same
     deliveries."""
