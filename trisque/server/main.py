@@ -132,7 +132,7 @@ async def run(config):
         # The HTTP port (trisque.web) reads the node: wired in here, above both.
         from ..web.http_server import HttpServer
         from ..web.routes import node_routes
-        http = HttpServer(node_routes(node))
+        http = HttpServer(node_routes(node, server.flush_dirty))
         try:
             http.bind(config.bind, config.http_port, config.tcp_backlog)
         except OSError as exc:

@@ -5,12 +5,14 @@ trio loop.  So every step is bounded: the request head (h11's
 ``max_incomplete_event_size``), the time a whole request may take to
 arrive (slowloris), the time a response may take to leave (a client that
 does not read), the requests one connection may send, and request bodies
-(none accepted: GET and HEAD only).  At a bound the connection is answered
-an error where HTTP still allows one, and closed.
+(none accepted: GET and HEAD, and POST without a body for the dashboard's
+job actions).  At a bound the connection is answered an error where HTTP
+still allows one, and closed.
 """
 
 from dataclasses import dataclass
-from typing import Callable, Optional
+from http import HTTPStatus
+from typing import Awaitable, Callable, Optional
 
 import h11
 import trio
@@ -36,15 +38,25 @@ class Response:
     headers: tuple[tuple[str, str], ...] = ()
 
 
-# (method, path) -> the response; the path without its query string.
-Handler = Callable[[str, str], Response]
+@dataclass(frozen=True)
+class Request:
+    method: str
+    path: str  # without its query string
+    headers: dict[str, str]  # names lower-cased; a repeated header: its last value
+    peer: str  # "ip:port", for the log
+
+
+# A request -> its response (async: a refused password is answered late).
+Handler = Callable[[Request], Awaitable[Response]]
+METHODS = ("GET", "HEAD", "POST")
 
 
 def plain(status: int, text: str) -> Response:
     return Response(status, "text/plain; charset=utf-8", text.encode())
 
 
-async def serve_connection(stream: trio.abc.Stream, handle: Handler, limits: Limits) -> None:
+async def serve_connection(stream: trio.abc.Stream, handle: Handler, limits: Limits,
+                           peer: str = "") -> None:
     """Answer requests on ``stream`` until the client or a limit ends it."""
     conn = h11.Connection(h11.SERVER, max_incomplete_event_size=limits.max_head_bytes)
     try:
@@ -70,7 +82,7 @@ async def serve_connection(stream: trio.abc.Stream, handle: Handler, limits: Lim
                 return  # the client closed the connection
             if request is not None:
                 method = request.method.decode("ascii", "replace")
-                response = _answer(request, handle)
+                response = await _answer(request, handle, peer)
             assert response is not None
             keep = request is not None and conn.our_state is h11.SEND_RESPONSE
             if not await _send(stream, conn, response, method == "HEAD", keep, limits):
@@ -118,14 +130,17 @@ def _fresh_for_error(conn: h11.Connection) -> h11.Connection:
     return fresh
 
 
-def _answer(request: h11.Request, handle: Handler) -> Response:
+async def _answer(request: h11.Request, handle: Handler, peer: str) -> Response:
     method = request.method.decode("ascii", "replace")
-    if method not in ("GET", "HEAD"):
+    if method not in METHODS:
         return Response(405, "text/plain; charset=utf-8", b"method not allowed\n",
-                        (("allow", "GET, HEAD"),))
+                        (("allow", ", ".join(METHODS)),))
     target = request.target.decode("ascii", "replace")
     path = target.split("?", 1)[0]
-    return handle(method, path)
+    # (latin-1: any header bytes decode, and base64 credentials are ASCII)
+    headers = {name.decode("latin-1"): value.decode("latin-1")
+               for name, value in request.headers}
+    return await handle(Request(method, path, headers, peer))
 
 
 async def _send(stream: trio.abc.Stream, conn: h11.Connection, response: Response,
@@ -137,7 +152,8 @@ async def _send(stream: trio.abc.Stream, conn: h11.Connection, response: Respons
                *response.headers]
     if not keep:
         headers.append(("connection", "close"))
-    data = conn.send(h11.Response(status_code=response.status, headers=headers)) or b""
+    data = conn.send(h11.Response(status_code=response.status, headers=headers,
+                                  reason=_reason(response.status))) or b""
     if not head_only:  # (h11 knows a reply to HEAD has no body)
         data += conn.send(h11.Data(data=response.body)) or b""
     data += conn.send(h11.EndOfMessage()) or b""
@@ -148,3 +164,11 @@ async def _send(stream: trio.abc.Stream, conn: h11.Connection, response: Respons
             return False
         return True
     return False
+
+
+def _reason(status: int) -> bytes:
+    """The status line's phrase ("Unauthorized"), for people reading curl -i."""
+    try:
+        return HTTPStatus(status).phrase.encode()
+    except ValueError:
+        return b""

@@ -53,7 +53,7 @@ class HttpServer:
 
     async def _serve(self, stream: trio.SocketStream) -> None:
         try:
-            await serve_connection(stream, self.handle, self.limits)
+            await serve_connection(stream, self.handle, self.limits, _peer(stream))
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
             pass
         except Exception as exc:  # a bug here must not take the node down
@@ -61,3 +61,11 @@ class HttpServer:
         finally:
             self.connections -= 1
 
+
+
+def _peer(stream: trio.SocketStream) -> str:
+    try:
+        host, port = stream.socket.getpeername()[:2]
+    except OSError:  # (already reset by the peer)
+        return "?"
+    return f"{host}:{port}"

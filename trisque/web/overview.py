@@ -9,6 +9,7 @@ from dataclasses import asdict
 from typing import Any, Optional
 
 from . import node_view
+from .dead_letter_view import dead_letters
 
 SLOW_COMMANDS = 10  # by mean time per call
 
@@ -27,6 +28,11 @@ def overview(node: Any) -> dict[str, Any]:
         "jobs": node_view.jobs_by_state(node),
         "registered_jobs": len(node.jobs),
         "queues": [asdict(q) for q in node_view.queues(node)],
+        "dead_letters": asdict(dead_letters(node)),
+        # the page offers REVIVE and DELJOB only where the port asks for a
+        # password (job_actions.py); the node's own clock, for "died ... ago"
+        "job_actions": bool(node.config.requirepass),
+        "now_ms": node.now_ms(),
         "clients": {"connected": len(node.clients), "blocked": node.blocked_clients()},
         "commands_processed": stats.commands,
         "slow_commands": [{"name": c.name, "calls": c.calls,

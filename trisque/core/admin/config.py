@@ -161,6 +161,9 @@ DIRECTIVES = [
     # /metrics and the dashboard (trisque.web) on this port; 0: off
     Directive("http-port", "int", 0, low=0, high=65535, runtime=False,
               doc="Port for /metrics and the dashboard on the bind addresses; 0: off."),
+    # with requirepass the rest of the HTTP port asks for it; /metrics only if this says so
+    Directive("http-metrics-auth", "bool", False,
+              doc="With requirepass, /metrics asks for it too (HTTP Basic or Bearer), as the dashboard always does."),
     # TLS (shell/tls.py): files are read at start, a bad one stops
     # it; CONFIG SET of a file (even to the same path) reads them all again
     Directive("tls-port", "int", 0, low=0, high=65535, runtime=False,
@@ -352,6 +355,7 @@ class Config:
     bind: list[str]
     tcp_backlog: int
     http_port: int
+    http_metrics_auth: bool
     tls_port: int
     tls_cert_file: str
     tls_key_file: str

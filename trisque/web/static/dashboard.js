@@ -6,6 +6,10 @@ const POLL_MS = 1000;
 const HISTORY = 900;  // samples: 15 minutes at one a second
 const MIN_SPAN = 60;  // plots span at least a minute, so a fresh page shows lines, not a sliver
 const history = [];   // {time, commands, queues: {name: view}}
+// Absolute URLs: a page opened as http://user:password@host/ resolves
+// relative ones with the credentials in them, which fetch() refuses; the
+// browser still sends the password it was given with these.
+const ORIGIN = location.origin;
 
 function el(tag, text, cls) {
   const e = document.createElement(tag);
@@ -133,13 +137,109 @@ function render(data) {
     ["rewrite", aof.rewriting ? "running" : "idle"],
     ["since last fsync", aof.fsync_lag_s === null ? "–" : aof.fsync_lag_s.toFixed(1) + " s"],
   ]);
+  renderDeadLetters(data);
   drawThroughput();
+}
+
+// Dead letters: rebuilt only when they change (times are absolute), so a
+// button is not replaced under the pointer between two polls.
+let deadShown = null;
+
+function when(ms) {
+  const d = new Date(ms);
+  const pad = n => String(n).padStart(2, "0");
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ` +
+         `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+}
+
+function renderDeadLetters(data) {
+  const dead = data.dead_letters;
+  const key = JSON.stringify([dead, data.job_actions]);
+  if (key === deadShown) return;
+  deadShown = key;
+  const total = dead.queues.reduce((sum, q) => sum + q.dead_jobs, 0);
+  document.getElementById("dead-summary").textContent =
+    `· ${total} dead job${total === 1 ? "" : "s"} on this node` +
+    (dead.other_queues ? ` · ${dead.other_queues} more queues not listed` : "") +
+    (dead.complete ? "" : ` · only the first ${dead.scanned_jobs} jobs scanned`) +
+    (data.job_actions ? "" : " · read-only (the node has no requirepass)");
+  const holder = document.getElementById("dead-queues");
+  const fresh = document.createElement("div");
+  fresh.id = "dead-queues";
+  if (!dead.queues.length) fresh.appendChild(el("p", "No dead jobs on this node.", "label"));
+  for (const q of dead.queues) {
+    const box = el("div", undefined, "dead-queue");
+    box.dataset.queue = q.name;
+    const shown = q.jobs.length < q.dead_jobs ? ` (the last ${q.jobs.length} to die shown)` : "";
+    box.appendChild(el("h3", `${q.name} · ${q.dead_jobs} dead · queue length ${q.queued}${shown}`));
+    const table = el("table");
+    const head = el("thead");
+    const hr = el("tr");
+    for (const h of ["job", "died in", "state", "deliveries", "last error", "died at"])
+      hr.appendChild(el("th", h, h === "deliveries" ? "num" : ""));
+    if (data.job_actions) hr.appendChild(el("th", ""));
+    head.appendChild(hr);
+    table.appendChild(head);
+    const body = el("tbody");
+    for (const j of q.jobs) {
+      const tr = el("tr");
+      tr.dataset.job = j.id;
+      tr.appendChild(el("td", j.id));
+      tr.appendChild(el("td", j.died_in));
+      tr.appendChild(el("td", j.state));
+      const td = el("td", j.nacks + j.additional_deliveries, "num");
+      td.title = `${j.nacks} NACKs, ${j.additional_deliveries} other returns`;
+      tr.appendChild(td);
+      tr.appendChild(el("td", j.last_error === null ? "–" : j.last_error, "error"));
+      tr.appendChild(el("td", when(j.dead_ms)));
+      if (data.job_actions) {
+        const cell = el("td");
+        cell.appendChild(actionButton(j.id, "revive", "Revive"));
+        cell.appendChild(actionButton(j.id, "delete", "Delete"));
+        tr.appendChild(cell);
+      }
+      body.appendChild(tr);
+    }
+    table.appendChild(body);
+    box.appendChild(table);
+    fresh.appendChild(box);
+  }
+  holder.replaceWith(fresh);
+}
+
+function actionButton(id, action, label) {
+  const b = el("button", label);
+  b.type = "button";
+  b.dataset.action = action;
+  b.addEventListener("click", () => jobAction(id, action, b));
+  return b;
+}
+
+async function jobAction(id, action, button) {
+  // delete cannot be undone: ask first (revive can be undone by the job dying again)
+  if (action === "delete" && !confirm(`Delete job ${id} from this node?`)) return;
+  const message = document.getElementById("dead-message");
+  button.disabled = true;
+  try {
+    // The custom header is the server's proof that this page sent it (CSRF).
+    const response = await fetch(ORIGIN + `/api/dead-letters/${encodeURIComponent(id)}/${action}`,
+      {method: "POST", headers: {"X-Trisque-Action": action}, cache: "no-store"});
+    let text;
+    try { const body = await response.json(); text = body.message || body.error; }
+    catch (_) { text = "HTTP " + response.status; }
+    message.textContent = text;
+    message.className = response.ok ? "message ok" : "message error";
+  } catch (err) {
+    message.textContent = `${action} failed: ${err.message}`;
+    message.className = "message error";
+  }
+  button.disabled = false;
 }
 
 async function poll() {
   const status = document.getElementById("status");
   try {
-    const response = await fetch("/api/overview", {cache: "no-store"});
+    const response = await fetch(ORIGIN + "/api/overview", {cache: "no-store"});
     if (!response.ok) throw new Error("HTTP " + response.status);
     render(await response.json());
     status.textContent = "live · " + new Date().toLocaleTimeString();
