@@ -30,9 +30,8 @@ def overview(node: Any) -> dict[str, Any]:
         "queues": [asdict(q) for q in node_view.queues(node)],
         "dead_letters": asdict(dead_letters(node)),
         # the page offers REVIVE and DELJOB only where the port asks for a
-        # password (job_actions.py); the node's own clock, for "died ... ago"
+        # password (job_actions.py)
         "job_actions": bool(node.config.requirepass),
-        "now_ms": node.now_ms(),
         "clients": {"connected": len(node.clients), "blocked": node.blocked_clients()},
         "commands_processed": stats.commands,
         "slow_commands": [{"name": c.name, "calls": c.calls,
