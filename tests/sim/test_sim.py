@@ -67,6 +67,42 @@ def test_link_flap_keeps_policies():
     assert copy.policy is not None and copy.policy.max_deliveries == 1, copy.policy
 
 
+def test_every_copy_dies_the_same():
+    """The holder that kills a job (enqueue, past its limit) and the ones
+    that hear DEADJOB leave their copies in the same state: same queue,
+    counters and dead-from, one queued (the killer's), the others held back."""
+    from .world import SimClient, World
+    world = World(28, nodes=3)
+    world.start_cluster()
+    world.run_until(20000, stop=world.cluster_formed)
+    assert world.cluster_formed()
+
+    def call(sim_node, *argv):
+        replies = []
+        SimClient(world, sim_node).call(list(argv), replies.append)
+        world.run_until(world.now_ms + 2000, stop=lambda: bool(replies))
+        assert replies and not isinstance(replies[0], Exception), (argv, replies)
+        return replies[0]
+    killer = world.nodes[0]
+    job_id = call(killer, "ADDJOB", "q", "body", 0, "REPLICATE", 3, "RETRY", 60,
+                  "MAXDELIVERIES", 1, "DEADLETTER", "graves")
+    assert call(killer, "GETJOB", "NOHANG", "FROM", "q")[0][1] == job_id
+    assert call(killer, "NACK", job_id, "REASON", "broken") == 1
+    world.run_until(world.now_ms + 1000)  # DEADJOB on its way
+    states = []
+    for sim_node in world.nodes:
+        job = sim_node.node.jobs[job_id]
+        policy = job.policy
+        states.append((job.queue, job.nacks, job.deliveries, policy.dead_from,
+                       policy.max_deliveries, policy.dead_letter))
+    assert states == [(b"graves", 1, 0, b"q", 1, b"graves")] * 3, states
+    # (the NACK's REASON stays where it was given: DEADJOB does not carry it)
+    assert killer.node.jobs[job_id].policy.last_error == b"broken"
+    queued = [n.index for n in world.nodes if n.node.queues.get(b"graves")
+              and n.node.queues[b"graves"].jobs]
+    assert queued == [killer.index]
+
+
 def test_same_seed_same_run():
     """A seed reproduces a run exactly: same events, same frames, same
     deliveries."""

@@ -196,6 +196,59 @@ def test_qconfig_defaults_apply_to_new_jobs_only(core):
     assert is_error(core("QCONFIG", "q", "SET", "FOO", 1), "ERR syntax")
 
 
+def test_qconfig_entries_are_counted_in_used_memory(core):
+    """A queue's defaults take memory, and a reset entry (kept so an older
+    setting cannot come back) keeps only its name and version."""
+    node = core.node
+    base = node.used_memory
+    name = "q" * 1000
+    assert core("QCONFIG", name, "SET", "MAXDELIVERIES", 3, "DEADLETTER", "d" * 500) == b"OK"
+    set_bytes = node.used_memory - base
+    assert set_bytes >= 1500
+    assert core("QCONFIG", name, "RESET") == b"OK"
+    reset_bytes = node.used_memory - base
+    assert 1000 <= reset_bytes <= set_bytes - 500
+    entry = node.queue_policies[name.encode()]
+    assert entry.is_reset() and entry.policy is policy_codec.NO_POLICY  # none of its own
+    assert core("QCONFIG", name, "SET", "MAXDELIVERIES", 3, "DEADLETTER", "d" * 500) == b"OK"
+    assert node.used_memory - base == set_bytes  # no drift across changes
+    assert core("QCONFIG", name, "SET", "MAXDELIVERIES", 0, "DEADLETTER", "") is not None
+    assert core("QCONFIG", name, "RESET") == b"OK"
+    assert node.used_memory - base == reset_bytes
+
+
+def _policies_made(core, *argv):
+    """How many Policy objects are made while ``argv`` runs (policy.py is
+    interpreted even in the compiled build, so the profiler sees them)."""
+    import sys
+    init = policy_codec.Policy.__init__.__code__
+    made = []
+
+    def profile(frame, event, _arg):
+        if event == "call" and frame.f_code is init:
+            made.append(1)
+    sys.setprofile(profile)
+    try:
+        reply = core(*argv)
+    finally:
+        sys.setprofile(None)
+    assert isinstance(reply, bytes), reply
+    return len(made)
+
+
+def test_only_jobs_with_options_or_queue_defaults_make_a_policy(core):
+    """A QCONFIG on one queue costs nothing to plain jobs of the others
+    (nor of a queue whose defaults were reset)."""
+    assert core("QCONFIG", "configured", "SET", "MAXDELIVERIES", 3) == b"OK"
+    assert core("QCONFIG", "was-configured", "SET", "PRIORITY", 7) == b"OK"
+    assert core("QCONFIG", "was-configured", "RESET") == b"OK"
+    assert _policies_made(core, "ADDJOB", "plain", "x", 0) == 0
+    assert _policies_made(core, "ADDJOB", "was-configured", "x", 0) == 0
+    # the watch sees them where they belong
+    assert _policies_made(core, "ADDJOB", "configured", "x", 0) >= 1
+    assert _policies_made(core, "ADDJOB", "plain", "x", 0, "PRIORITY", 7) >= 1
+
+
 def test_policy_travels_in_the_job_record():
     from trisque.core.jobs.job import Job
     job = Job(b"D-01234567-0123456789abcdefghijklmn-05a1", b"q", b"body", 1, 1,

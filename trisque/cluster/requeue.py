@@ -111,7 +111,7 @@ class Requeue(RequeueHooks):
             if job.state == ACKED:
                 self.outbox.send_setack(sender.id, job)
                 continue
-            node.mark_dead(job, bool(aux & 1))
+            node.dead_letter(job, bool(aux & 1), found_here=False)
 
     def on_revive(self, sender: ClusterNode, items: list[tuple[bytes, int]]) -> None:
         node = self.node

@@ -14,7 +14,7 @@ from .job import ACKED, ACTIVE, BCAST_WILLQUEUE, QUEUED, STATE_BY_NAME, STATE_NA
 from .job_reply import job_reply
 from ..node import Node
 from .policy import (DEFAULT_PRIORITY, MAX_IDEMPOTENCY_BYTES, MAX_REASON_BYTES, Policy,
-                     parse_option)
+                     QueuePolicy, parse_option)
 from .queue import PAUSED_IN, PAUSED_OUT, Queue
 from .scan import parse_scan_args, scan
 from ..command import Commands
@@ -158,8 +158,11 @@ def addjob(node: Node, client: Client, argv: list[bytes]) -> Any:
 
     now_ms = node.now_ms()
     job = node.create_job(qname, argv[2], replicate, ttl_s, retry_s, delay_s, now_ms)
-    if policy is not None or node.queue_policies:
-        job_policy(node, job, qname, policy)
+    # Only a job with options or in a queue with defaults pays for a policy
+    # (a reset queue's entry sets nothing: its jobs are plain).
+    default = node.queue_policies.get(qname) if node.queue_policies else None
+    if policy is not None or (default is not None and not default.is_reset()):
+        job_policy(job, default, policy)
     if replicate > 1 or external:
         # Synchronous replication blocks the client until enough nodes
         # confirmed (or answers now, for ASYNC); see cluster/replication.py.
@@ -181,10 +184,9 @@ def addjob(node: Node, client: Client, argv: list[bytes]) -> Any:
     return b"+%s\r\n" % job.id
 
 
-def job_policy(node: Node, job: Job, queue: bytes, given: Policy | None) -> None:
+def job_policy(job: Job, default: QueuePolicy | None, given: Policy | None) -> None:
     """The job's policy: its queue's defaults (QCONFIG), overridden by the
     options ADDJOB was given.  None if that says nothing."""
-    default = node.queue_policies.get(queue)
     policy = default.policy.copy() if default is not None else Policy()
     if given is not None:
         if given.max_deliveries:

@@ -318,7 +318,7 @@ class JobLifecycle:
                     return True
                 if (policy.max_deliveries and not policy.dead_from
                         and job.nacks + job.deliveries + 1 >= policy.max_deliveries):
-                    self.dead_letter(job, policy, nack)
+                    self.dead_letter(job, nack)
                     return True
         now_ms = self.now_ms()
         job.state = QUEUED
@@ -358,9 +358,11 @@ class JobLifecycle:
         """Adopt a queue's defaults if newer than ours (QCONFIG here, from
         a peer, or from the AOF); logged as ``QCONFIG name STORE version
         origin policy``.  False if ours is newer."""
-        if not entry.newer_than(self.queue_policies.get(name)):
+        before = self.queue_policies.get(name)
+        if not entry.newer_than(before):
             return False
         self.queue_policies[name] = entry
+        self.memory_changed(entry.memory(name) - (before.memory(name) if before else 0))
         if log:
             self.log.append_command(b"QCONFIG", name, b"STORE", b"%d" % entry.version_ms,
                                     entry.origin.encode(), policy_codec.encode(entry.policy))
@@ -397,11 +399,16 @@ class JobLifecycle:
             self.requeue.working(job)
         return True
 
-    def dead_letter(self, job: Job, policy: Policy, nack: bool) -> None:
+    def dead_letter(self, job: Job, nack: bool, found_here: bool = True) -> None:
         """The job reached its delivery limit: it moves to its dead-letter
-        queue (policy.py), queued there as a new job would be, with its
-        history (counters, dead-from, last error).  The other holders hear
-        DEADJOB and move their copies too."""
+        queue (policy.py) with its history (counters, dead-from, last
+        error).  ``found_here`` (enqueue): it is queued there as a new job
+        would be, and the other holders hear DEADJOB; else (DEADJOB) ours
+        moves too, not queued (that holder queued it), its requeue held
+        back.  A copy without a limit, or dead already, stays as it is."""
+        policy = job.policy
+        if policy is None or policy.dead_from:
+            return
         if job.state == QUEUED:
             self._remove_from_queue(job)
         origin = job.queue
@@ -413,13 +420,19 @@ class JobLifecycle:
         dead.dead_from = origin
         dead.dead_ms = self.now_ms()
         job.policy = dead
-        queue = self.queues.get(origin)
-        if queue is not None:
-            queue.dead_letters += 1
-        self.stats.dead_lettered_jobs += 1
-        self.requeue.dead_lettered(job, nack)
+        if found_here:
+            queue = self.queues.get(origin)
+            if queue is not None:
+                queue.dead_letters += 1
+            self.stats.dead_lettered_jobs += 1
+            self.requeue.dead_lettered(job, nack)
         self.move_job(job, policy.dead_letter_queue(origin))
-        self._requeue_as_new(job)
+        if found_here:
+            self._requeue_as_new(job)
+        else:
+            job.flags &= ~(REQUEUE_DUE | NACK_DUE)
+            self._hold_back(job)
+            self.relog(job)
 
     def move_job(self, job: Job, queue: bytes) -> None:
         """``job`` now belongs to ``queue`` (dead-lettered, revived, the
@@ -427,27 +440,6 @@ class JobLifecycle:
         before = job.memory()
         job.move_to_queue(queue)
         self.memory_changed(job.memory() - before)
-
-    def mark_dead(self, job: Job, nack: bool) -> None:
-        """Another holder dead-lettered the job (DEADJOB): ours moves too,
-        not queued (that holder queued it), its requeue held back."""
-        policy = job.policy
-        if policy is None or policy.dead_from:
-            return
-        if job.state == QUEUED:
-            self._remove_from_queue(job)
-        if nack:
-            job.nacks += 1
-        else:
-            job.deliveries += 1
-        dead = policy.copy()
-        dead.dead_from = job.queue
-        dead.dead_ms = self.now_ms()
-        job.policy = dead
-        self.move_job(job, policy.dead_letter_queue(dead.dead_from))
-        job.flags &= ~(REQUEUE_DUE | NACK_DUE)
-        self._hold_back(job)
-        self.relog(job)
 
     def revive(self, job: Job, tell_holders: bool = True) -> bool:
         """A dead job back to the queue it died in, its counters at zero

@@ -131,11 +131,19 @@ class Policy:
         return fields
 
 
+# A QCONFIG entry's bytes, for used_memory: the entry, its version and
+# origin, the dict's slot and the name's header (sys.getsizeof: 56 + 32 +
+# 89 + 33, and the slot); a policy that sets anything adds its own.
+QUEUE_POLICY_OVERHEAD: Final = 240
+POLICY_OVERHEAD: Final = 150  # a Policy (112) and its strings' headers
+
+
 class QueuePolicy:
     """A queue's defaults (QCONFIG) as every node keeps them: the policy
     (nothing set: reset, kept so an older setting cannot come back) and
     its version, ms and the ID of the node that set it.  The greater
-    (version_ms, origin) wins wherever and in whatever order they meet."""
+    (version_ms, origin) wins wherever and in whatever order they meet.
+    A reset entry holds the shared ``NO_POLICY``: no Policy of its own."""
 
     __slots__ = ("policy", "version_ms", "origin")
     policy: Policy
@@ -143,13 +151,28 @@ class QueuePolicy:
     origin: str
 
     def __init__(self, policy: Policy, version_ms: int, origin: str) -> None:
-        self.policy = policy
+        self.policy = NO_POLICY if policy.is_default() else policy
         self.version_ms = version_ms
         self.origin = origin
 
     def newer_than(self, other: "QueuePolicy | None") -> bool:
         return other is None or (self.version_ms, self.origin) > (other.version_ms,
                                                                     other.origin)
+
+    def is_reset(self) -> bool:
+        return self.policy is NO_POLICY
+
+    def memory(self, name: bytes) -> int:
+        """Its bytes in used_memory, kept under ``name``."""
+        if self.policy is NO_POLICY:
+            return QUEUE_POLICY_OVERHEAD + len(name)
+        return (QUEUE_POLICY_OVERHEAD + POLICY_OVERHEAD + len(name)
+                + len(self.policy.dead_letter))
+
+
+# What every reset entry holds (never changed: QCONFIG SET and ADDJOB copy
+# an entry's policy before they change it).
+NO_POLICY: Final = Policy()
 
 
 def encode(policy: Policy) -> bytes:
