@@ -29,6 +29,7 @@ from .admin.config import Config
 from .hooks import ClusterHooks
 from .keyspace.blocking import KeyBlocking
 from .pubsub.channels import PubSub
+from .admin.client_pause import ClientPause
 
 if TYPE_CHECKING:
     from .keyspace.scripting import Scripting
@@ -51,6 +52,8 @@ class Node(JobLifecycle):
     log_failing: str | None
     keys_ready: bool
     pubsub: PubSub
+    client_pause: ClientPause
+    paused: int
     slowlog: list[Any]
     slowlog_next_id: int
     slowlog_ns: float
@@ -77,6 +80,8 @@ class Node(JobLifecycle):
         self.clients = {}  # id -> Client
         self.pubsub = PubSub(self)  # channels and patterns, and who listens
         self.monitors = []
+        self.client_pause = ClientPause(self)  # CLIENT PAUSE: held clients
+        self.paused = 0  # its kind (0: not paused), tested per command
         self.cluster = ClusterHooks(self)  # the cluster as a whole (its parts: JobLifecycle)
         # Read before and after every command, so kept here natively: why
         # the AOF cannot be written (its log sets it), and whether a command
@@ -240,6 +245,8 @@ class Node(JobLifecycle):
         if self.loading and not command.ok_loading:
             self._reply_error(client, errors.LOADING, command)
             return
+        if self.paused and self.client_pause.holds(client, command, argv):
+            return  # run when the pause ends (admin/client_pause.py)
         if client.multi is not None and command.name not in transactions.NOT_QUEUED:
             if command.name in transactions.NO_MULTI:
                 self._reply_error(client, transactions.NO_MULTI_ERROR, command)
@@ -270,7 +277,9 @@ class Node(JobLifecycle):
         inside EXEC or a script that waits for the end of the whole."""
         blocking = self.blocking
         blocking.serve_ready()
-        self.keys_ready = bool(blocking.ready)
+        if self.client_pause.resuming:
+            self.client_pause.resume()  # (CLIENT UNPAUSE's: the same flag)
+        self.keys_ready = bool(blocking.ready or self.client_pause.resuming)
 
     def _run(self, client: Client, command: Command, argv: list[bytes]) -> Any:
         """The handler, timed (INFO commandstats, SLOWLOG); its reply."""
@@ -405,6 +414,8 @@ class Node(JobLifecycle):
         """Housekeeping every 100 ms: idle queues, keys past their TTL,
         federation for blocked clients, the cluster's own cron."""
         now_ms = self.now_ms()
+        if self.paused:
+            self.client_pause.cron(now_ms)
         self.evict_idle_queues(now_ms)
         self.expire_tombstones(now_ms)  # (idempotency keys of gone jobs)
         keyspace = self.keyspace

@@ -13,7 +13,8 @@ from ...protocol import errors, resp
 from ...protocol.args import to_int, upper
 from ...protocol.errors import CommandError
 
-from . import auth_failure
+from . import auth_failure, client_pause
+from .client_pause import HeldCommand
 from . import info as info_module
 from ..client import REPLY_OFF, REPLY_ON, REPLY_SKIP, BlockedGet
 from .config import ConfigError
@@ -246,7 +247,7 @@ def _command_info(c: Command) -> list[object]:
 
 @command("CLIENT", -2, "admin readonly loading",  # client libraries send CLIENT SETINFO on connect
          "Manage client connections",
-         "LIST|ID|INFO|KILL|SETNAME|GETNAME|SETINFO|REPLY|DISQUE-RESP3 [arguments]",
+         "LIST|ID|INFO|KILL|SETNAME|GETNAME|SETINFO|REPLY|PAUSE|UNPAUSE|DISQUE-RESP3 [arguments]",
          group="connection")
 def client_(node: Node, client: Client, argv: list[bytes]) -> bytes | None:
     sub = upper(argv[1])
@@ -296,6 +297,17 @@ def client_(node: Node, client: Client, argv: list[bytes]) -> bytes | None:
         return _client_kill(node, client, argv)
     if sub == "UNBLOCK" and len(argv) in (3, 4):
         return _client_unblock(node, argv)
+    if sub == "PAUSE":
+        if len(argv) < 3:
+            raise CommandError(errors.wrong_arity("client|pause"))
+        if len(argv) > 4:  # (the subcommand's arity is -3: clientCommand says so)
+            raise CommandError("ERR unknown subcommand or wrong number of arguments for '"
+                               + argv[1].decode("utf-8", "replace") + "'. Try CLIENT HELP.")
+        return client_pause.client_pause(node, argv)
+    if sub == "UNPAUSE":
+        if len(argv) != 2:
+            raise CommandError(errors.wrong_arity("client|unpause"))
+        return client_pause.client_unpause(node)
     raise CommandError("ERR Syntax error, try CLIENT (LIST | KILL ip:port | GETNAME | SETNAME connection-name)")
 
 
@@ -307,8 +319,8 @@ def _client_unblock(node: Node, argv: list[bytes]) -> bytes:
     if reason not in ("TIMEOUT", "ERROR"):
         raise CommandError("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR")
     target = node.clients.get(client_id)
-    if target is None or target.blocked is None:
-        return resp.ZERO
+    if target is None or target.blocked is None or type(target.blocked) is HeldCommand:
+        return resp.ZERO  # (a client held by CLIENT PAUSE waits for its end)
     if reason == "ERROR":
         node.unblock(target)
         node.reply(target, resp.error("UNBLOCKED client unblocked via CLIENT UNBLOCK"))

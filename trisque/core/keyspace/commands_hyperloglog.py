@@ -103,7 +103,7 @@ def pfadd(node: Node, client: Client, argv: list[bytes]) -> bytes:
     return resp.ONE if updated else resp.ZERO
 
 
-@key_command("PFCOUNT", -2, "readonly", keys=(1, -1, 1))
+@key_command("PFCOUNT", -2, "readonly may_replicate", keys=(1, -1, 1))
 def pfcount(node: Node, client: Client, argv: list[bytes]) -> bytes:
     """PFCOUNT key [key ...]: one key's estimate (cached in its header),
     or the estimate of the union of several."""

@@ -28,6 +28,8 @@ def active_expire(keyspace: Keyspace, now_ms: int, hz: int) -> int:
     """Delete the keys due by ``now_ms``; returns how many went."""
     if keyspace.replaying or keyspace.node.loading:
         return 0  # the loaded history still has to be replayed as it was
+    if keyspace.node.paused:
+        return 0  # CLIENT PAUSE keeps the dataset still (Redis's, for a failover)
     budget_ns = SLOW_TIME_PERC * 10_000_000 // max(1, hz)
     started = perf_counter_ns()
     expired = 0

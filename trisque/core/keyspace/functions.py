@@ -480,7 +480,7 @@ def _fcall(node: Node, client: Client, argv: list[bytes], readonly: bool) -> byt
                       fcall=lib.sandbox, allow_oom=bool(flags & ALLOW_OOM), command=argv)
 
 
-@command("FCALL", -3, "", "Invoke a function", "function numkeys [key ...] [arg ...]")
+@command("FCALL", -3, "may_replicate", "Invoke a function", "function numkeys [key ...] [arg ...]")
 def fcall(node: Node, client: Client, argv: list[bytes]) -> bytes:
     return _fcall(node, client, argv, readonly=False)
 

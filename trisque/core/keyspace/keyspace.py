@@ -71,7 +71,8 @@ class Keyspace:
         if value is not None and db.expires:
             when = db.expires.get(key)
             if when is not None and when <= self.node.now_ms() and not self.replaying:
-                self.expire_key(db, key)
+                if not self.node.paused:  # (CLIENT PAUSE: missing, but kept)
+                    self.expire_key(db, key)
                 return None
         return value
 

@@ -287,9 +287,11 @@ def _refused(node: Node, run: ScriptRun, command: Command, args: list[bytes]) ->
     if command.name in NOT_FROM_SCRIPTS or (
             command.name == "CLUSTER" and len(args) > 1 and args[1].upper() == b"RESET"):
         return b"-ERR This Redis command is not allowed from script\r\n"
-    if "write" in command.flags:
-        if run.readonly:
-            return b"-ERR Write commands are not allowed from read-only scripts.\r\n"
+    write = "write" in command.flags
+    if run.readonly and (write or "may_replicate" in command.flags):
+        # (may_replicate too: what CLIENT PAUSE WRITE holds, script.c says)
+        return b"-ERR Write commands are not allowed from read-only scripts.\r\n"
+    if write:
         if node.config.min_replicas_to_write and node.config.min_replicas_max_lag:
             return resp.error(NOREPLICAS)
         if node.log.failing:
@@ -546,12 +548,12 @@ def split_args(line: bytes) -> list[bytes] | None:
         out.append(bytes(word))
 
 
-@key_command("EVAL", -3, "", keys=(0, 0, 0))
+@key_command("EVAL", -3, "may_replicate", keys=(0, 0, 0))
 def eval_(node: Node, client: Client, argv: list[bytes]) -> bytes:
     return _eval(node, client, argv, by_sha=False, readonly=False)
 
 
-@key_command("EVALSHA", -3, "", keys=(0, 0, 0))
+@key_command("EVALSHA", -3, "may_replicate", keys=(0, 0, 0))
 def evalsha(node: Node, client: Client, argv: list[bytes]) -> bytes:
     return _eval(node, client, argv, by_sha=True, readonly=False)
 
