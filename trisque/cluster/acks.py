@@ -169,6 +169,8 @@ class Acks(AckHooks):
         node = self.node
         for job_id, aux in items:
             job = node.jobs.get(job_id)
+            if node.waited and not aux & 1:  # (GC done or FASTACK: an ack, for WAITJOB)
+                node.settle_waits(job_id, ACKED)
             if job is not None and aux & 1:
                 node.delete_job(job, keep_key=False)  # a failed ADDJOB's copy
             elif job is not None:

@@ -28,6 +28,7 @@ from .membership import ClusterNode, Membership
 from .outbox import Outbox
 from .replication import Replication
 from .requeue import Requeue
+from .waitjob import WaitJobs
 
 # A message from a known peer, for the part that answers it.
 Handler = Callable[[ClusterNode, bus.Message], None]
@@ -41,6 +42,7 @@ class Cluster(ClusterHooks):
     requeue: Requeue
     acks: Acks
     federation: Federation
+    waitjobs: WaitJobs
     tombstones: set[bytes]
     handlers: dict[int, Handler]
     frames_received: list[int]
@@ -61,6 +63,7 @@ class Cluster(ClusterHooks):
         self.federation = Federation(node, outbox, membership, self.tombstones)
         node.replication, node.requeue, node.acks, node.federation = (
             self.replication, self.requeue, self.acks, self.federation)
+        self.waitjobs = node.wait_hooks = WaitJobs(node, outbox, membership, self.tombstones)
         self.handlers = self._handlers()
         self.frames_received = [0] * len(bus.NAMES)  # by message type (/metrics)
         # The transport's own housekeeping each cron tick (links' deadlines).
@@ -93,6 +96,8 @@ class Cluster(ClusterHooks):
             bus.DEADJOB: lambda sender, msg: requeue.on_deadjob(sender, msg.body),
             bus.REVIVE: lambda sender, msg: requeue.on_revive(sender, msg.body),
             bus.QPOLICY: lambda sender, msg: self._on_queue_policy(*msg.body),
+            bus.WAITJOB: lambda sender, msg: self.waitjobs.on_waitjob(sender, msg.body),
+            bus.JOBSTATE: lambda sender, msg: self.waitjobs.on_jobstate(sender, msg.body),
         }
 
     def set_node_id(self, node_id: str) -> None:
@@ -185,6 +190,7 @@ class Cluster(ClusterHooks):
         self.acks.expire_tombstones(now_ms)
         self.membership.cron(now_ms)
         self.federation.cron(now_ms)
+        self.waitjobs.cron(now_ms)
         if self._transport_cron is not None:
             self._transport_cron(now_ms)
 

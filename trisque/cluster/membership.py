@@ -41,7 +41,7 @@ class ClusterNode:
                  "pfail", "fail", "leaving", "noaddr", "ping_sent_ms",
                  "pong_received_ms", "ctime_ms", "fail_reports", "link_ok",
                  "meet_pending", "link_since_ms", "ping_received_ms", "reads_publish",
-                 "policies")
+                 "policies", "waitjob")
     id: str
     ip: str
     port: int
@@ -62,6 +62,7 @@ class ClusterNode:
     ping_received_ms: int
     reads_publish: bool
     policies: bool
+    waitjob: bool
 
     def __init__(self, node_id: str, ip: str, port: int, bus_port: int, now_ms: int) -> None:
         self.id = node_id
@@ -80,6 +81,7 @@ class ClusterNode:
         self.fail_reports = {}  # reporter id -> ms of the report
         self.link_ok = False  # our outgoing link to it is connected
         self.policies = False  # its frames say F_POLICIES (bus.py)
+        self.waitjob = False  # its frames say F_WAITJOB: it answers WAITJOB
         self.meet_pending = False  # send MEET, not PING, on the next link
         self.link_since_ms = 0
         self.ping_received_ms = 0  # its last PING or MEET to us
@@ -157,7 +159,8 @@ class Membership:
     def header(self) -> bus.Header:
         """Every frame's header: who I am and my flags, as of now."""
         me = self.myself
-        flags = me.wire_flags() | bus.F_PUBSUB | bus.F_POLICIES  # (in headers only, not gossip)
+        # (in headers only, not gossip)
+        flags = me.wire_flags() | bus.F_PUBSUB | bus.F_POLICIES | bus.F_WAITJOB
         header = self._header
         if header is None or header.flags != flags or header.node_id != me.id.encode():
             header = self._header = bus.Header(me.id, me.port, me.bus_port, flags)
@@ -330,6 +333,7 @@ class Membership:
             self.transport.ensure_link(sender)
         # The sender's header tells us about the sender itself.
         sender.reads_publish = bool(msg.sender_flags & bus.F_PUBSUB)
+        sender.waitjob = bool(msg.sender_flags & bus.F_WAITJOB)
         leaving = bool(msg.sender_flags & bus.F_LEAVING)
         if sender.leaving != leaving:
             sender.leaving = leaving

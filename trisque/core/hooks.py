@@ -98,6 +98,27 @@ class FederationHooks:
         return 0
 
 
+class WaitHooks:
+    """WAITJOB's other nodes (jobs/waits.py): as is, a node alone's."""
+
+    def acked_here(self, job_id: bytes) -> bool:
+        """The job was acked and freed here a moment ago (a tombstone)."""
+        return False
+
+    def ask(self, job_id: bytes) -> None:
+        """A client here waits on the job: ask the other nodes to tell us."""
+
+    def stop(self, job_id: bytes) -> None:
+        """No client here waits on it any more: the other nodes may forget."""
+
+    def tell(self, job_id: bytes, node_ids: list[str], state: int) -> None:
+        """Our copy was acked or left (jobs/waits.py's UNKNOWN): tell them."""
+
+    def nobody_holds(self, answers: dict[str, int]) -> bool:
+        """Every other node's answer in ``answers`` is that it holds no copy."""
+        return True
+
+
 class ClusterHooks:
     """The cluster as a whole, as the core sees it; as is, a cluster of one.
     (Its state machines' hooks above are the node's own attributes, read

@@ -26,7 +26,8 @@ from .jobs.lifecycle import JobLifecycle
 from .jobs.queue import Queue
 from .command import Command
 from .admin.config import Config
-from .hooks import ClusterHooks
+from .hooks import ClusterHooks, WaitHooks
+from .jobs.waits import Waits
 from .keyspace.blocking import KeyBlocking
 from .pubsub.channels import PubSub
 from .admin.client_pause import ClientPause
@@ -49,6 +50,8 @@ class Node(JobLifecycle):
     clients: dict[int, Client]
     monitors: list[Client]
     cluster: ClusterHooks
+    waits: Waits
+    wait_hooks: WaitHooks
     log_failing: str | None
     keys_ready: bool
     pubsub: PubSub
@@ -83,6 +86,8 @@ class Node(JobLifecycle):
         self.client_pause = ClientPause(self)  # CLIENT PAUSE: held clients
         self.paused = 0  # its kind (0: not paused), tested per command
         self.cluster = ClusterHooks(self)  # the cluster as a whole (its parts: JobLifecycle)
+        self.waits = Waits(self)  # WAITJOB's waits on jobs (in self.waited)
+        self.wait_hooks = WaitHooks()  # ... and the other nodes' part (cluster/waitjob.py)
         # Read before and after every command, so kept here natively: why
         # the AOF cannot be written (its log sets it), and whether a command
         # made keys ready that blocked clients wait for.
@@ -369,6 +374,9 @@ class Node(JobLifecycle):
         if used > limits[1]:
             return 2
         return 1
+
+    def settle_waits(self, job_id: bytes, state: int) -> None:
+        self.waits.settled(job_id, state)
 
     # ------------------------------------------------------------- queues
 

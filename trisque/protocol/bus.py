@@ -15,7 +15,8 @@ Payloads (all integers little endian):
     node       FAIL: id 40s
     jobs       REPLJOB, YOURJOBS: u32 count, then job records (jobcodec)
     jobids     GOTJOB, ENQUEUE, QUEUED, SETACK, WILLQUEUE, GOTACK, DELJOB,
-               WORKING: u32 count, then per job: id 40s, aux u32
+               WORKING, DEADJOB, REVIVE, WAITJOB, JOBSTATE: u32 count, then
+               per job: id 40s, aux u32
     queue      NEEDJOBS, PAUSE: aux u32, name length u32, name
     publish    PUBLISH: channel length u32, channel, message (the rest);
                mflags SHARD for SPUBLISH
@@ -25,7 +26,8 @@ Payloads (all integers little endian):
 DEADJOB, REVIVE and QPOLICY (delivery policies, docs/lifecycle.md) and a
 job record's policy go only to peers whose frames carry F_POLICIES: a node
 from before them ignores those types (or, before PUBLISH, drops the link),
-and cannot read a job record that carries a policy.
+and cannot read a job record that carries a policy.  WAITJOB and JOBSTATE
+go only to peers whose frames carry F_WAITJOB (cluster/waitjob.py).
 
 A frame that is short, long, of an unknown version, or whose payload does
 not add up to its length raises BusError; the link that sent it is
@@ -81,15 +83,18 @@ PUBLISH: Final = 16
 DEADJOB: Final = 17  # the job reached its delivery limit: to its dead-letter queue
 REVIVE: Final = 18  # the dead job is back in its queue
 QPOLICY: Final = 19  # a queue's delivery policy (QCONFIG), last writer wins
+WAITJOB: Final = 20  # a client waits on the job: tell me its state (aux 1), or no more (0)
+JOBSTATE: Final = 21  # the job's state here (aux: job.py's states, 4: no copy here)
 NAMES = ("PING", "PONG", "MEET", "FAIL", "REPLJOB", "GOTJOB", "ENQUEUE",
          "QUEUED", "SETACK", "WILLQUEUE", "GOTACK", "DELJOB", "NEEDJOBS",
-         "YOURJOBS", "WORKING", "PAUSE", "PUBLISH", "DEADJOB", "REVIVE", "QPOLICY")
+         "YOURJOBS", "WORKING", "PAUSE", "PUBLISH", "DEADJOB", "REVIVE", "QPOLICY",
+         "WAITJOB", "JOBSTATE")
 POLICY_TYPES = (DEADJOB, REVIVE, QPOLICY)  # only to peers with F_POLICIES
 
 GOSSIP_TYPES = (PING, PONG, MEET)
 JOBS_TYPES = (REPLJOB, YOURJOBS)
 JOBID_TYPES = (GOTJOB, ENQUEUE, QUEUED, SETACK, WILLQUEUE, GOTACK, DELJOB, WORKING,
-               DEADJOB, REVIVE)
+               DEADJOB, REVIVE, WAITJOB, JOBSTATE)
 QUEUE_TYPES = (NEEDJOBS, PAUSE)
 
 # mflags
@@ -105,6 +110,7 @@ F_FAIL: Final = 4
 F_NOADDR: Final = 8
 F_PUBSUB: Final = 16  # sender only: it reads PUBLISH frames (and ignores unknown types)
 F_POLICIES: Final = 32  # header only: the sender knows delivery policies
+F_WAITJOB: Final = 64  # header only: the sender answers WAITJOB (cluster/waitjob.py)
 
 _GOSSIP = struct.Struct("<40sHHHIB")
 _JOBID = struct.Struct("<40sI")

@@ -90,6 +90,16 @@ class NodeCollector(Collector):
         yield GaugeMetricFamily("trisque_idempotency_keys",
                                 "Idempotency keys indexed here (live jobs and tombstones)",
                                 value=len(node.idempotency))
+        waits = node.waits
+        yield GaugeMetricFamily("trisque_waitjob_waiting_clients",
+                                "Clients blocked in WAITJOB here", value=waits.clients_waiting())
+        yield GaugeMetricFamily("trisque_waitjob_watches",
+                                "Other nodes' WAITJOBs this node will answer (it holds the job)",
+                                value=waits.watches())
+        yield CounterMetricFamily("trisque_waitjob_acked", "WAITJOBs answered acked",
+                                  value=waits.acked_replies)
+        yield CounterMetricFamily("trisque_waitjob_timeouts", "WAITJOBs answered at their timeout",
+                                  value=waits.timeouts)
         yield GaugeMetricFamily("trisque_uptime_seconds", "Seconds since the node started",
                                 value=(node.now_ms() - stats.start_ms) / 1000)
         calls = CounterMetricFamily("trisque_commands", "Calls by command", labels=["command"])

@@ -350,6 +350,8 @@ class Ack(JobsById):
             # An ack for a job we never saw may still matter elsewhere: the
             # cluster keeps a "dummy ack" for IDs whose TTL digits are odd.
             node.acks.dummy_ack(job_id)
+            if node.waited:  # (an ack all the same, for WAITJOB here)
+                node.settle_waits(job_id, ACKED)
             return False
         if job.state != ACKED:
             node.ack(job)
@@ -361,6 +363,8 @@ class Ack(JobsById):
 class FastAck(JobsById):
     def act(self, node: Node, job_id: bytes, job: Job | None) -> bool:
         node.acks.fast_ack(job, job_id)
+        if node.waited:
+            node.settle_waits(job_id, ACKED)
         if job is None:
             return False
         node.delete_job(job)
@@ -560,6 +564,8 @@ def job_info(node: Node, job: Job) -> dict[str, Any]:
         info["idempotency-key"] = policy.idempotency_key
     if policy is not None and policy.priority:
         info["priority"] = policy.priority
+    if node.waited and (waiters := node.waits.waiters_of(job.id)):
+        info["waiters"] = waiters  # WAITJOBs here and on the nodes that asked us
     return info
 
 

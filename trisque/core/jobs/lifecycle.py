@@ -34,6 +34,7 @@ from .idempotency import IdempotencyIndex
 from .policy import Policy, QueuePolicy
 from . import policy as policy_codec
 from .queue import PAUSED_IN, PAUSED_OUT, QUEUE_OVERHEAD, Queue
+from .waits import UNKNOWN
 
 WILLQUEUE_ADVANCE_MS: Final = 500  # WILLQUEUE goes out this long before a requeue
 TIME_ERROR_MS: Final = 500  # requeue jitter: uniform in [-250, +250) ms
@@ -77,6 +78,7 @@ class JobLifecycle:
     _last_etime: int
     on_timers_changed: Callable[[], None] | None
     timer_wake_ms: int | None
+    waited: dict[bytes, Any]
 
     def __init__(self, node_id: str, clock: Callable[[], float],
                  rng: _random.Random | None, random_bytes: Callable[[int], bytes]) -> None:
@@ -89,6 +91,7 @@ class JobLifecycle:
         self.queues = {}  # name -> Queue
         self.queue_policies = {}  # name -> its QCONFIG defaults (policy.py)
         self.idempotency = IdempotencyIndex()  # ADDJOB ... IDEMPOTENCY keys
+        self.waited = {}  # job id -> its WAITJOB waits (node.py's waits.py)
         self.deadlines = Deadlines()
         # Where job IDs get their randomness: the OS, or a seeded generator
         # in the simulator so a run can be replayed.
@@ -203,6 +206,8 @@ class JobLifecycle:
             del jobs[job.id]
             self.memory_changed(-job.memory())
             self.deletions += 1
+            if self.waited:  # (empty but while someone uses WAITJOB)
+                self.settle_waits(job.id, UNKNOWN)  # gone (if it was acked, that settled first)
         if job._rare is not None:  # (see Job._rare)
             if job.waiter is not None:
                 self.replication.aborted(job)
@@ -623,6 +628,8 @@ class JobLifecycle:
         if job.held_only_by(self.id):
             # START-GC would free it at once, with nobody to tell (every
             # job of a lone node): straight there (~11% of an ACKJOB).
+            if self.waited:
+                self.settle_waits(job.id, ACKED)
             self.delete_job(job)
             return
         # No schedule in between: START-GC may free the job at once (a lone
@@ -632,6 +639,10 @@ class JobLifecycle:
         if job.id in self.jobs:
             self.schedule(job)
 
+    def settle_waits(self, job_id: bytes, state: int) -> None:
+        """The job was acked here, or its copy left: WAITJOB's waiters
+        hear it (node.py, jobs/waits.py); here nobody waits."""
+
     def mark_acked(self, job: Job, schedule: bool = True) -> None:
         """The job will never be queued again; GC will free it."""
         if job.state == QUEUED:
@@ -640,6 +651,8 @@ class JobLifecycle:
         job.qtime_ms = 0
         if job._rare is not None:  # (nodes_confirmed is None unless set)
             job.nodes_confirmed = None
+        if self.waited:
+            self.settle_waits(job.id, ACKED)
         if self.log_active:
             self.log.job_deleted(job)
             if job._rare is not None:
