@@ -21,8 +21,10 @@ ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def cluster():
+    # One cluster for both frameworks' tests (their queues and result keys
+    # differ); tests that kill a node build their own.
     c = build_cluster(3)
     yield c
     c.close()
@@ -83,10 +85,14 @@ class Workers:
         for proc in self.procs:
             if proc.poll() is None:
                 try:
-                    os.killpg(proc.pid, signal.SIGTERM)
+                    # SIGTERM to the worker's main process alone: it stops its
+                    # pool itself (a TERM to the whole group killed Celery's
+                    # pool children under it, and it then hung until SIGKILL)
+                    os.kill(proc.pid, signal.SIGTERM)
                     proc.wait(10)
                 except (ProcessLookupError, subprocess.TimeoutExpired):
-                    self.kill(proc)
+                    pass
+            self.kill(proc)  # children that outlived it
 
     def logs(self):
         return "\n".join(f"----- {p.log_path.name}\n{p.log_path.read_text(errors='replace')[-4000:]}"
