@@ -35,8 +35,8 @@ def test_tasks_results_countdown_retries_and_remote_control(cluster, workers, mo
     tasks = workers.load(TASKS, nodes, monkeypatch)
     start_worker(workers, nodes, "w1")
     try:
-        sent = [tasks.add.delay(i, i) for i in range(50)]
-        assert results(sent, 60) == [2 * i for i in range(50)]
+        sent = [tasks.add.delay(i, i) for i in range(200)]
+        assert results(sent, 60) == [2 * i for i in range(200)]
 
         started = time.monotonic()
         later = tasks.add.apply_async((1, 2), countdown=2)
@@ -93,11 +93,11 @@ def test_a_node_killed_while_tasks_flow_loses_no_task(workers, monkeypatch):
         nodes = node_urls(own)
         tasks = workers.load(TASKS, nodes, monkeypatch)
         start_worker(workers, nodes, "w1")
-        sent = [tasks.add.delay(i, 1) for i in range(50)]
+        sent = [tasks.add.delay(i, 1) for i in range(100)]
         own.kill(0)  # kill -9 of the node the clients prefer, tasks in flight
-        sent += [tasks.add.delay(i, 1) for i in range(50, 100)]
+        sent += [tasks.add.delay(i, 1) for i in range(100, 200)]
         try:
-            assert results(sent, 90) == [i + 1 for i in range(100)]
+            assert results(sent, 90) == [i + 1 for i in range(200)]
         except BaseException:
             print(workers.logs())
             own.print_logs()

@@ -27,9 +27,9 @@ def test_messages_results_delays_retries_and_dead_letters(cluster, workers, monk
     actors = workers.load(ACTORS, nodes, monkeypatch)
     start_worker(workers, nodes, "w1")
     try:
-        sent = [actors.add.send(i, i) for i in range(50)]
+        sent = [actors.add.send(i, i) for i in range(200)]
         assert [m.get_result(block=True, timeout=60_000) for m in sent] == \
-            [2 * i for i in range(50)]
+            [2 * i for i in range(200)]
 
         started = time.monotonic()
         later = actors.add.send_with_options(args=(1, 2), delay=2000)
@@ -73,12 +73,12 @@ def test_a_node_killed_while_messages_flow_loses_none(workers, monkeypatch):
         nodes = node_urls(own)
         actors = workers.load(ACTORS, nodes, monkeypatch)
         start_worker(workers, nodes, "w1")
-        sent = [actors.add.send(i, 1) for i in range(50)]
+        sent = [actors.add.send(i, 1) for i in range(100)]
         own.kill(0)
-        sent += [actors.add.send(i, 1) for i in range(50, 100)]
+        sent += [actors.add.send(i, 1) for i in range(100, 200)]
         try:
             assert [m.get_result(block=True, timeout=90_000) for m in sent] == \
-                [i + 1 for i in range(100)]
+                [i + 1 for i in range(200)]
         except BaseException:
             print(workers.logs())
             own.print_logs()
