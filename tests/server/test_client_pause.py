@@ -62,9 +62,11 @@ def test_all_pause_holds_reads_until_the_timeout(c, deferred):
     # Under ALL nobody can look (INFO is held too): a read sent after a
     # held write must see the write, so it was held behind it.
     c.set("k", "v")
-    c.execute_command("CLIENT", "PAUSE", 400, "ALL")
     writer, reader = deferred(), deferred()
-    writer.send_command("SET", "k", "new")
+    # one packet: the SET is held right after the PAUSE, before its OK is sent
+    writer.send_packed_command(writer.pack_commands(
+        [("CLIENT", "PAUSE", 500, "ALL"), ("SET", "k", "new")]))
+    assert writer.read_response() == b"OK"
     reader.send_command("GET", "k")
     # the pause ends by itself (the cron looks every 100 ms)
     assert writer.read_response() == b"OK"

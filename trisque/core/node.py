@@ -30,6 +30,7 @@ from .hooks import ClusterHooks, WaitHooks
 from .jobs.waits import Waits
 from .keyspace.blocking import KeyBlocking
 from .pubsub.channels import PubSub
+from .pubsub import keyspace_events
 from .admin.client_pause import ClientPause
 
 if TYPE_CHECKING:
@@ -290,7 +291,10 @@ class Node(JobLifecycle):
         """The handler, timed (INFO commandstats, SLOWLOG); its reply."""
         start = _PERF_NS()
         try:
-            reply = command.handler(self, client, argv)
+            if self.keyspace.notify_flags:
+                reply = keyspace_events.run_command(self, client, command, argv)
+            else:
+                reply = command.handler(self, client, argv)
         except CommandError as exc:
             reply = resp.error(exc.message)
         except Exception as exc:

@@ -309,6 +309,9 @@ DIRECTIVES = [
               doc="Bytes a stream node (Redis's listpack) may reach before entries go to a new node; 0: no limit."),
     Directive("stream-node-max-entries", "int", 100, low=0,
               doc="Entries a stream node may hold before a new one starts; 0: no limit."),
+    # keyspace notifications' classes (pubsub/keyspace_events.py checks them)
+    Directive("notify-keyspace-events", "str", "",
+              doc="Keyspace notification classes, Redis's letters (K E g $ l s h z x e t m d n A); empty: none."),
     Directive("slowlog-max-len", "int", 128, low=0,
               doc="Most entries SLOWLOG keeps."),
     Directive("latency-monitor-threshold", "int", 0, low=0,
@@ -419,6 +422,7 @@ class Config:
     stream_node_max_bytes: int
     stream_node_max_entries: int
     slowlog_max_len: int
+    notify_keyspace_events: str
     latency_monitor_threshold: int
     cluster_config_file: str
     cluster_node_timeout: int

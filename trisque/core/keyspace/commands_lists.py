@@ -108,6 +108,7 @@ def _log(node: Node, ks: Keyspace, db: Db, argv: list[bytes]) -> None:
     """``ks.log(db, *argv)`` with one call less when the AOF already
     stands in ``db`` (hot: every push and pop)."""
     if db.id == ks.aof_db and not ks.replaying:
+        ks.changes += 1  # (INFO's changes count, and what keyspace events look at)
         node.log.append_command(*argv)
     else:
         ks.log(db, *argv)

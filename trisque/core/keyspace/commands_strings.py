@@ -74,6 +74,8 @@ def set_(node: Node, client: Client, argv: list[bytes]) -> bytes | None:
     old = keys.get(key)
     if old is None:
         delta = KEY_OVERHEAD + len(key) + STRING_OVERHEAD + len(value)
+        if ks.notify_flags:
+            ks.created.append((db.id, key))  # (Keyspace.store's "new", inline)
     else:
         delta = STRING_OVERHEAD + len(value) - memory_of(old)
         if db.expires and db.remove_expire(key):

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Iterator
 
 from ...protocol import aof
 from ...protocol.errors import CommandError
+from ..pubsub import keyspace_events
 from .blocking import KeyBlocking
 from .db import Db
 from .encoding_limits import follow
@@ -61,6 +62,11 @@ class Keyspace:
         self.changes = 0
         self.lazyfree: list[dict[bytes, object]] = []  # flushed, freed by the cron
         self.blocking = KeyBlocking(node, databases)  # clients blocked on keys (BLPOP...)
+        # notify-keyspace-events as flags (0: off, nothing looked at), and
+        # the keys the running command created (pubsub/keyspace_events.py)
+        self.notify_flags = 0
+        self.created: list[tuple[int, bytes]] = []
+        keyspace_events.follow(self)
         follow(node.config)  # OBJECT ENCODING's bounds, from CONFIG
 
     # ------------------------------------------------------------ lookups
@@ -86,6 +92,8 @@ class Keyspace:
         self.delete(db, key)
         self.expired_keys += 1
         self.log(db, b"DEL", key)
+        if self.notify_flags:
+            keyspace_events.publish(self.node, keyspace_events.EXPIRED, b"expired", key, db.id)
 
     def ttl_ms(self, db: Db, key: bytes) -> int | None:
         return db.expires.get(key)
@@ -113,6 +121,8 @@ class Keyspace:
         self.node.memory_changed(delta)
         if db.watched:
             self.touched(db, key)
+        if old is None and self.notify_flags:
+            self.created.append((db.id, key))  # ("new": keyspace_events.py)
         if self.blocking.count:
             if old is None:
                 self.blocking.created(db, key)  # a client may wait for it (BLPOP...)
