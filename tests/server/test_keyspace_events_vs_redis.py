@@ -101,3 +101,55 @@ def test_config_like_redis(both, value):
         finally:
             conn.close()
     assert answers[0] == answers[1]
+
+
+BLOCKED = [
+    ([b"BLPOP", b"l1", b"l2", b"0"], [[b"RPUSH", b"l2", b"a"]]),
+    ([b"BRPOP", b"l1", b"0"], [[b"LPUSH", b"l1", b"a", b"b"]]),
+    ([b"BLMOVE", b"l1", b"l2", b"RIGHT", b"LEFT", b"0"], [[b"RPUSH", b"l1", b"a"]]),
+    ([b"BRPOPLPUSH", b"l1", b"l1", b"0"], [[b"RPUSH", b"l1", b"a"]]),
+    ([b"BLMPOP", b"0", b"2", b"l1", b"l2", b"LEFT", b"COUNT", b"3"],
+     [[b"RPUSH", b"l2", b"a", b"b"]]),
+    ([b"BZPOPMIN", b"z1", b"0"], [[b"ZADD", b"z1", b"1", b"a", b"2", b"b"]]),
+    ([b"BZPOPMAX", b"z1", b"0"], [[b"ZADD", b"z1", b"1", b"a"]]),
+    ([b"BZMPOP", b"0", b"1", b"z1", b"MAX", b"COUNT", b"5"], [[b"ZADD", b"z1", b"1", b"a"]]),
+    ([b"BLPOP", b"l1", b"0"],
+     [[b"MULTI"], [b"RPUSH", b"l1", b"a"], [b"DEL", b"l1"], [b"RPUSH", b"l1", b"b"], [b"EXEC"]]),
+]
+
+
+def run_blocked(port, blocked, writes):
+    """A client blocked on ``blocked`` served by ``writes``: the
+    subscriber's messages (the writes' and the served pop's), the
+    replies of both."""
+    admin, writer, blocker, sub = Conn(port), Conn(port), Conn(port), Conn(port)
+    try:
+        admin.send([b"FLUSHALL"], [b"CONFIG", b"SET", b"notify-keyspace-events", b"KEAn"],
+                   [b"PING", b"ready"])
+        admin.until(b"\r\nready\r\n")
+        sub.send([b"PSUBSCRIBE", b"__key*"], [b"SUBSCRIBE", b"sync"])
+        sub.until(b"$4\r\nsync\r\n:2\r\n")
+        blocker.send(blocked)
+
+        def blocked_now():
+            admin.send([b"INFO", b"clients"])
+            return b"blocked_clients:1" in admin.until(b"\r\n\r\n")
+        deadline = time.monotonic() + 10
+        while not blocked_now():
+            assert time.monotonic() < deadline, "never blocked"
+        writer.send(*writes, [b"PUBLISH", b"sync", b"end"], [b"PING", b"end"])
+        replies = writer.until(b"$3\r\nend\r\n")
+        events = sub.until(b"$3\r\nend\r\n")
+        blocker.send([b"PING", b"end"])
+        served = blocker.until(b"$3\r\nend\r\n")
+        return events, replies, served
+    finally:
+        admin.send([b"CONFIG", b"SET", b"notify-keyspace-events", b""])
+        for conn in (admin, writer, blocker, sub):
+            conn.close()
+
+
+@pytest.mark.parametrize("blocked, writes", BLOCKED, ids=[b[0][0].decode() for b in BLOCKED])
+def test_served_later_like_redis(both, blocked, writes):
+    got, want = (run_blocked(port, blocked, writes) for port in both)
+    assert got == want

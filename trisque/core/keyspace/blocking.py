@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Iterator
 from mypy_extensions import mypyc_attr
 
 from ...protocol import resp
+from ..pubsub import keyspace_events
 from .streams import Stream
 
 if TYPE_CHECKING:
@@ -69,6 +70,11 @@ class KeyWaiter:
         """Take what the command wanted from ``value`` (non-empty, of
         ``value_class``) at ``key``, log it, and return the reply."""
         raise NotImplementedError
+
+    def as_command(self, key: bytes) -> list[bytes]:
+        """The command that does what serving did at ``key`` (LPOP...),
+        for its keyspace events; [] for none."""
+        return []
 
     def cancel(self, node: Node, client: Client) -> None:
         node.keyspace.blocking.forget(client, self)
@@ -169,7 +175,10 @@ class KeyBlocking:
                         # emptied by those before, or deleted: only a group
                         # reader has something to hear (its stream is gone)
                         continue
-                    reply = waiter.offer(node, client, db, key, value)
+                    if ks.notify_flags:  # (its pop notifies: pubsub/keyspace_events.py)
+                        reply = keyspace_events.serve_waiter(node, client, waiter, db, key, value)
+                    else:
+                        reply = waiter.offer(node, client, db, key, value)
                     if reply is None:  # (a waiter for another type stays blocked)
                         continue
                     node.unblock(client)

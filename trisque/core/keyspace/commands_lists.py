@@ -553,6 +553,9 @@ class PopWaiter(KeyWaiter):
         ks.log(db, _POP_NAMES[self.left], key, b"%d" % len(items))
         return _mpop_reply(key, items)
 
+    def as_command(self, key: bytes) -> list[bytes]:
+        return [_POP_NAMES[self.left], key]
+
 
 class MoveWaiter(KeyWaiter):
     """BLMOVE/BRPOPLPUSH waiting for its source."""
@@ -576,6 +579,9 @@ class MoveWaiter(KeyWaiter):
         ks.log(db, b"LMOVE", key, self.dst, _SIDE_NAMES[self.left_from],
                _SIDE_NAMES[self.left_to])
         return _bulk(item)
+
+    def as_command(self, key: bytes) -> list[bytes]:
+        return [b"LMOVE", key, self.dst, _SIDE_NAMES[self.left_from], _SIDE_NAMES[self.left_to]]
 
 
 def _blocking_pop(node: Node, client: Client, keys: list[bytes], left: bool, count: int,

@@ -59,6 +59,9 @@ class ZPopWaiter(KeyWaiter):
         assert isinstance(value, ZSet)
         return _served(node, client, db, key, value, self.highest)
 
+    def as_command(self, key: bytes) -> list[bytes]:
+        return [b"ZPOPMAX" if self.highest else b"ZPOPMIN", key]
+
 
 def _bzpop(node: Node, client: Client, argv: list[bytes], highest: bool) -> bytes | None:
     """Redis's blockingGenericZpopCommand."""
@@ -145,6 +148,9 @@ class ZMPopWaiter(KeyWaiter):
     def serve(self, node: Node, client: Client, db: Db, key: bytes, value: object) -> bytes:
         assert isinstance(value, ZSet)
         return _mpop_served(node, client, db, key, value, self.highest, self.count)
+
+    def as_command(self, key: bytes) -> list[bytes]:
+        return [b"ZPOPMAX" if self.highest else b"ZPOPMIN", key]
 
 
 def _zmpop(node: Node, client: Client, keys: list[bytes], highest: bool, count: int,

@@ -22,11 +22,14 @@ How events are found, without touching every command:
 - The node looks at one int per command (``Keyspace.notify_flags``): with
   the option empty (the default) nothing else runs.
 
+- A blocked client served later (a BLPOP answered by another client's
+  push) notifies its pop as the same command run at once would
+  (``serve_waiter``), after the push's own events.
+
 Notifications are node-local, as Redis Cluster's: published to this
 node's subscribers only, never sent over the cluster bus.  Not emitted:
-events of a blocked client served later (a BLPOP answered by another
-client's push), "keymiss" (m is accepted), "evicted" (a node evicts no
-key), and module events.
+"keymiss" (m is accepted), "evicted" (a node evicts no key), module
+events, and the events of a blocked XREADGROUP when it is served.
 """
 
 from __future__ import annotations
@@ -158,6 +161,29 @@ def run_command(node: Node, client: Client, command: Command, argv: list[bytes])
         return reply
     events = entry.after(keyspace, db, argv, seen) if entry is not None else []
     _emit(node, client.db, events, created, entry is not None and entry.news_first)
+    return reply
+
+
+def serve_waiter(node: Node, client: Client, waiter: Any, db: Db, key: bytes,
+                 value: object) -> bytes | None:
+    """blocking.serve_ready's offer to a blocked client while notifications
+    are on: what the client's pop (or move) did notifies as the same
+    command run at once would (Redis's serveClientBlockedOnList...)."""
+    keyspace = node.keyspace
+    writes = keyspace.changes - keyspace.expired_keys
+    outer_created = keyspace.created
+    created: list[tuple[int, bytes]] = []
+    keyspace.created = created
+    try:
+        reply = waiter.offer(node, client, db, key, value)
+    finally:
+        keyspace.created = outer_created
+    if keyspace.changes - keyspace.expired_keys == writes and not created:
+        return reply
+    argv = waiter.as_command(key)
+    entry = EVENTS.get(argv[0].decode()) if argv else None
+    events = entry.after(keyspace, db, argv, None) if entry is not None else []
+    _emit(node, db.id, events, created, False)
     return reply
 
 
