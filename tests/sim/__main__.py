@@ -1,5 +1,5 @@
 """python -m tests.sim [--seeds N | --seed S] [--nodes K] [--faults P|all] [--jobs J]
-                     [--policies]
+                     [--policies] [--schedules]
 
 Runs simulated clusters and prints failing seeds with a one-line replay
 command; with --trace JOBID, what happened to that job.  --jobs runs seeds
@@ -19,13 +19,13 @@ from collections.abc import Iterable, Iterator
 from .faults import PROFILES
 from .run import replay_command, run_seed
 
-Task = tuple  # (seed, nodes, profile, work_ms, trace job or None, policies)
+Task = tuple  # (seed, nodes, profile, work_ms, trace job or None, policies, schedules)
 
 
 def _run_task(task: Task) -> dict:
-    seed, nodes, profile, work_ms, trace, policies = task
+    seed, nodes, profile, work_ms, trace, policies, schedules = task
     return run_seed(seed, nodes=nodes, profile=profile, work_ms=work_ms, trace_job=trace,
-                    policies=policies)
+                    policies=policies, schedules=schedules)
 
 
 def results(tasks: list[Task], jobs: int) -> Iterator[dict]:
@@ -53,6 +53,8 @@ def main(argv: Iterable[str] | None = None) -> int:
     parser.add_argument("--policies", action="store_true",
                         help="delivery limits, dead letters, backoff, NACK DELAY in use "
                              "(docs/lifecycle.md)")
+    parser.add_argument("--schedules", action="store_true",
+                        help="a periodic job firing every second (docs/schedules.md)")
     args = parser.parse_args(argv)
     if os.environ.get("PYTHONHASHSEED") != "0":
         # str hashing is randomised per process; fix it so a seed replays exactly.
@@ -62,7 +64,7 @@ def main(argv: Iterable[str] | None = None) -> int:
         range(args.first_seed, args.first_seed + args.seeds))
     tasks = [(seed, args.nodes,
               PROFILES[seed % len(PROFILES)] if args.faults == "all" else args.faults,
-              args.work_ms, args.trace, args.policies) for seed in seeds]
+              args.work_ms, args.trace, args.policies, args.schedules) for seed in seeds]
     started = time.monotonic()
     failures = 0
     totals: dict[str, list[int]] = {}
@@ -89,7 +91,7 @@ def main(argv: Iterable[str] | None = None) -> int:
             match = re.search(r"D-[0-9a-f]{8}-\S{24}-[0-9a-f]{4}", " ".join(result["violations"]))
             print("    replay:", replay_command(seed, args.nodes, profile,
                                                 match.group(0) if match else None,
-                                                args.policies))
+                                                args.policies, args.schedules))
         for line in result["trace"]:
             print("   ", line)
     print("\nprofile        runs deliveries duplicates dup-rate starved  lost violations")

@@ -7,14 +7,18 @@ from trisque.core.jobs.job import DUMMY_ACK
 
 from . import liveness
 from .faults import Faults
+from .schedules import ScheduleChecker
 from .workload import Workload
 from .world import World, frame_summary
 
 
 def run_seed(seed, nodes=5, profile="none", work_ms=15000, drain_ms=40000,
-             settle_ms=240000, trace_job=None, check_invariants=True, policies=False):
+             settle_ms=240000, trace_job=None, check_invariants=True, policies=False,
+             schedules=False):
     started = time.monotonic(), time.process_time()
     world = World(seed, nodes=nodes, check_invariants=check_invariants)
+    if schedules:
+        world.schedules = ScheduleChecker(world)
     trace = []
     if trace_job is not None:
         needle = trace_job.encode() if isinstance(trace_job, str) else trace_job
@@ -38,10 +42,14 @@ def run_seed(seed, nodes=5, profile="none", work_ms=15000, drain_ms=40000,
     workload = Workload(world, policies=policies, **faults.workload_options)
     faults.start(t0 + work_ms)
     workload.start(t0 + work_ms)
+    if world.schedules is not None:
+        world.schedules.add(workload.alive_nodes())
     _run_sampling(world, t0 + work_ms)
     faults.heal()
     healed_ms = world.now_ms
     workload.drain()
+    if world.schedules is not None:
+        world.schedules.delete(workload.alive_nodes())
     _run_sampling(world, t0 + work_ms + drain_ms)
     # Lost, never delivered and starved jobs are judged when the drain ends.
     checker.judge_deliveries()
@@ -55,6 +63,8 @@ def run_seed(seed, nodes=5, profile="none", work_ms=15000, drain_ms=40000,
         return all(s.alive and not s.node.jobs for s in world.nodes)
     world.run_until(world.now_ms + settle_ms, stop=settled)
     checker.judge_leaks()
+    if world.schedules is not None:
+        checker.violations += world.schedules.judge(profile == "none", nodes)
     return _result(world, seed, nodes, profile, started, trace)
 
 
@@ -76,13 +86,17 @@ def _result(world, seed, nodes, profile, started, trace):
                    wall_s=round(time.monotonic() - started[0], 2),
                    cpu_s=round(time.process_time() - started[1], 2),
                    violations=list(world.checker.violations), trace=trace)
+    if world.schedules is not None:
+        summary.update(world.schedules.summary())
     return summary
 
 
-def replay_command(seed, nodes, profile, job=None, policies=False):
+def replay_command(seed, nodes, profile, job=None, policies=False, schedules=False):
     line = f"python -m tests.sim --seed {seed} --nodes {nodes} --faults {profile}"
     if policies:
         line += " --policies"
+    if schedules:
+        line += " --schedules"
     if job:
         line += f" --trace {job}"
     return line

@@ -55,6 +55,9 @@ class ObservedNode(Node):
             self.world.checker.copy_added(self.index, job.id)
             if job._rare is not None and job.policy is not None and job.policy.idempotency_key:
                 self.world.checker.key_copy_added(self.index, job.id)
+                key = job.policy.idempotency_key
+                if self.world.schedules is not None and key.startswith(b"schedule:"):
+                    self.world.schedules.job_created(job.id, key)
         return added
 
     def unregister(self, job, *args, **kwargs):
@@ -101,7 +104,7 @@ class SimLog:
         self.disk += aof.deljob(job.id) + aof.loadjob(serialize(job, job.etime_ms))
 
     def append_command(self, *argv):
-        self.disk += aof.command(*argv)  # (QCONFIG STORE: the only one here)
+        self.disk += aof.command(*argv)  # (QCONFIG STORE, SCHEDULE STORE and FIRED)
 
     def info(self):
         return {"aof_enabled": 1}
@@ -247,6 +250,8 @@ class SimNode:
                 aof_load.replay_qconfig(node, argv, options)
             elif argv[0] == b"IDEMKEY":
                 aof_load.replay_idemkey(node, argv, options)
+            elif argv[0] == b"SCHEDULE":
+                aof_load.replay_schedule(node, argv, options)
             else:
                 aof_load.replay_deljob(node, argv, options)
         options.deferred.flush(node)
@@ -261,6 +266,8 @@ class SimNode:
             node.log.append_command(b"QCONFIG", name, b"STORE", b"%d" % entry.version_ms,
                                     entry.origin.encode(), policy_codec.encode(entry.policy))
         for records in aof_rewrite.tombstone_snapshot(node):  # idempotency keys
+            self.disk += records
+        for records in aof_rewrite.schedule_snapshot(node):  # periodic jobs
             self.disk += records
 
     def crash(self, keep_aof=True):
@@ -293,6 +300,8 @@ class SimNode:
         if self.stalled(self.cron, incarnation):
             return
         self.node.cron()
+        if self.world.schedules is not None:
+            self.world.schedules.node_cron(self.node)
         self.after_event()
         self.world.at(self.world.now_ms + CRON_MS, self.cron, incarnation)
 
@@ -515,6 +524,7 @@ class World:
         self.check_invariants = check_invariants
         self.network = Network(self)
         self.checker = Checker(self)
+        self.schedules = None  # a ScheduleChecker with --schedules (schedules.py)
         self.clients_with_output = []
         self.nodes = [SimNode(self, i) for i in range(nodes)]
         self.events_run = 0

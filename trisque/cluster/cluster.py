@@ -20,6 +20,7 @@ from ..core.hooks import ClusterHooks
 from ..core.jobs.commands_queues import set_paused
 from ..core.jobs import policy as policy_codec
 from ..core.jobs.policy import QueuePolicy
+from ..core.jobs import schedule as schedule_codec
 from ..core.node import Node
 from .acks import Acks
 from .bus_guard import BusGuard
@@ -98,6 +99,8 @@ class Cluster(ClusterHooks):
             bus.QPOLICY: lambda sender, msg: self._on_queue_policy(*msg.body),
             bus.WAITJOB: lambda sender, msg: self.waitjobs.on_waitjob(sender, msg.body),
             bus.JOBSTATE: lambda sender, msg: self.waitjobs.on_jobstate(sender, msg.body),
+            bus.SCHEDULE: lambda sender, msg: self._on_schedule(*msg.body),
+            bus.SCHEDFIRED: lambda sender, msg: self._on_schedule_fired(*msg.body),
         }
 
     def set_node_id(self, node_id: str) -> None:
@@ -166,6 +169,55 @@ class Cluster(ClusterHooks):
             return  # (a newer node's policy we cannot read: keep ours)
         self.node.apply_queue_policy(name, QueuePolicy(policy, version_ms, origin))
 
+    # ------------------------------- periodic jobs (core/jobs/schedules.py)
+
+    def schedule_changed(self, name: bytes) -> None:
+        for other in self.membership.others():
+            if other.schedules and not other.handshake:
+                self._send_schedules(other.id, [name], fired=False)
+
+    def schedule_fired(self, name: bytes, tick_ms: int, job_id: bytes) -> None:
+        frame = bus.schedule_fired(self.membership.header(), name, tick_ms, self.node.id,
+                                   job_id)
+        for other in self.membership.others():
+            if other.schedules and not other.handshake:
+                self.transport.send(other.id, frame)
+
+    def schedule_rank(self) -> int:
+        """Rank by ID among me and the peers I can talk to that know
+        schedules (a link down is enough: a killed node is passed over at
+        once, not after the failure detector's node timeout)."""
+        me = self.node.id
+        return sum(1 for other in self.membership.reachable
+                   if other.schedules and other.link_ok and other.id < me)
+
+    def _send_schedules(self, node_id: str, names: list[bytes], fired: bool = True) -> None:
+        """The schedules (and, with ``fired``, their last ticks: a node that
+        was away learns what fired meanwhile)."""
+        header = self.membership.header()
+        by_name = self.node.schedules.by_name
+        for name in names:
+            entry = by_name.get(name)
+            if entry is None:
+                continue
+            self.transport.send(node_id, bus.schedule(
+                header, name, entry.version_ms, entry.origin, schedule_codec.encode(entry)))
+            if fired and entry.fired_tick_ms:
+                self.transport.send(node_id, bus.schedule_fired(
+                    header, name, entry.fired_tick_ms, entry.fired_by, entry.fired_job))
+
+    def _on_schedule(self, version_ms: int, origin: str, name: bytes, raw: bytes) -> None:
+        try:
+            entry = schedule_codec.decode(name, raw, version_ms, origin)
+        except ValueError:
+            return  # (a newer node's schedule we cannot read: keep ours)
+        self.node.schedules.apply(entry)
+
+    def _on_schedule_fired(self, name: bytes, tick_ms: int, firer: str, job_id: bytes) -> None:
+        schedules = self.node.schedules
+        if schedules.mark_fired(name, tick_ms, firer, job_id):
+            schedules.ticks_heard += 1
+
     def hello_nodes(self) -> list[list[str]]:
         membership = self.membership
         nodes = sorted(membership.nodes.values(), key=lambda n: not n.myself)
@@ -209,6 +261,8 @@ class Cluster(ClusterHooks):
             self.replication.on_link_up(node_id)
             if node.policies:  # (a QCONFIG may have been missed while it was away)
                 self._send_queue_policies(node_id, list(self.node.queue_policies))
+            if node.schedules:  # (and schedules, and the ticks fired)
+                self._send_schedules(node_id, list(self.node.schedules.by_name))
 
     def link_down(self, node_id: str) -> None:
         node = self.membership.nodes.get(node_id)
@@ -235,6 +289,11 @@ class Cluster(ClusterHooks):
                 elif not peer.policies:
                     peer.policies = True  # it reads policies: it gets ours
                     self._send_queue_policies(peer.id, list(self.node.queue_policies))
+                if not msg.sender_flags & bus.F_SCHEDULES:
+                    peer.schedules = False  # an older node: it is sent no schedule
+                elif not peer.schedules:
+                    peer.schedules = True
+                    self._send_schedules(peer.id, list(self.node.schedules.by_name))
             return
         sender = self.membership.nodes.get(msg.sender)
         if sender is None or sender.handshake or sender.myself:

@@ -41,7 +41,7 @@ class ClusterNode:
                  "pfail", "fail", "leaving", "noaddr", "ping_sent_ms",
                  "pong_received_ms", "ctime_ms", "fail_reports", "link_ok",
                  "meet_pending", "link_since_ms", "ping_received_ms", "reads_publish",
-                 "policies", "waitjob")
+                 "policies", "waitjob", "schedules")
     id: str
     ip: str
     port: int
@@ -63,6 +63,7 @@ class ClusterNode:
     reads_publish: bool
     policies: bool
     waitjob: bool
+    schedules: bool
 
     def __init__(self, node_id: str, ip: str, port: int, bus_port: int, now_ms: int) -> None:
         self.id = node_id
@@ -82,6 +83,7 @@ class ClusterNode:
         self.link_ok = False  # our outgoing link to it is connected
         self.policies = False  # its frames say F_POLICIES (bus.py)
         self.waitjob = False  # its frames say F_WAITJOB: it answers WAITJOB
+        self.schedules = False  # its frames say F_SCHEDULES: it gets schedules
         self.meet_pending = False  # send MEET, not PING, on the next link
         self.link_since_ms = 0
         self.ping_received_ms = 0  # its last PING or MEET to us
@@ -160,7 +162,8 @@ class Membership:
         """Every frame's header: who I am and my flags, as of now."""
         me = self.myself
         # (in headers only, not gossip)
-        flags = me.wire_flags() | bus.F_PUBSUB | bus.F_POLICIES | bus.F_WAITJOB
+        flags = (me.wire_flags() | bus.F_PUBSUB | bus.F_POLICIES | bus.F_WAITJOB
+                 | bus.F_SCHEDULES)
         header = self._header
         if header is None or header.flags != flags or header.node_id != me.id.encode():
             header = self._header = bus.Header(me.id, me.port, me.bus_port, flags)

@@ -146,6 +146,18 @@ class ClusterHooks:
     def queue_policy_changed(self, queue_name: bytes) -> None:
         """QCONFIG set a queue's policy here: every other node hears it."""
 
+    def schedule_changed(self, name: bytes) -> None:
+        """SCHEDULE ADD/DEL here: every other node hears it."""
+
+    def schedule_fired(self, name: bytes, tick_ms: int, job_id: bytes) -> None:
+        """This node added the job of a schedule's tick: the others hear
+        it, so they do not add another (core/jobs/schedules.py)."""
+
+    def schedule_rank(self) -> int:
+        """My place by ID among myself and the reachable peers that know
+        schedules: 0 fires a tick first; alone, always 0."""
+        return 0
+
     def hello_nodes(self) -> list[list[str]]:
         """[id, ip, port, priority] for every node, myself first."""
         node = self.node

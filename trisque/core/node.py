@@ -24,6 +24,7 @@ from .jobs.job import QUEUED, Job
 from .jobs.job_reply import job_reply
 from .jobs.lifecycle import JobLifecycle
 from .jobs.queue import Queue
+from .jobs.schedules import Schedules
 from .command import Command
 from .admin.config import Config
 from .hooks import ClusterHooks, WaitHooks
@@ -72,6 +73,7 @@ class Node(JobLifecycle):
     error_counted: bool
     on_busy: Callable[[], None] | None
     on_log: Callable[[str, str], None] | None
+    schedules: Schedules
 
     def __init__(self, config: Config, node_id: str, clock: Callable[[], float],
                  rng: _random.Random | None = None, *, table: dict[bytes, Command],
@@ -109,6 +111,7 @@ class Node(JobLifecycle):
         self.scripting = None  # keyspace/scripting.py's Scripting, on first use
         # set by a script whose error reply was counted inside it (redis.call)
         self.error_counted = False
+        self.schedules = Schedules(self)  # periodic jobs (docs/schedules.md)
         self.on_busy = None  # shell hook: serve others while a script is too long
         self.on_log = None  # shell hook: (level name, text) to the server log
 
@@ -437,6 +440,7 @@ class Node(JobLifecycle):
         if self.config.timeout:
             self.close_idle_clients(now_ms)
         self.cluster.cron(now_ms)
+        self.schedules.cron(now_ms, self.config.schedule_grace_ms)
 
     def close_idle_clients(self, now_ms: int) -> None:
         """``timeout`` seconds without a request closes a client, unless it

@@ -10,6 +10,7 @@ this one (server/commands.py).
 from .command import Command, Commands, table_of
 from .admin import commands_server
 from .jobs import commands_jobs, commands_policies, commands_queues, commands_waitjob
+from .jobs import commands_schedules
 from .keyspace import commands_db, commands_hashes, commands_keys, commands_lists
 from .keyspace import commands_sets, commands_strings, commands_transactions
 from .keyspace import commands_zsets, commands_zsets_blocking, functions, scripting
@@ -34,6 +35,7 @@ KEYSPACE: tuple[Commands, ...] = (
 LISTS: tuple[Commands, ...] = (
     commands_jobs.COMMANDS, commands_queues.COMMANDS, commands_policies.COMMANDS,
     commands_waitjob.COMMANDS,
+    commands_schedules.COMMANDS,
     commands_server.COMMANDS, commands_pubsub.COMMANDS, *KEYSPACE)
 
 COMMANDS: dict[bytes, Command] = table_of(*LISTS)

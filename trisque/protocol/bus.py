@@ -22,6 +22,14 @@ Payloads (all integers little endian):
                mflags SHARD for SPUBLISH
     qpolicy    QPOLICY: version ms u64, origin id 40s, name length u32,
                name, the policy (core/jobs/policy.py) to the end
+    schedule   SCHEDULE: as QPOLICY, the schedule (core/jobs/schedule.py)
+               to the end
+    fired      SCHEDFIRED: tick ms u64, firer id 40s, job id 40s, name
+               length u32, name
+
+SCHEDULE and SCHEDFIRED (periodic jobs, docs/schedules.md) go only to
+peers whose frames carry F_SCHEDULES: a node from before them has no
+schedules and is sent none (it ignores the flag and the types anyway).
 
 DEADJOB, REVIVE and QPOLICY (delivery policies, docs/lifecycle.md) and a
 job record's policy go only to peers whose frames carry F_POLICIES: a node
@@ -85,10 +93,12 @@ REVIVE: Final = 18  # the dead job is back in its queue
 QPOLICY: Final = 19  # a queue's delivery policy (QCONFIG), last writer wins
 WAITJOB: Final = 20  # a client waits on the job: tell me its state (aux 1), or no more (0)
 JOBSTATE: Final = 21  # the job's state here (aux: job.py's states, 4: no copy here)
+SCHEDULE: Final = 22  # a periodic job's schedule (SCHEDULE ADD/DEL), last writer wins
+SCHEDFIRED: Final = 23  # a schedule's tick was fired: by whom, which job
 NAMES = ("PING", "PONG", "MEET", "FAIL", "REPLJOB", "GOTJOB", "ENQUEUE",
          "QUEUED", "SETACK", "WILLQUEUE", "GOTACK", "DELJOB", "NEEDJOBS",
          "YOURJOBS", "WORKING", "PAUSE", "PUBLISH", "DEADJOB", "REVIVE", "QPOLICY",
-         "WAITJOB", "JOBSTATE")
+         "WAITJOB", "JOBSTATE", "SCHEDULE", "SCHEDFIRED")
 POLICY_TYPES = (DEADJOB, REVIVE, QPOLICY)  # only to peers with F_POLICIES
 
 GOSSIP_TYPES = (PING, PONG, MEET)
@@ -111,11 +121,13 @@ F_NOADDR: Final = 8
 F_PUBSUB: Final = 16  # sender only: it reads PUBLISH frames (and ignores unknown types)
 F_POLICIES: Final = 32  # header only: the sender knows delivery policies
 F_WAITJOB: Final = 64  # header only: the sender answers WAITJOB (cluster/waitjob.py)
+F_SCHEDULES: Final = 128  # header only: the sender knows schedules (periodic jobs)
 
 _GOSSIP = struct.Struct("<40sHHHIB")
 _JOBID = struct.Struct("<40sI")
 _QUEUE = struct.Struct("<II")
 _QPOLICY = struct.Struct("<Q40sI")
+_FIRED = struct.Struct("<Q40s40sI")
 _U16 = struct.Struct("<H")
 _U32 = struct.Struct("<I")
 
@@ -229,6 +241,18 @@ def queue_policy(header: Header, name: bytes, version_ms: int, origin: str,
                   + name + policy)
 
 
+def schedule(header: Header, name: bytes, version_ms: int, origin: str,
+             record: bytes) -> bytes:
+    return _frame(header, SCHEDULE, _QPOLICY.pack(version_ms, origin.encode(), len(name))
+                  + name + record)
+
+
+def schedule_fired(header: Header, name: bytes, tick_ms: int, firer: str,
+                   job_id: bytes) -> bytes:
+    return _frame(header, SCHEDFIRED, _FIRED.pack(tick_ms, firer.encode(), job_id,
+                                                  len(name)) + name)
+
+
 def frame_length(buf: bytes | bytearray | memoryview, offset: int = 0,
                  max_frame: int = MAX_FRAME) -> int | None:
     """Length of the frame starting at ``offset`` once its header is in, or
@@ -309,7 +333,13 @@ def _decode_body(type_: int, payload: memoryview) -> Any:
         if 4 + clen > size:
             raise ValueError("truncated channel")
         return bytes(payload[4:4 + clen]), bytes(payload[4 + clen:])
-    if type_ == QPOLICY:
+    if type_ == SCHEDFIRED:
+        tick_ms, firer, job_id, nlen = _FIRED.unpack_from(payload)
+        _expect_end(_FIRED.size + nlen, size)
+        if not _valid_job_ids(job_id, 1):
+            raise ValueError("bad job id")
+        return (bytes(payload[_FIRED.size:]), tick_ms, _check_node_id(firer), job_id)
+    if type_ == QPOLICY or type_ == SCHEDULE:
         version_ms, origin, qlen = _QPOLICY.unpack_from(payload)
         end = _QPOLICY.size + qlen
         if end > size:

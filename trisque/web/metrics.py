@@ -100,6 +100,18 @@ class NodeCollector(Collector):
                                   value=waits.acked_replies)
         yield CounterMetricFamily("trisque_waitjob_timeouts", "WAITJOBs answered at their timeout",
                                   value=waits.timeouts)
+        schedules = node.schedules
+        yield GaugeMetricFamily("trisque_schedules", "Periodic job schedules (SCHEDULE ADD)",
+                                value=len(schedules.live()))
+        yield CounterMetricFamily("trisque_schedule_fires",
+                                  "Schedule ticks this node added the job for",
+                                  value=schedules.fired)
+        yield CounterMetricFamily("trisque_schedule_fire_errors",
+                                  "Schedule ticks whose job could not be added here",
+                                  value=schedules.fire_errors)
+        yield CounterMetricFamily("trisque_schedule_ticks_heard",
+                                  "Schedule ticks another node fired, heard over the bus",
+                                  value=schedules.ticks_heard)
         yield GaugeMetricFamily("trisque_uptime_seconds", "Seconds since the node started",
                                 value=(node.now_ms() - stats.start_ms) / 1000)
         calls = CounterMetricFamily("trisque_commands", "Calls by command", labels=["command"])

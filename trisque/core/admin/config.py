@@ -332,6 +332,9 @@ DIRECTIVES = [
               doc="Largest cluster bus frame accepted (a larger one closes its link); must exceed max-job-size plus 1mb."),
     Directive("cluster-bus-send-queue-limit", "memory", 256 * 1024**2, low=1024**2,
               doc="Bytes queued for a peer that does not read before its link is closed (it reconnects later)."),
+    # periodic jobs (docs/schedules.md): how long a backup node waits per rank
+    Directive("schedule-grace-ms", "int", 2000, low=10, high=3600_000,
+              doc="A periodic job's tick not heard fired after this many ms per rank (at most a quarter of the tick's interval) is fired by the next node in ID order."),
 ]
 BY_NAME = {d.name: d for d in DIRECTIVES}
 # Redis's old names
@@ -432,6 +435,7 @@ class Config:
     cluster_secret_accept: str
     cluster_bus_max_frame: int
     cluster_bus_send_queue_limit: int
+    schedule_grace_ms: int
 
     config_file: str | None
     on_change: dict[str, ChangeHook]

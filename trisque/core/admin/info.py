@@ -119,6 +119,7 @@ def section_fields(node: Node, name: str) -> list[InfoField] | None:
             ("waitjob_watches", node.waits.watches()),
             ("waitjob_acked", node.waits.acked_replies),
             ("waitjob_timeouts", node.waits.timeouts),
+            *node.schedules.info_fields(),
             ("expired_keys", node.keyspace.expired_keys),
             ("pubsub_channels", len(node.pubsub.channels)),
             ("pubsub_patterns", len(node.pubsub.patterns)),

@@ -26,6 +26,7 @@ from ...protocol import aof, jobcodec
 from ...core.jobs.deadlines import Deadlines
 from ...core.jobs.job import ACKED, ACTIVE, BCAST_WILLQUEUE, QUEUED, Job
 from ...core.jobs import policy as policy_codec
+from ...core.jobs import schedule as schedule_codec
 
 from ...shell import log
 from .load_progress import LoadProgress
@@ -229,8 +230,25 @@ def replay_idemkey(node, argv, options):
     node.key_tombstone(bytes(argv[1]), bytes(argv[2]), bytes(argv[3]), int(argv[4]))
 
 
+def replay_schedule(node, argv, options):
+    """SCHEDULE name STORE version origin schedule, or SCHEDULE name FIRED
+    tick node job-id: a periodic job's definition and its last tick
+    (core/jobs/schedules.py)."""
+    if len(argv) == 6 and argv[2] == b"STORE":
+        name = bytes(argv[1])
+        node.schedules.apply(schedule_codec.decode(
+            name, bytes(argv[5]), int(argv[3]), bytes(argv[4]).decode("ascii")), log=False)
+    elif len(argv) == 6 and argv[2] == b"FIRED":
+        node.schedules.mark_fired(bytes(argv[1]), int(argv[3]), bytes(argv[4]).decode("ascii"),
+                                  bytes(argv[5]), log=False)
+    else:
+        raise ValueError("SCHEDULE record: SCHEDULE name STORE version origin schedule "
+                         "| SCHEDULE name FIRED tick node job-id")
+
+
 REPLAY = {aof.LOADJOB: _replay_loadjob_argv, aof.DELJOB: replay_deljob,
-          b"QCONFIG": replay_qconfig, b"IDEMKEY": replay_idemkey}
+          b"QCONFIG": replay_qconfig, b"IDEMKEY": replay_idemkey,
+          b"SCHEDULE": replay_schedule}
 
 
 def load(node, path, truncate_ok, enqueue_once, progress=None):

@@ -27,6 +27,7 @@ import trio
 
 from ...core.jobs.job import ACTIVE, QUEUED
 from ...core.jobs import policy as policy_codec
+from ...core.jobs import schedule as schedule_codec
 from ...protocol import aof
 
 from ...shell import log
@@ -73,7 +74,21 @@ def tombstone_snapshot(node):
     return iter([b"".join(records)] if records else [])
 
 
-SNAPSHOT_SOURCES = [job_snapshot, queue_policy_snapshot, tombstone_snapshot]
+def schedule_snapshot(node):
+    """SCHEDULE STORE and FIRED records for every schedule (deleted ones
+    too: their tombstone keeps an older ADD from coming back)."""
+    records = []
+    for name, entry in list(node.schedules.by_name.items()):
+        records.append(aof.command(b"SCHEDULE", name, b"STORE", b"%d" % entry.version_ms,
+                                   entry.origin.encode(), schedule_codec.encode(entry)))
+        if entry.fired_tick_ms:
+            records.append(aof.command(b"SCHEDULE", name, b"FIRED", b"%d" % entry.fired_tick_ms,
+                                       entry.fired_by.encode(), entry.fired_job))
+    return iter([b"".join(records)] if records else [])
+
+
+SNAPSHOT_SOURCES = [job_snapshot, queue_policy_snapshot, tombstone_snapshot,
+                    schedule_snapshot]
 
 
 def write_all(fd, data):

@@ -1,0 +1,108 @@
+"""Periodic jobs in the simulator (``--schedules``, docs/schedules.md).
+
+The workload adds one schedule that fires every second into q0 when the
+work starts (``SCHEDULE ADD`` on a random node) and deletes it when the
+drain starts; its jobs are consumed and acked like the others, and are
+judged like ASYNC adds (liveness.py, leaks).  Its draws come from a
+generator of its own, so other campaigns replay unchanged.
+
+Rules, over the ticks from 1.5 s after the ADD was answered to 1.5 s
+before the DEL was sent (world time: the nodes' clocks agree but in the
+clockjump profile):
+
+- *once a tick* (the "none" profile: no fault): every tick got exactly one
+  job (one job ID for its key ``schedule:s1:<tick>``);
+- *at least once a tick* (every profile): a tick got no job although some
+  node held the schedule (learnt before the tick) and ran its cron, by its
+  own clock, after every rank's turn for that tick was over and before the
+  next tick (core/jobs/schedules.py: such a node fires the tick unless it
+  heard that another did, so no job means a broken rule).  Nodes down,
+  stalled or with a clock jumped past the tick do not count.
+"""
+
+import random
+
+from trisque.core.jobs.schedules import RANK_STEPS
+
+from .world import EPOCH_MS, SimClient
+
+NAME = b"s1"
+KEY_PREFIX = b"schedule:s1:"
+GAP_MS = 1000  # "* * * * * *": every second
+SCHEDULE_ADD = [b"SCHEDULE", b"ADD", NAME, b"* * * * * *", b"q0", b"tick",
+                b"RETRY", b"3", b"TTL", b"60"]
+TTL_MS = 60_000
+RETRY_S = 3
+MARGIN_MS = 1500
+
+
+class ScheduleChecker:
+    def __init__(self, world):
+        self.world = world
+        self.rng = random.Random(world.seed * 1000003 + 6)
+        self.jobs_by_tick = {}  # tick ms -> job ids created for it
+        self.crons = []  # (node clock ms, since ms) of crons run holding the schedule
+        self.added_ms = None
+        self.deleted_ms = None
+
+    # -------------------------------------------------------- the workload
+
+    def add(self, nodes):
+        client = SimClient(self.world, self.rng.choice(nodes))
+
+        def on_reply(reply):
+            if reply == b"OK":
+                self.added_ms = self.world.now_ms
+        client.call(list(SCHEDULE_ADD), on_reply)
+
+    def delete(self, nodes):
+        self.deleted_ms = self.world.now_ms
+        SimClient(self.world, self.rng.choice(nodes)).call(
+            [b"SCHEDULE", b"DEL", NAME], lambda reply: None)
+
+    # -------------------------------------------------------- observations
+
+    def job_created(self, job_id, key):
+        tick = int(key[len(KEY_PREFIX):])
+        ids = self.jobs_by_tick.setdefault(tick, set())
+        if job_id not in ids:
+            ids.add(job_id)
+            # judged as an ASYNC add: liveness, leaks, acked then delivered
+            self.world.checker.accepted(job_id, False, TTL_MS, RETRY_S)
+
+    def node_cron(self, node):
+        entry = node.schedules.by_name.get(NAME)
+        if entry is not None and not entry.deleted:
+            self.crons.append((node.now_ms(), entry.since_ms))
+
+    # -------------------------------------------------------------- rules
+
+    def judge(self, healthy, node_count):
+        if self.added_ms is None or self.deleted_ms is None:
+            return ["schedule: SCHEDULE ADD was not answered OK"] if self.deleted_ms else []
+        violations = []
+        first = (EPOCH_MS + self.added_ms + MARGIN_MS) // GAP_MS * GAP_MS + GAP_MS
+        last = EPOCH_MS + self.deleted_ms - MARGIN_MS
+        # every rank's turn is over by then (schedules.py: rank * gap / 8)
+        turns_over_ms = (node_count - 1) * (GAP_MS // RANK_STEPS)
+        crons = sorted(self.crons)
+        for tick in range(first, last + 1, GAP_MS):
+            fired = len(self.jobs_by_tick.get(tick, ()))
+            if healthy and fired != 1:
+                violations.append(f"schedule: tick {tick} got {fired} jobs in a healthy "
+                                  f"cluster (once a tick)")
+            elif not fired and self._coverable(crons, tick, turns_over_ms):
+                violations.append(f"schedule: tick {tick} got no job although a node "
+                                  f"holding the schedule ran after every rank's turn")
+        return violations
+
+    @staticmethod
+    def _coverable(crons, tick, turns_over_ms):
+        return any(tick + turns_over_ms < at < tick + GAP_MS and since <= tick
+                   for at, since in crons)
+
+    def summary(self):
+        ticks = len(self.jobs_by_tick)
+        return {"schedule_ticks": ticks,
+                "schedule_extra_jobs": sum(len(ids) for ids in self.jobs_by_tick.values())
+                - ticks}

@@ -1,0 +1,175 @@
+"""The node's schedules and the rule that fires them (docs/schedules.md).
+
+Every node keeps every schedule (replicated like QCONFIG: last writer wins)
+and what it last heard of each one's firing: the tick, the node, the job.
+
+The firing rule, run from the node's cron (every 100 ms, never awaiting):
+
+    ON CRON, for each live schedule S whose due tick T (the latest at or
+    before now, not before this node learnt S) is not known fired:
+      my rank R = my place among myself and the reachable peers that know
+      schedules, by node ID (0: the lowest ID);
+      IF now >= T + R * grace (grace = min(schedule-grace-ms, gap / 8),
+      gap = the time from T to the next tick):
+        add the tick's job: ADDJOB S.queue S.body 0 ASYNC
+        IDEMPOTENCY schedule:<name>:<T> and S's options (REPLICATE at
+        most what is reachable: a tick with fewer copies beats none);
+        mark T fired; tell every peer "S fired T" (bus SCHEDFIRED).
+    ON SCHEDFIRED S T: if T is after the last tick fired, mark it.
+
+So in a healthy cluster the lowest ID fires at T and the others hear it
+long before their turn: one job a tick.  With nodes down, the lowest
+reachable ID fires; a rank-1 node fires after one grace if it heard
+nothing (the rank-0 node died at T, or has not got the schedule yet).  A
+node that just started waits a grace before firing anything, so that it
+hears its peers first.  Two fires for one tick collapse into one job on
+any node that holds a copy of the first (the idempotency key).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+from ...protocol import resp
+from ...protocol.errors import CommandError
+from .schedule import Schedule, encode
+
+if TYPE_CHECKING:
+    from ..client import Client
+    from ..node import Node
+
+FIRED_TICKS_KEPT: Final = 16  # per schedule: ticks fired, latest ones
+RANK_STEPS: Final = 8  # a rank waits at most a gap / 8 more than the one before
+
+
+class Schedules:
+    """``node.schedules``: name -> Schedule, tombstones included."""
+
+    def __init__(self, node: Node) -> None:
+        self.node = node
+        self.by_name: dict[bytes, Schedule] = {}
+        self.memory = 0
+        self.fired = 0  # ticks this node added a job for (INFO schedule_fires)
+        self.fire_errors = 0  # ticks whose ADDJOB failed here (NOREPL, OOM, ...)
+        self.ticks_heard = 0  # ticks another node fired, heard over the bus
+        self.started_ms = node.now_ms()
+        self._client: Client | None = None
+
+    def live(self) -> list[Schedule]:
+        return [s for s in self.by_name.values() if not s.deleted]
+
+    def apply(self, entry: Schedule, log: bool = True) -> bool:
+        """Adopt a schedule (SCHEDULE here, a peer's, the AOF's) if newer
+        than ours; its firing history stays ours (a newer definition of the
+        same name keeps counting ticks where the old one was)."""
+        old = self.by_name.get(entry.name)
+        if not entry.newer_than(old):
+            return False
+        if old is not None:
+            entry.fired_tick_ms, entry.fired_by, entry.fired_job = (
+                old.fired_tick_ms, old.fired_by, old.fired_job)
+            entry.fired_ticks = old.fired_ticks
+            entry.since_ms = old.since_ms if not old.deleted else self.node.now_ms()
+            self._account(-old.memory())
+        else:
+            entry.since_ms = self.node.now_ms()
+        self.by_name[entry.name] = entry
+        self._account(entry.memory())
+        if log:
+            self.node.log.append_command(b"SCHEDULE", entry.name, b"STORE",
+                                         b"%d" % entry.version_ms, entry.origin.encode(),
+                                         encode(entry))
+        return True
+
+    def mark_fired(self, name: bytes, tick_ms: int, by: str, job_id: bytes,
+                   log: bool = True) -> bool:
+        """Tick ``tick_ms`` of ``name`` was fired (here, by a peer, in the
+        AOF); false if we knew that already."""
+        entry = self.by_name.get(name)
+        if entry is None:
+            return False
+        ticks = entry.fired_ticks
+        if tick_ms in ticks or (len(ticks) >= FIRED_TICKS_KEPT and tick_ms < ticks[0]):
+            return False
+        ticks.append(tick_ms)
+        ticks.sort()
+        if len(ticks) > FIRED_TICKS_KEPT:
+            del ticks[0]
+        if tick_ms > entry.fired_tick_ms:
+            entry.fired_tick_ms, entry.fired_by, entry.fired_job = tick_ms, by, job_id
+        if log:
+            self.node.log.append_command(b"SCHEDULE", name, b"FIRED", b"%d" % tick_ms,
+                                         by.encode(), job_id)
+        return True
+
+    def _account(self, delta: int) -> None:
+        self.memory += delta
+        self.node.memory_changed(delta)
+
+    # ------------------------------------------------------------ firing
+
+    def cron(self, now_ms: int, grace_ms: int) -> None:
+        if not self.by_name:
+            return
+        rank = -1
+        for entry in self.by_name.values():
+            if entry.deleted:
+                continue
+            tick = entry.due_tick(now_ms)
+            if not tick or tick < entry.since_ms or tick in entry.fired_ticks:
+                continue
+            if rank < 0:
+                rank = self.node.cluster.schedule_rank()
+                if now_ms - self.started_ms < grace_ms:
+                    rank = max(rank, 1)  # just started: let the others speak first
+            wait_ms = rank * min(grace_ms, entry.gap_ms() // RANK_STEPS)
+            if now_ms >= tick + wait_ms:
+                self.fire(entry, tick)
+
+    def fire(self, entry: Schedule, tick_ms: int) -> None:
+        node = self.node
+        argv = [b"ADDJOB", entry.queue, entry.body, b"0"]
+        options = entry.options
+        wanted = min(3, node.cluster_size)
+        i = 0
+        while i < len(options):
+            if options[i] == b"REPLICATE":
+                wanted = int(options[i + 1])
+                i += 2
+                continue
+            argv.append(options[i])
+            i += 1
+        # A tick with fewer copies beats no job: never more than reachable.
+        replicate = max(1, min(wanted, node.cluster.reachable_count() + 1))
+        argv += [b"REPLICATE", b"%d" % replicate, b"ASYNC",
+                 b"IDEMPOTENCY", entry.idempotency_key(tick_ms)]
+        client = self._client
+        if client is None:
+            from ..client import Client
+            client = self._client = Client(0, "schedule", "", now_ms=tick_ms)
+        command = node.table[b"ADDJOB"]
+        try:
+            reply = command.handler(node, client, argv)
+        except CommandError:
+            reply = b"-"
+        if type(reply) is not bytes or not reply.startswith(b"+"):
+            self.fire_errors += 1
+            return  # (tried again next cron: the tick stays due)
+        job_id = reply[1:-2]
+        self.fired += 1
+        self.mark_fired(entry.name, tick_ms, node.id, job_id)
+        node.cluster.schedule_fired(entry.name, tick_ms, job_id)
+
+    # ------------------------------------------------------------ reports
+
+    def info_fields(self) -> list[tuple[str, int]]:
+        return [("schedules", len(self.live())), ("schedule_fires", self.fired),
+                ("schedule_fire_errors", self.fire_errors),
+                ("schedule_ticks_heard", self.ticks_heard)]
+
+    def show(self, name: bytes, proto: int) -> bytes:
+        entry = self.by_name.get(name)
+        if entry is None or entry.deleted:
+            return resp.null_array(proto)
+        entry.due_tick(self.node.now_ms())
+        return resp.encode(entry.fields(), proto)
