@@ -29,7 +29,7 @@ from ..protocol import bus, errors, resp
 from ..protocol.jobcodec import JobFields
 from ..core.jobs import policy as policy_codec
 from ..core.client import Client, PendingReply
-from ..core.jobs.job import (ACTIVE, BCAST_QUEUED, BCAST_WILLQUEUE,
+from ..core.jobs.job import (ACKED, ACTIVE, BCAST_QUEUED, BCAST_WILLQUEUE,
                                WAIT_REPL, Job, serialize)
 from ..core.hooks import ReplicationHooks
 from ..core.jobs.lifecycle import WILLQUEUE_ADVANCE_MS
@@ -235,6 +235,11 @@ class Replication(ReplicationHooks):
         them REPLJOB; with ``resend``, also every holder that has not confirmed
         (the record lists all holders, so they learn about each other)."""
         node = self.node
+        if job.state == ACKED:
+            # Acked while its ADDJOB still waits for copies: its record
+            # would make a live copy of a job already done (SETACK spreads
+            # acks, never REPLJOB).
+            return 0
         new: tuple[str, ...] = ()
         if count > 0:
             delivered = job.nodes_delivered
@@ -401,6 +406,8 @@ class Replication(ReplicationHooks):
         now_ms = self.node.now_ms()
         for job in list(replicating.values()):
             confirmed = job.nodes_confirmed or ()
+            if job.state == ACKED:
+                continue  # (as add_nodes: no live copy of an acked job)
             if node_id in job.nodes_delivered and node_id not in confirmed:
                 record = serialize(job, max(1, job.etime_ms - now_ms))
                 self.outbox.send_job(node_id, bus.REPLJOB, record)
