@@ -104,3 +104,17 @@ def test_errors(core):
     assert is_error(core("SCHEDULE", "SHOW"), "ERR syntax error")
     assert core("SCHEDULE", "LIST") == []
     assert core.node.schedules.memory == 0
+
+
+def test_the_dashboard_lists_schedules(core):
+    import json
+
+    from trisque.web.overview import overview
+    core.now = 1_700_000_000.5
+    core("SCHEDULE", "ADD", "s", "*/2 * * * * *", "q", "b")
+    run_cron(core, 2)
+    data = json.loads(json.dumps(overview(core.node)))
+    assert data["schedules"] == [{"name": "s", "cron": "*/2 * * * * *", "queue": "q",
+                                  "next_tick_ms": 1_700_000_004_000,
+                                  "last_tick_ms": 1_700_000_002_000,
+                                  "last_node": core.node.id}]

@@ -107,7 +107,7 @@ class NodeCollector(Collector):
                                   "Schedule ticks this node added the job for",
                                   value=schedules.fired)
         yield CounterMetricFamily("trisque_schedule_fire_errors",
-                                  "Schedule ticks whose job could not be added here",
+                                  "Tries to add a schedule tick's job that failed here",
                                   value=schedules.fire_errors)
         yield CounterMetricFamily("trisque_schedule_ticks_heard",
                                   "Schedule ticks another node fired, heard over the bus",

@@ -201,3 +201,21 @@ def replication(node: Any) -> list[ReplicationView]:
         out.append(ReplicationView(peer_id, peer.address(), latency.count,
                                    latency.sum_ms / 1e3, buckets))
     return out
+
+
+TOP_SCHEDULES = 20  # the dashboard lists this many schedules, by name
+
+
+def schedules(node: Any, top: int = TOP_SCHEDULES) -> list[dict[str, Any]]:
+    """The live schedules (docs/schedules.md): definition, next tick and
+    the latest tick fired with the node that fired it."""
+    now_ms = node.now_ms()
+    views = []
+    for entry in sorted(node.schedules.live(), key=lambda e: e.name)[:top]:
+        entry.due_tick(now_ms)
+        views.append({"name": entry.name.decode("utf-8", "replace"),
+                      "cron": entry.expr.decode("ascii", "replace"),
+                      "queue": entry.queue.decode("utf-8", "replace"),
+                      "next_tick_ms": entry.next_ms, "last_tick_ms": entry.fired_tick_ms,
+                      "last_node": entry.fired_by})
+    return views

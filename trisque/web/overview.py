@@ -29,6 +29,7 @@ def overview(node: Any) -> dict[str, Any]:
         "registered_jobs": len(node.jobs),
         "queues": [asdict(q) for q in node_view.queues(node)],
         "dead_letters": asdict(dead_letters(node)),
+        "schedules": node_view.schedules(node),
         # the page offers REVIVE and DELJOB only where the port asks for a
         # password (job_actions.py)
         "job_actions": bool(node.config.requirepass),

@@ -50,7 +50,7 @@ class Schedules:
         self.by_name: dict[bytes, Schedule] = {}
         self.memory = 0
         self.fired = 0  # ticks this node added a job for (INFO schedule_fires)
-        self.fire_errors = 0  # ticks whose ADDJOB failed here (NOREPL, OOM, ...)
+        self.fire_errors = 0  # tries whose ADDJOB failed here (a paused queue, ...)
         self.ticks_heard = 0  # ticks another node fired, heard over the bus
         self.started_ms = node.now_ms()
         self._client: Client | None = None

@@ -128,6 +128,9 @@ function render(data) {
   document.querySelectorAll("#queues tbody tr").forEach((tr, i) => {
     tr.dataset.queue = data.queues[i].name;
   });
+  fillRows(document.querySelector("#schedules tbody"), data.schedules.map(s =>
+    [s.name, s.cron, s.queue, when(s.next_tick_ms),
+     s.last_tick_ms ? when(s.last_tick_ms) : "–", s.last_node ? s.last_node.slice(0, 8) : "–"]));
   fillRows(document.querySelector("#slow tbody"),
     data.slow_commands.map(c => [c.name, c.calls, c.usec_per_call]));
   const aof = data.aof;
