@@ -2,6 +2,7 @@
 
     python -m bench.instructions [-n N]            # microseconds per command
     python -m bench.instructions --callgrind       # instructions per command
+    python -m bench.instructions --callgrind --policies  # per job cycle, by kind
 
 A node core with the real cluster hooks (no peers) runs N pipelined
 requests of each kind, 16 at a time as redis-benchmark -P 16 sends them:
@@ -11,6 +12,11 @@ clients' acks arrive).  Timings move with the machine's load; instruction
 counts (valgrind's callgrind, Debian package ``valgrind``) do not, so the
 changes in bench/README.md are measured with ``--callgrind``: each count
 is the difference between runs with and without that phase, divided by N.
+
+``--policies`` compares the cost of one job's ADDJOB + GETJOB + ACKJOB by
+kind (issue 28's budget: a job with a delivery limit and a priority costs at
+most 10% more than a plain one): plain, with ``MAXDELIVERIES 5 PRIORITY 7``
+on ADDJOB, and plain ADDJOBs in a queue whose QCONFIG sets the same.
 """
 
 import argparse
@@ -31,6 +37,11 @@ from trisque.shell import collector
 from .client import encode
 
 PHASES = ("PING", "ADDJOB", "GETJOB", "ACKJOB")
+# The kinds of job --policies compares: ADDJOB's extra options, and the
+# QCONFIG SET options of the queue (set before any phase, in every run).
+KINDS = {"plain": ((), ()),
+         "options": (("MAXDELIVERIES", 5, "PRIORITY", 7), ()),
+         "qconfig": ((), ("MAXDELIVERIES", 5, "PRIORITY", 7))}
 
 
 def run(node, client, requests, pipeline=16):
@@ -47,20 +58,36 @@ def run(node, client, requests, pipeline=16):
     return time.perf_counter() - start
 
 
-def measure(n, phases, shuffle):
-    """Microseconds per command of each phase run (up to the last of
-    ``phases``; the requests of every phase are built either way)."""
-    collector.tune()  # as trisque-server runs
+def setup(n, kind="plain"):
+    """A node core with the cluster hooks, a client, and the requests of
+    each phase (ADDJOB's for jobs of ``kind``, see ``KINDS``)."""
     node = Node(Config(), "a" * 40, time.time, table=COMMANDS)
     Cluster(node, Transport(), "127.0.0.1", 7711, 17711)
     client = node.add_client()
+    options, queue_options = KINDS[kind]
+    if queue_options:
+        node.execute(client, [b"QCONFIG", b"q", b"SET"] + [str(o).encode()
+                                                         for o in queue_options])
+        client.out.clear()
     requests = {"PING": [encode("PING")] * n,
-                "ADDJOB": [encode("ADDJOB", "q", b"%012d" % i, 0) for i in range(n)],
+                "ADDJOB": [encode("ADDJOB", "q", b"%012d" % i, 0, *options)
+                           for i in range(n)],
                 "GETJOB": [encode("GETJOB", "NOHANG", "FROM", "q")] * n}
+    return node, client, requests
+
+
+def measure(n, phases, shuffle, kind="plain"):
+    """Microseconds per command of each phase run (up to the last of
+    ``phases``; the requests of every phase are built either way)."""
+    collector.tune()  # as trisque-server runs
+    node, client, requests = setup(n, kind)
     result = {}
     for phase in PHASES:
-        if phase == "ACKJOB" and ("ACKJOB" in phases or "ACKREQ" in phases):
+        if phase == "ACKJOB" and ("ACKJOB" in phases or "ACKREQ" in phases
+                                  or "NOJOBS" in phases):
             ids = [job.id for job in node.jobs.values()]
+            if "NOJOBS" in phases:  # a cycle's base: as many requests, no jobs
+                ids = [b"D-00000000-%024d-0000" % i for i in range(n)]
             if shuffle:
                 rng = random.Random(1)
                 for i in range(0, len(ids), 100):
@@ -85,11 +112,11 @@ def instructions(argv):
     raise RuntimeError(out[-3000:])
 
 
-def callgrind(n, shuffle):
+def callgrind(n, shuffle, kind="plain"):
     """Instructions per command of each phase."""
     def total(upto):
         argv = [sys.executable, "-m", "bench.instructions", "-n", str(n),
-                "--phases", ",".join(upto)]
+                "--phases", ",".join(upto), "--kind", kind]
         if shuffle:
             argv.append("--shuffle")
         return instructions(argv)
@@ -102,16 +129,54 @@ def callgrind(n, shuffle):
             "GETJOB": (get - add) / n, "ACKJOB": (ack - ackreq) / n}
 
 
+def cycle_costs(n, shuffle, callgrind_on):
+    """ADDJOB + GETJOB + ACKJOB of one job, by kind (``KINDS``):
+    instructions (callgrind: a run of the three phases less a run that
+    only builds the same requests, two runs a kind) or microseconds."""
+    costs = {}
+    for kind in KINDS:
+        if callgrind_on:
+            def total(upto):
+                return instructions([sys.executable, "-m", "bench.instructions", "-n", str(n),
+                                     "--phases", ",".join(upto), "--kind", kind]
+                                    + (["--shuffle"] if shuffle else []))
+            costs[kind] = (total(("ADDJOB", "GETJOB", "ACKJOB")) - total(("NOJOBS",))) / n
+        else:
+            per = measure(n, PHASES[1:], shuffle, kind)
+            costs[kind] = per["ADDJOB"] + per["GETJOB"] + per["ACKJOB"]
+    return costs
+
+
+def cycle_report(costs, n, callgrind_on):
+    unit = "instructions" if callgrind_on else "us"
+    plain = costs["plain"]
+    lines = [f"ADDJOB + GETJOB + ACKJOB of one job, {n} jobs of each kind, "
+             f"pipelined 16 at a time ({unit})",
+             f"  {'kind':8} {'cycle':>10}  vs plain"]
+    for kind, cycle in costs.items():
+        lines.append(f"  {kind:8} {cycle:10,.{0 if callgrind_on else 2}f}  {cycle / plain:8.3f}")
+    return "\n".join(lines)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m bench.instructions")
     parser.add_argument("-n", type=int, default=None)
     parser.add_argument("--callgrind", action="store_true")
     parser.add_argument("--shuffle", action="store_true",
                         help="ack in a shuffled order (blocks of 100)")
+    parser.add_argument("--policies", action="store_true",
+                        help="a job cycle's cost: plain, with MAXDELIVERIES 5 PRIORITY 7, "
+                             "in a queue with that QCONFIG")
     parser.add_argument("--phases", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--kind", default="plain", choices=KINDS, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.phases is not None:  # one run under callgrind
-        measure(args.n, args.phases.split(",") if args.phases else (), args.shuffle)
+        measure(args.n, args.phases.split(",") if args.phases else (), args.shuffle,
+                args.kind)
+        return
+    if args.policies:
+        n = args.n or (10000 if args.callgrind else 100000)
+        print(cycle_report(cycle_costs(n, args.shuffle, args.callgrind), n, args.callgrind))
         return
     if args.callgrind:
         n = args.n or 10000

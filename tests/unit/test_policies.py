@@ -249,6 +249,20 @@ def test_only_jobs_with_options_or_queue_defaults_make_a_policy(core):
     assert _policies_made(core, "ADDJOB", "plain", "x", 0, "PRIORITY", 7) >= 1
 
 
+def test_a_job_with_options_makes_one_policy(core):
+    """Without queue defaults, the Policy ADDJOB parses its options into is
+    the job's: one per job, not a second copy."""
+    assert _policies_made(core, "ADDJOB", "q", "x", 0, "MAXDELIVERIES", 5, "PRIORITY", 7) == 1
+    job_id = core("ADDJOB", "q", "x", 0, "MAXDELIVERIES", 5, "PRIORITY", 7)
+    assert core.show(job_id)["max-deliveries"] == 5
+    # with defaults, the job gets its own copy: the queue's stays as set
+    assert core("QCONFIG", "q", "SET", "MAXDELIVERIES", 2, "DEADLETTER", "graves") == b"OK"
+    job_id = core("ADDJOB", "q", "x", 0, "MAXDELIVERIES", 5)
+    assert core.show(job_id)["max-deliveries"] == 5
+    assert core.show(job_id)["dead-letter"] == b"graves"
+    assert core("QCONFIG", "q", "GET")[:2] == [b"max-deliveries", 2]
+
+
 def test_policy_travels_in_the_job_record():
     from trisque.core.jobs.job import Job
     job = Job(b"D-01234567-0123456789abcdefghijklmn-05a1", b"q", b"body", 1, 1,

@@ -187,8 +187,13 @@ def addjob(node: Node, client: Client, argv: list[bytes]) -> Any:
 def job_policy(job: Job, default: QueuePolicy | None, given: Policy | None) -> None:
     """The job's policy: its queue's defaults (QCONFIG), overridden by the
     options ADDJOB was given.  None if that says nothing."""
-    policy = default.policy.copy() if default is not None else Policy()
-    if given is not None:
+    if default is None or default.is_reset():
+        # Only the options: ``given`` is this ADDJOB's own, so the job keeps
+        # it (no copy: a job with options pays for one Policy, not two).
+        policy = given if given is not None else Policy()
+    else:
+        policy = default.policy.copy()
+    if given is not None and policy is not given:
         if given.max_deliveries:
             policy.max_deliveries = given.max_deliveries
         if given.dead_letter:
