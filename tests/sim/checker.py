@@ -38,10 +38,29 @@ Idempotent adds (docs/lifecycle.md, ``--policies`` too):
   that never held one may create a second job: not a violation; nor may
   one whose copy came without the key (sent before the sender heard from
   it since it came back: the mixed-cluster rule, docs/lifecycle.md).
+
+WAITJOB (docs/lifecycle.md, ``--policies`` too):
+- *waitjob acked*: a WAITJOB answered ``acked`` for a job no ACKJOB or
+  FASTACK was sent for before the answer;
+- *waitjob null*: a WAITJOB answered a null before its timeout (every
+  node said it holds no copy) while a node held an un-acked copy (jobs
+  with a RETRY: an at-most-once job moved by federation is between nodes
+  for a moment).  At the timeout a null only says that no copy answered
+  (a partition);
+- *waitjob missed*: after the heal, a WAITJOB started before an ACKJOB of
+  its job was answered, still not answered ``acked`` WAIT_MISSED_MS after
+  that ACKJOB's answer (jobs with a RETRY, the TTL not over; FASTACK's
+  best effort and an at-most-once job acked on a non-holder, which no
+  holder hears of, are not judged).
 """
 
 from trisque.protocol import aof
 from trisque.core.jobs.job import ACKED, deserialize
+
+# An ACKJOB reaches the waiting node within a few bus round trips and one
+# re-ask (cluster/waitjob.py: every 1 s); stalled nodes (load.py: up to
+# 2.5 s) delay both.
+WAIT_MISSED_MS = 6000
 
 
 class JobRecord:
@@ -50,7 +69,7 @@ class JobRecord:
                  "fastacked", "created_ms",
                  "deliveries", "expected_redeliveries", "acked_ms",
                  "full_ack_ms", "duplicates", "max_deliveries", "own_deliveries",
-                 "dead_deliveries", "copies")
+                 "dead_deliveries", "copies", "ack_sent_ms")
 
     def __init__(self, job_id):
         self.id = job_id
@@ -71,6 +90,7 @@ class JobRecord:
         self.own_deliveries = 0  # from its own queue
         self.dead_deliveries = 0  # from a dead-letter queue
         self.copies = 0  # copies it had: a node's every new one counts
+        self.ack_sent_ms = None  # the first ACKJOB or FASTACK sent for it
 
     def expires_ms(self) -> int:
         """When its TTL ends: counted from its creation, which may come
@@ -99,6 +119,8 @@ class Checker:
         self.wiped_disk_ms = {}  # node index -> when its disk was last wiped
         self.key_copies = {}  # job id -> {node index: when it got a copy with its key}
         self.keyed_retries = [0, 0]  # retries sent to a holder, to a non-holder
+        self.healed_ms = None  # when the faults were healed (run.py)
+        self.waits = [0, 0, 0]  # WAITJOBs answered acked, null, with a state
 
     # --------------------------------------------------- idempotent adds
 
@@ -134,6 +156,40 @@ class Checker:
                 f"idempotency: ADDJOB with key {key.decode()} to node {index}, which held "
                 f"a copy of {sorted(j.decode() for j in known)}, created "
                 f"{answer.decode()} at {self.world.now_ms} ms")
+
+    # ------------------------------------------------------------ WAITJOB
+
+    def ack_sent(self, job_id):
+        rec = self.record(job_id)
+        if rec.ack_sent_ms is None:
+            rec.ack_sent_ms = self.world.now_ms
+
+    def wait_answered(self, job_id, index, started_ms, timed_out, reply):
+        """WAITJOB ``job_id`` on node ``index`` since ``started_ms`` got
+        ``reply`` (``timed_out``: at its timeout, by the node's clock)."""
+        now = self.world.now_ms
+        rec = self.record(job_id)
+        where = f"WAITJOB {job_id.decode()} on node {index} from {started_ms} ms"
+        if isinstance(reply, Exception):
+            if not str(reply).startswith("LOADING"):
+                self.violations.append(f"waitjob error: {where}: {reply}")
+            return
+        if reply == b"acked":
+            self.waits[0] += 1
+            if rec.ack_sent_ms is None:
+                self.violations.append(f"waitjob acked: {where} answered acked at {now} ms, "
+                                       f"no ACKJOB or FASTACK sent")
+            return
+        self.waits[1 if reply is None else 2] += 1
+        if reply is None and rec.retry_s and job_id in self.live and not timed_out:
+            self.violations.append(f"waitjob null: {where} answered null at {now} ms, "
+                                   f"held by {self.where(job_id)}")
+        acked = rec.acked_ms
+        if (acked is not None and self.healed_ms is not None and rec.retry_s
+                and not rec.fastacked and started_ms <= acked and acked >= self.healed_ms
+                and now - acked >= WAIT_MISSED_MS and now < rec.expires_ms()):
+            self.violations.append(f"waitjob missed: {where} answered {reply!r} at {now} ms, "
+                                   f"its ACKJOB answered at {acked} ms")
 
     def _note(self, job_id, what):
         if self.watch is not None and job_id == self.watch[0]:
@@ -360,6 +416,7 @@ class Checker:
                 "deliveries": deliveries, "duplicates": duplicates,
                 "max_dummy_acks": self.max_dummy_acks,
                 "keyed_retries": list(self.keyed_retries),
+                "waits": list(self.waits),
                 "violations": len(self.violations),
                 "starved": sum(v.startswith("starved") for v in self.violations),
                 "lost": sum(v.startswith("lost") for v in self.violations)}

@@ -46,7 +46,7 @@ def run_seed(seed, nodes=5, profile="none", work_ms=15000, drain_ms=40000,
         world.schedules.add(workload.alive_nodes())
     _run_sampling(world, t0 + work_ms)
     faults.heal()
-    healed_ms = world.now_ms
+    healed_ms = checker.healed_ms = world.now_ms
     workload.drain()
     if world.schedules is not None:
         world.schedules.delete(workload.alive_nodes())

@@ -15,8 +15,11 @@ dead-letter queues too.  A quarter of the jobs have an IDEMPOTENCY key,
 and their producer sends the same ADDJOB again 50 ms to 3 s after the
 answer, to a random node (checker.py's idempotency rule); those draws
 come from a generator of their own, as the PRIORITY (1, 3, 7 or 9)
-of 30% of the jobs.  Without it the run draws the same random numbers
-as before, so other campaigns replay unchanged.
+of 30% of the jobs, and the WAITJOBs: a quarter of the jobs are waited
+on, 0 to 1.5 s after their ADDJOB's answer, from a random node (holder or
+not), with a TIMEOUT of 0.3 to 20 s (checker.py's WAITJOB rules).
+Without it the run draws the same random numbers as before, so other
+campaigns replay unchanged.
 """
 
 import random
@@ -46,6 +49,7 @@ class Workload:
         self.policies = policies and not polling
         self.queues = QUEUES + DEAD_LETTER_QUEUES if self.policies else QUEUES
         self.keys_rng = random.Random(world.seed * 1000003 + 28)  # idempotent adds
+        self.waits_rng = random.Random(world.seed * 1000003 + 4)  # WAITJOB
         if polling:
             rng = self.rng
             self.consumer_count = rng.choice(CONSUMERS)
@@ -151,7 +155,29 @@ class Workload:
                     self.world.checker.keyed_added(key, reply)
                     self.world.at(self.world.now_ms + self.keys_rng.randint(50, 3000),
                                   self._add_again, argv, key, ttl, retry, limit)
+                if self.policies and not asynchronous and self.waits_rng.random() < 0.25:
+                    self.world.at(self.world.now_ms + self.waits_rng.randint(0, 1500),
+                                  self._wait, reply)
         client.call(argv, on_reply)
+
+    def _wait(self, job_id):
+        """WAITJOB on a random node, on a connection of its own."""
+        nodes = self.alive_nodes()
+        if not nodes:
+            return
+        sim_node = nodes[self.waits_rng.randrange(len(nodes))]
+        timeout_ms = self.waits_rng.choice((300, 2000, 8000, 20000))
+        client = SimClient(self.world, sim_node)
+        checker = self.world.checker
+        started_ms = self.world.now_ms
+        node_started_ms = started_ms + sim_node.clock_offset_ms  # (its clock may jump)
+
+        def on_reply(reply):
+            timed_out = (self.world.now_ms + sim_node.clock_offset_ms - node_started_ms
+                         >= timeout_ms)
+            checker.wait_answered(job_id, sim_node.index, started_ms, timed_out, reply)
+            client.close()
+        client.call([b"WAITJOB", job_id, b"TIMEOUT", timeout_ms], on_reply)
 
     def _add_again(self, argv, key, ttl, retry, limit):
         """The producer did not see the answer (say): the same ADDJOB again,
@@ -315,6 +341,8 @@ class Consumer:
                 checker.redelivery_expected(job_id)
             return
         command = {"ack": b"ACKJOB", "fastack": b"FASTACK", "nack": b"NACK"}[action]
+        if command != b"NACK":
+            checker.ack_sent(job_id)
 
         def on_reply(reply):
             if command != b"NACK" and not isinstance(reply, Exception):

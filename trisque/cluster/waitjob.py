@@ -95,8 +95,9 @@ class WaitJobs(WaitHooks):
         waited = self.node.waited
         if not waited:
             return
+        # (a clock set back must not hold the asks back as long)
         again = [job_id for job_id, entry in waited.items()
-                 if entry.clients and now_ms - entry.asked_ms >= ASK_EVERY_MS]
+                 if entry.clients and not 0 <= now_ms - entry.asked_ms < ASK_EVERY_MS]
         if not again:
             return
         items = [(job_id, ASK) for job_id in again]
