@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from mypy_extensions import mypyc_attr
+
 from ..protocol.errors import CommandError
 
 if TYPE_CHECKING:
@@ -98,6 +100,7 @@ class FederationHooks:
         return 0
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # (cluster/waitjob.py's, interpreted)
 class WaitHooks:
     """WAITJOB's other nodes (jobs/waits.py): as is, a node alone's."""
 
