@@ -100,3 +100,76 @@ def test_rewrite_records_rebuild_nodes_pel_and_counters():
     empty = Stream()
     assert list(stream_records(b"e", FrozenStream(empty)))[0][:5] == [
         b"XADD", b"e", b"MAXLEN", b"0", b"0-1"]
+
+
+def test_sorted_ids_follow_a_sorted_list_across_chunk_splits():
+    """A group's PEL in ID order (sorted_ids.py): adds mostly at the end,
+    some in between, removals mostly at the front, checked against a plain
+    sorted list after every step, across chunk splits and emptied chunks."""
+    import random
+    from bisect import insort
+
+    from trisque.core.keyspace.sorted_ids import CHUNK, SortedIds
+
+    rng = random.Random(7)
+    ids = SortedIds()
+    model: list[int] = []
+    next_id = 1
+    most_chunks = 0
+    for step in range(12 * CHUNK):
+        roll = rng.random()
+        if roll < 0.65 or not model:
+            if rng.random() < 0.8:
+                next_id += rng.randrange(1, 4)
+                new = next_id
+            else:
+                new = rng.randrange(1, next_id + 1)
+                if new in model:
+                    continue
+            ids.add(new)
+            insort(model, new)
+        else:
+            gone = model[0] if rng.random() < 0.6 else rng.choice(model)
+            ids.remove(gone)
+            model.remove(gone)
+        assert len(ids) == len(model)
+        most_chunks = max(most_chunks, len(ids.chunks))
+        if step % 97 == 0 or len(model) < 3:
+            assert list(ids.since(0)) == model
+            if model:
+                assert (ids.first(), ids.last()) == (model[0], model[-1])
+                start = rng.randrange(0, next_id + 2)
+                assert ids.take(start, 5) == [i for i in model if i >= start][:5]
+    assert most_chunks >= 3 and max(len(c) for c in ids.chunks) <= 2 * CHUNK
+    assert list(ids.without(dict.fromkeys(model[::2])).since(0)) == model[1::2]
+    assert list(SortedIds(model).since(model[len(model) // 2])) == model[len(model) // 2:]
+
+
+def test_copy_shares_nothing_the_copy_changes():
+    """COPY's value (stream_copy): the compiled classes cannot be
+    deep-copied, so each part is copied by hand; changing the copy's
+    entries, PEL and consumers leaves the original as it was."""
+    from trisque.core.keyspace.streams import Consumer, stream_copy
+
+    s = filled(250)
+    g = s.create_group(b"g", 0, 0)
+    alice = s.create_consumer(g, b"alice", 5)
+    for i in (1, 2, 3, 150):
+        s.add_nack(g, sid(i), Nack(alice, 7))
+    s.add_nack(g, sid(4), Nack(None, 7))
+    before = s.range(0, MAX_ID)
+    copy = stream_copy(s)
+    assert copy.range(0, MAX_ID) == before and stream_memory(copy) == stream_memory(s)
+    cg = copy.group(b"g")
+    assert list(cg.pel_ids.since(0)) == [sid(i) for i in (1, 2, 3, 4, 150)]
+    assert cg.pel[sid(1)].consumer is cg.consumers[b"alice"] is not alice
+    copy.append(sid(300), [b"f", b"v"], 4096, 100)
+    copy.delete(sid(2))
+    copy.remove_nack(cg, sid(1))
+    copy.create_consumer(cg, b"bob", 9)
+    cg.pel[sid(3)].delivery_count = 9
+    assert s.range(0, MAX_ID) == before and s.length == 250
+    assert list(g.pel_ids.since(0)) == [sid(i) for i in (1, 2, 3, 4, 150)]
+    assert list(alice.pel) == [sid(i) for i in (1, 2, 3, 150)]
+    assert set(g.consumers) == {b"alice"} and g.pel[sid(3)].delivery_count == 1
+    assert isinstance(cg.consumers[b"bob"], Consumer)

@@ -12,7 +12,7 @@ gone) as its XACK.
 from __future__ import annotations
 
 from bisect import bisect_left
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterable
 
 from ...protocol import resp
 from ...protocol.errors import CommandError
@@ -21,7 +21,7 @@ from .args import int_arg
 from .containers import changed
 from .commands_streams import (SYNTAX, check_subcommand, entry_reply, stream_of,
                                subcommand_syntax)
-from .stream_delivery import consumer_for, log_claim, log_drop, log_group_id
+from .stream_delivery import consumer_for, log_claim, log_drop, log_group_id, unrecorded
 from .stream_ids import MASK64, bulk_id, parse_id, parse_interval, parse_strict
 from .streams import INVALID_ENTRIES_READ, Consumer, Group, Nack, Stream
 
@@ -183,7 +183,8 @@ def xack(node: Node, client: Client, argv: list[bytes]) -> bytes:
     if acked:
         db = node.keyspace.dbs[client.db]
         changed(node, db, argv[1], s.nbytes - before, False)
-        node.keyspace.log(db, *argv)
+        if not unrecorded(node):
+            node.keyspace.log(db, *argv)
     return b":%d\r\n" % acked
 
 
@@ -228,21 +229,23 @@ def xpending(node: Node, client: Client, argv: list[bytes]) -> bytes:
             if consumer.pel:
                 n = b"%d" % len(consumer.pel)
                 owners.append(b"*2\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(name), name, len(n), n))
-        return b"*4\r\n:%d\r\n%s%s*%d\r\n%s" % (len(g.pel), bulk_id(g.pel_ids[0]),
-                                               bulk_id(g.pel_ids[-1]), len(owners),
+        return b"*4\r\n:%d\r\n%s%s*%d\r\n%s" % (len(g.pel), bulk_id(g.pel_ids.first()),
+                                               bulk_id(g.pel_ids.last()), len(owners),
                                                b"".join(owners))
     pel: dict[int, Nack]
+    ids: Iterable[int]
     if consumer_name is not None:
         owner_of = g.consumers.get(consumer_name)
         if owner_of is None:
             return b"*0\r\n"
-        ids = owner_of.pel_sorted()
+        mine = owner_of.pel_sorted()
+        ids = mine[bisect_left(mine, start):]
     else:
-        ids = g.pel_ids
+        ids = g.pel_ids.since(start)
     pel = g.pel
     now = node.now_ms()
     out = []
-    for entry_id in ids[bisect_left(ids, start):]:
+    for entry_id in ids:
         if not count or entry_id > end:
             break
         nack = pel[entry_id]
@@ -390,7 +393,8 @@ def xautoclaim(node: Node, client: Client, argv: list[bytes]) -> bytes:
     db = ks.dbs[client.db]
     before = s.nbytes
     attempts = count * 10
-    ids = g.pel_ids[bisect_left(g.pel_ids, start):]
+    # copied (the loop changes the PEL): what the attempts may read, and the next one
+    ids = g.pel_ids.take(start, attempts + 1)
     pos = 0
     now = node.now_ms()
     consumer: Consumer | None = None

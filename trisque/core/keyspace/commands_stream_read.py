@@ -221,7 +221,7 @@ def _xread(node: Node, client: Client, argv: list[bytes], xreadgroup: bool) -> b
             entries = deliver_history(node, db, key, s, group_name, g, consumer, after + 1,
                                       count, proto)  # (after the ID given, as Redis)
             _changed(node, db, key, s, before)
-        elif s.length and s.last_valid_id() > g.last_id:
+        elif s.last_id > g.last_id and s.length and s.last_valid_id() > g.last_id:
             before = s.nbytes
             consumer = consumer_for(node, db, key, s, group_name, g, consumer_name)
             entries = deliver_new(node, db, key, s, group_name, g, consumer, count, noack)

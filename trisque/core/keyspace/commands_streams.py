@@ -19,6 +19,7 @@ from ...protocol.errors import CommandError
 from ..command import Commands
 from .args import int_arg
 from .containers import bulks, changed, lookup_typed
+from .stream_delivery import unrecorded
 from .stream_ids import (MASK64, MAX_ID, bulk_id, format_id, parse_id, parse_interval,
                          parse_strict)
 from .streams import INVALID_ENTRIES_READ, Stream
@@ -78,6 +79,12 @@ class TrimArgs:
         self.id_given = False
         self.seq_given = True
         self.id_pos = -1
+
+
+# ``XADD key * field value...`` (no option, an automatic ID): what
+# parse_trim_args would build for it; shared, never changed.
+AUTO_ID_ONLY = TrimArgs()
+AUTO_ID_ONLY.id_pos = 2
 
 
 def parse_trim_args(node: Node, argv: list[bytes], xadd: bool) -> TrimArgs:
@@ -170,7 +177,7 @@ def trim_record(s: Stream, key: bytes, args: TrimArgs) -> list[bytes]:
              summary="XADD key [NOMKSTREAM] [MAXLEN|MINID [=|~] threshold [LIMIT count]] "
                      "*|id field value [field value ...]")
 def xadd(node: Node, client: Client, argv: list[bytes]) -> bytes:
-    args = parse_trim_args(node, argv, True)
+    args = AUTO_ID_ONLY if argv[2] == b"*" else parse_trim_args(node, argv, True)
     field_pos = args.id_pos + 1
     pairs = len(argv) - field_pos
     if pairs < 2 or pairs % 2:
@@ -220,13 +227,14 @@ def xadd(node: Node, client: Client, argv: list[bytes]) -> bytes:
         raise CommandError("ERR Elements are too large to be stored")
     before = s.nbytes
     config = node.config
-    s.append(new_id, fv, config.stream_node_max_bytes, config.stream_node_max_entries)
+    s.append(new_id, fv, config.stream_node_max_bytes, config.stream_node_max_entries, total)
     if created:
         ks.store(db, key, s)
     else:
         changed(node, db, key, s.nbytes - before, False)
     id_text = format_id(new_id)
-    ks.log(db, b"XADD", key, id_text, *fv)
+    if not unrecorded(node):
+        ks.log(db, b"XADD", key, id_text, *fv)
     if args.strategy:
         before = s.nbytes
         if trim(s, args):
@@ -456,7 +464,7 @@ def stream_info(s: Stream, argv: list[bytes], proto: int) -> bytes:
                           proto),
                 name(b"lag"), _nullable(s.lag(g), proto),
                 name(b"pel-count"), _int(len(g.pel)), name(b"pending")]
-        ids = g.pel_ids[:count] if count else g.pel_ids
+        ids = g.pel_ids.take(0, count)
         out.append(b"*%d\r\n" % len(ids))
         for entry_id in ids:
             nack = g.pel[entry_id]

@@ -41,8 +41,22 @@ if TYPE_CHECKING:
     from .db import Db
 
 
+def unrecorded(node: Node) -> bool:
+    """Whether no AOF (nor a rewrite) takes records now: the caller then
+    neither builds its record nor calls the log (dear on XADD's and
+    XREADGROUP's path); it is counted as ``keyspace.log`` counts one."""
+    if node.log_active:
+        return False
+    ks = node.keyspace
+    if not ks.replaying:
+        ks.changes += 1
+    return True
+
+
 def log_claim(node: Node, db: Db, key: bytes, group_name: bytes, g: Group, entry_id: int,
               nack: Nack) -> None:
+    if unrecorded(node):
+        return
     consumer = nack.consumer.name if nack.consumer is not None else b""
     node.keyspace.log(db, b"XCLAIM", key, group_name, consumer, b"0", format_id(entry_id),
                       b"TIME", b"%d" % nack.delivery_time, b"RETRYCOUNT",
@@ -56,6 +70,8 @@ def log_drop(node: Node, db: Db, key: bytes, group_name: bytes, entry_id: int) -
 
 
 def log_group_id(node: Node, db: Db, key: bytes, group_name: bytes, g: Group) -> None:
+    if unrecorded(node):
+        return
     node.keyspace.log(db, b"XGROUP", b"SETID", key, group_name, format_id(g.last_id),
                       b"ENTRIESREAD", b"%d" % g.entries_read)
 

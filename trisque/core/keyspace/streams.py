@@ -27,7 +27,7 @@ encodings), so the split falls where Redis's does.
 
 Groups.  ``groups`` maps a name to a ``Group``: ``last_id``,
 ``entries_read`` (-1: unknown), the PEL (``pel``: ID -> ``Nack``, with
-``pel_ids`` its IDs sorted for ranges) and ``consumers`` (name ->
+``pel_ids`` its IDs in order for ranges, sorted_ids.py) and ``consumers`` (name ->
 ``Consumer``, each with its own PEL, ``pel``: ID -> the same ``Nack``).
 Redis keeps groups and consumers in radix trees, so every listing is in
 name order: replies sort the names.
@@ -39,9 +39,10 @@ the keyspace), for ``maxmemory``.
 from __future__ import annotations
 
 from array import array
-from bisect import bisect_left, bisect_right, insort
+from bisect import bisect_left, bisect_right
 from typing import Iterator
 
+from .sorted_ids import SortedIds
 from .stream_ids import MASK64, MAX_ID, format_id
 from .types import Records, ValueType, register_type
 
@@ -176,6 +177,18 @@ class StreamNode:
         # deleted ones may not, so lookups scan as Redis does.
         self.ordered = True
 
+    def copy(self) -> StreamNode:
+        out = StreamNode(self.master, self.fields)
+        out.ms = array(self.ms.typecode, self.ms)
+        out.seq = array(self.seq.typecode, self.seq)
+        out.offsets = array("I", self.offsets)
+        out.blob = bytearray(self.blob)
+        out.live = self.live
+        out.dead = self.dead
+        out.body = self.body
+        out.ordered = self.ordered
+        return out
+
     def lp_bytes(self) -> int:
         return self.body + _lp_int(self.live) + _lp_int(self.dead)
 
@@ -230,7 +243,12 @@ class StreamNode:
         self.offsets.append(start)
         fields = self.fields
         n = len(fv) // 2
-        same = n == len(fields) and all(fv[2 * j] == fields[j] for j in range(n))
+        same = n == len(fields)
+        if same:
+            for j in range(n):
+                if fv[2 * j] != fields[j]:
+                    same = False
+                    break
         lp = _lp_int(ms_delta) + _lp_int(_signed64(seq - self.master_seq)) + 2
         if same:
             blob.append(SAMEFIELDS)
@@ -292,7 +310,7 @@ class Group:
         self.last_id = last_id
         self.entries_read = entries_read
         self.pel: dict[int, Nack] = {}
-        self.pel_ids: list[int] = []  # pel's IDs, sorted
+        self.pel_ids = SortedIds()  # pel's IDs
         self.consumers: dict[bytes, Consumer] = {}
 
 
@@ -314,11 +332,13 @@ class Stream:
     # ------------------------------------------------------------ entries
 
     def append(self, stream_id: int, fv: list[bytes], max_bytes: int,
-               max_entries: int) -> None:
-        """streamAppendItem after its checks: ``stream_id`` > last_id."""
-        total = 0
-        for item in fv:
-            total += len(item)
+               max_entries: int, total: int = -1) -> None:
+        """streamAppendItem after its checks: ``stream_id`` > last_id;
+        ``total``: the bytes of ``fv`` if the caller counted them."""
+        if total < 0:
+            total = 0
+            for item in fv:
+                total += len(item)
         node = self.nodes[-1] if self.nodes else None
         if node is not None:
             if max_bytes <= 0 or max_bytes > LISTPACK_MAX_SIZE:
@@ -450,8 +470,19 @@ class Stream:
         return MAX_ID if first else 0
 
     def last_valid_id(self) -> int:
-        """streamLastValidID: the last live entry's ID (0-0 if none)."""
-        return self.edge_id(False) if self.length else 0
+        """streamLastValidID: the last live entry's ID (0-0 if none), the
+        last not deleted in the nodes' order (edge_id without decoding
+        the entry: XREADGROUP asks it on every read)."""
+        if not self.length:
+            return 0
+        nodes = self.nodes
+        for n in range(len(nodes) - 1, -1, -1):
+            node = nodes[n]
+            blob, offsets = node.blob, node.offsets
+            for i in range(len(offsets) - 1, -1, -1):
+                if not blob[offsets[i]] & DELETED:
+                    return node.id_at(i)
+        return 0
 
     def trim(self, maxlen: int, minid: int | None, approx: bool, limit: int) -> int:
         """streamTrim by MAXLEN (``minid`` None) or MINID; returns how many
@@ -535,8 +566,7 @@ class Stream:
         if pending:
             for entry_id in consumer.pel:
                 del group.pel[entry_id]
-            mine = consumer.pel
-            group.pel_ids = [i for i in group.pel_ids if i not in mine]  # (one pass)
+            group.pel_ids = group.pel_ids.without(consumer.pel)  # (one pass)
         del group.consumers[consumer.name]
         self.nbytes -= CONSUMER_OVERHEAD + len(consumer.name) + NACK_OVERHEAD * pending
         return pending
@@ -544,11 +574,7 @@ class Stream:
     def add_nack(self, group: Group, entry_id: int, nack: Nack) -> None:
         """A new PEL entry (not yet in the group's PEL)."""
         group.pel[entry_id] = nack
-        ids = group.pel_ids
-        if not ids or ids[-1] < entry_id:
-            ids.append(entry_id)
-        else:
-            insort(ids, entry_id)
+        group.pel_ids.add(entry_id)
         if nack.consumer is not None:
             nack.consumer.pel[entry_id] = None
         self.nbytes += NACK_OVERHEAD
@@ -557,8 +583,7 @@ class Stream:
         nack = group.pel.pop(entry_id, None)
         if nack is None:
             return None
-        ids = group.pel_ids
-        del ids[bisect_left(ids, entry_id)]
+        group.pel_ids.remove(entry_id)
         if nack.consumer is not None:
             nack.consumer.pel.pop(entry_id, None)
         self.nbytes -= NACK_OVERHEAD
@@ -621,7 +646,7 @@ class FrozenStream:
                                 list[bytes]]] = []
         for name, g in sorted(s.groups.items()) if s.groups else ():
             pel = []
-            for entry_id in g.pel_ids:
+            for entry_id in g.pel_ids.since(0):
                 nack = g.pel[entry_id]
                 owner = nack.consumer.name if nack.consumer is not None else b""
                 pel.append((entry_id, owner, nack.delivery_time, nack.delivery_count))
@@ -641,6 +666,37 @@ def stream_encoding(value: object) -> str:
 def stream_freeze(value: object) -> object:
     assert isinstance(value, Stream)
     return FrozenStream(value)
+
+
+def stream_copy(value: object) -> object:
+    """COPY's value: nodes, groups, consumers and PEL entries of its own
+    (compiled classes cannot be deep-copied)."""
+    assert isinstance(value, Stream)
+    out = Stream()
+    out.nodes = [node.copy() for node in value.nodes]
+    out.keys = list(value.keys)
+    out.length = value.length
+    out.last_id = value.last_id
+    out.first_id = value.first_id
+    out.max_deleted = value.max_deleted
+    out.entries_added = value.entries_added
+    out.nbytes = value.nbytes
+    if value.groups is not None:
+        out.groups = {}
+        for name, g in value.groups.items():
+            group = out.groups[name] = Group(g.last_id, g.entries_read)
+            for consumer_name, c in g.consumers.items():
+                consumer = group.consumers[consumer_name] = Consumer(c.name, c.seen_time)
+                consumer.pel = dict(c.pel)
+            for entry_id in g.pel_ids.since(0):
+                nack = g.pel[entry_id]
+                owner = nack.consumer
+                copied = Nack(None if owner is None else group.consumers[owner.name],
+                              nack.delivery_time)
+                copied.delivery_count = nack.delivery_count
+                group.pel[entry_id] = copied
+            group.pel_ids = SortedIds(list(g.pel_ids.since(0)))
+    return out
 
 
 def stream_records(key: bytes, frozen: object) -> Records:
@@ -694,5 +750,5 @@ def _records(key: bytes, frozen: FrozenStream) -> Iterator[list[bytes]]:
 
 
 STREAM = ValueType("stream", (Stream, FrozenStream), stream_memory, stream_encoding,
-                   stream_freeze, stream_records)
+                   stream_freeze, stream_records, stream_copy)
 register_type(STREAM)
