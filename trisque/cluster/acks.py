@@ -59,6 +59,10 @@ class Acks(AckHooks):
         period = min(GC_RETRY_MIN_MS << job.gc_retry, GC_RETRY_MAX_MS)
         return node.now_ms() + period + node.jitter_ms()
 
+    def retry_gc(self, job: Job) -> None:
+        """The acked job's GC retry is due (its timer fired): START-GC again."""
+        self._gc_now_and_later(job)
+
     def try_gc(self, job: Job) -> None:
         """START-GC: free the job if every holder confirmed, else SETACK them."""
         node = self.node

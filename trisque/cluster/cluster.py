@@ -3,7 +3,7 @@
 
 It owns one object per state machine, each the single owner of its state:
 membership (membership.py), replication, requeue, acks and federation.  The
-core calls them directly (``node.requeue.will_queue(job)``); bus
+core calls them directly (``node.requeue.timer_fired(job, now_ms)``); bus
 messages reach them through ``receive``, by message type.  What they send
 goes through the outbox (outbox.py), coalesced per peer and turn, to the
 *transport*: cluster/tcp/ over TCP, or the simulator's in memory.  A

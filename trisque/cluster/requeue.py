@@ -46,6 +46,7 @@ from ..core.jobs.job import (ACKED, ACTIVE, BCAST_QUEUED, BCAST_WILLQUEUE,
                                QUEUED, WAIT_REPL, Job)
 from ..core.hooks import RequeueHooks
 from ..core.node import Node
+from ..core.jobs.lifecycle import WILLQUEUE_ADVANCE_MS
 from ..core.jobs.queue import PAUSED_IN, PAUSED_OUT
 from .membership import ClusterNode
 from .outbox import Outbox
@@ -89,9 +90,24 @@ class Requeue(RequeueHooks):
         mflags = bus.INCR_NACKS if nack else bus.INCR_DELIV
         self.outbox.send_to_holders(job, bus.QUEUED, mflags=mflags)
 
-    def will_queue(self, job: Job) -> None:
-        aux = CONSUMERS_WAIT if consumers_wait(self.node, job.queue) else 0
-        self.outbox.send_to_holders(job, bus.WILLQUEUE, aux)
+    def timer_fired(self, job: Job, now_ms: int) -> bool:
+        """The requeue timer of an active job here fired: WILLQUEUE goes to
+        the other holders first, WILLQUEUE_ADVANCE_MS ahead; True once the
+        requeue itself is due."""
+        node = self.node
+        if job.flags & BCAST_WILLQUEUE and node.cluster_size > 1:
+            if job.qtime_ms - WILLQUEUE_ADVANCE_MS <= now_ms:
+                aux = CONSUMERS_WAIT if consumers_wait(node, job.queue) else 0
+                self.outbox.send_to_holders(job, bus.WILLQUEUE, aux)
+                job.flags &= ~BCAST_WILLQUEUE
+                if job.qtime_ms - WILLQUEUE_ADVANCE_MS < now_ms:
+                    # Woken late (the node was frozen, or its loop busy): the
+                    # holders still get the advance to answer (SETACK if it
+                    # was acked meanwhile, QUEUED if queued elsewhere) before
+                    # it goes back in a queue.
+                    job.qtime_ms = now_ms + WILLQUEUE_ADVANCE_MS
+            return False  # (queued at the earliest the advance after WILLQUEUE)
+        return job.qtime_ms <= now_ms
 
     def working(self, job: Job) -> None:
         self.outbox.send_to_holders(job, bus.WORKING)

@@ -43,8 +43,10 @@ class RequeueHooks:
     def broadcast_queued(self, job: Job, nack: bool) -> None:
         """The job was queued again here (rule: QUEUED to other holders)."""
 
-    def will_queue(self, job: Job) -> None:
-        """We will requeue the job in 500 ms (rule: WILLQUEUE)."""
+    def timer_fired(self, job: Job, now_ms: int) -> bool:
+        """The requeue timer of an active job fired: True if the job is to
+        be queued again now (a node alone has nobody to warn first)."""
+        return job.qtime_ms <= now_ms
 
     def delivered(self, job: Job) -> None:
         """A consumer took the job (GETJOB): other holders hold back."""
@@ -70,6 +72,15 @@ class AckHooks:
     def try_gc(self, job: Job) -> None:
         """An acked job: with no other holder, free it now."""
         self.node.delete_job(job)
+
+    def retry_gc(self, job: Job) -> None:
+        """The GC retry of an acked job is due (its timer fired): try
+        again, and unless that freed it (a node alone always does), arm
+        the next retry."""
+        self.try_gc(job)
+        node = self.node
+        if job.id in node.jobs:
+            node.schedule(job)
 
     def next_gc_ms(self, job: Job) -> int:
         """When to try the GC of an acked job again."""

@@ -76,6 +76,15 @@ class IdempotencyIndex:
         heapq.heappush(self._expiries, (until_ms, queue, key))
         return 0 if old is not None else ENTRY_OVERHEAD + len(queue) + len(key)
 
+    def retire(self, queue: bytes, key: bytes, job_id: bytes, until_ms: int) -> int:
+        """The job left: its entry becomes a tombstone until ``until_ms``
+        (none if 0); the bytes this costs, or minus those given back.
+        Nothing changes if it was not the indexed job."""
+        freed = self.remove_live(queue, key, job_id)
+        if freed and until_ms:
+            return freed + self.add_gone(queue, key, job_id, until_ms)
+        return freed
+
     def expire(self, now_ms: int) -> int:
         """Drop the tombstones whose time is over: minus the bytes freed."""
         expiries = self._expiries

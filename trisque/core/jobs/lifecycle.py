@@ -11,7 +11,10 @@ the Disque README's state machines.
 - At its TTL it is removed, whatever its state.
 
 Every timed step of a job (delay, requeue, WILLQUEUE, expiry, GC retries)
-is a deadline in ``deadlines``; when one arrives, ``process_job`` runs.
+is a deadline in ``deadlines``; when one arrives, ``process_job`` hands the
+job to the owner of that timer: ``expire`` at its TTL, the requeue state
+machine (``requeue.timer_fired``: WILLQUEUE first, then ``requeue_due``),
+the ack GC (``acks.retry_gc``).
 Where other nodes take part, the cluster's state machines hear of it
 through the hooks (hooks.py): ``self.replication``, ``self.requeue``,
 ``self.acks``, ``self.federation``.  Nothing here blocks, awaits or reads
@@ -209,11 +212,11 @@ class JobLifecycle:
             if self.waited:  # (empty but while someone uses WAITJOB)
                 self.settle_waits(job.id, UNKNOWN)  # gone (if it was acked, that settled first)
         if job._rare is not None:  # (see Job._rare)
-            if job.waiter is not None:
-                self.replication.aborted(job)
             policy = job.policy
             if policy is not None and policy.idempotency_key:
                 self._key_gone(job, policy, keep_key and job.state != WAIT_REPL)
+            if job.waiter is not None:  # (its own state first, then the client's)
+                self.replication.aborted(job)
 
     def delete_job(self, job: Job, keep_key: bool = True) -> None:
         """Evict a job here (DELJOB, FASTACK, GC done) and log it.
@@ -235,14 +238,9 @@ class JobLifecycle:
     def _key_gone(self, job: Job, policy: Policy, tombstone: bool) -> None:
         """The job with a key leaves: its index entry becomes a tombstone
         until its TTL ends (none if it expired, or if not ``tombstone``)."""
-        scope = policy.dead_from or job.queue
-        index = self.idempotency
-        freed = index.remove_live(scope, policy.idempotency_key, job.id)
-        if freed and tombstone and job.etime_ms > self.now_ms():
-            self.memory_changed(freed + index.add_gone(
-                scope, policy.idempotency_key, job.id, job.etime_ms))
-        elif freed:
-            self.memory_changed(freed)
+        until_ms = job.etime_ms if tombstone and job.etime_ms > self.now_ms() else 0
+        self.memory_changed(self.idempotency.retire(
+            policy.dead_from or job.queue, policy.idempotency_key, job.id, until_ms))
 
     def idempotency_holders(self) -> list[Job]:
         """The acked jobs here with a key (their tombstones for a rewrite)."""
@@ -586,37 +584,34 @@ class JobLifecycle:
             self.on_timers_changed()
 
     def process_job(self, job: Job, now_ms: int) -> None:
-        """A job's deadline arrived (Disque's processJob)."""
+        """A job's deadline arrived (Disque's processJob): the owner of the
+        timer that is due acts, then the job waits for its next one."""
         if job.etime_ms <= now_ms:
-            self.stats.expired_jobs += 1
-            self.unregister(job)
+            self.expire(job)
             return
         state = job.state
-        if (state == ACTIVE and job.flags & BCAST_WILLQUEUE
-                and job.qtime_ms
-                and job.qtime_ms - WILLQUEUE_ADVANCE_MS <= now_ms
-                and self.cluster_size > 1):
-            # Rule: tell the other holders we are about to requeue it.
-            self.requeue.will_queue(job)
-            job.flags &= ~BCAST_WILLQUEUE
-            if job.qtime_ms - WILLQUEUE_ADVANCE_MS < now_ms:
-                # Woken late (the node was frozen, or its loop busy): the
-                # holders still get the advance to answer (SETACK if it
-                # was acked meanwhile, QUEUED if queued elsewhere) before
-                # it goes back in a queue.
-                job.qtime_ms = now_ms + WILLQUEUE_ADVANCE_MS
-        if state == ACTIVE and job.qtime_ms and job.qtime_ms <= now_ms:
-            queue = self.queues.get(job.queue)
-            if job.retry_s and queue is not None and queue.paused & PAUSED_IN:
-                job.qtime_ms = now_ms + job.retry_s * 1000 + self.jitter_ms()
-            else:
-                self.enqueue(job)
-        elif state == ACKED:
-            self.acks.try_gc(job)
-            if job.id not in self.jobs:
-                return
+        if state == ACKED:
+            self.acks.retry_gc(job)  # (it arms the next retry itself)
+            return
+        if state == ACTIVE and job.qtime_ms and self.requeue.timer_fired(job, now_ms):
+            self.requeue_due(job, now_ms)
         if job.wake_ms is None:
             self.schedule(job)
+
+    def expire(self, job: Job) -> None:
+        """Its TTL is over: the job goes, whatever its state."""
+        self.stats.expired_jobs += 1
+        self.unregister(job)
+
+    def requeue_due(self, job: Job, now_ms: int) -> None:
+        """The job's requeue time came (RETRY, a NACK's DELAY, a backoff):
+        back in its queue, unless the queue takes no jobs in (PAUSE): then
+        it waits another RETRY."""
+        queue = self.queues.get(job.queue)
+        if job.retry_s and queue is not None and queue.paused & PAUSED_IN:
+            job.qtime_ms = now_ms + job.retry_s * 1000 + self.jitter_ms()
+        else:
+            self.enqueue(job)
 
     # -------------------------------------------------------------- acks
 
