@@ -17,7 +17,7 @@ SPEC    = $(VENV)/.install-spec
 CORE   := $(shell sed -n 's/^    "\(trisque\/[a-z_/]*\.py\)",$$/\1/p' setup.py)
 BUILT   = $(VENV)/.built-core
 
-.PHONY: run cluster test test-pure bench pipeline-example docs redis-suite clean
+.PHONY: run cluster test test-pure campaigns bench pipeline-example docs redis-suite clean
 
 $(SPEC): FORCE
 	@mkdir -p $(VENV)
@@ -64,6 +64,14 @@ test-pure: $(DEV)
 	cd build/pure && ../../$(BIN)/python -c 'from trisque.core.admin.build_form import \
 		build_form as f; assert f() == "interpreted", f()'
 	cd build/pure && ../../$(BIN)/python -m pytest -q -p no:cacheprovider tests/unit tests/sim
+
+# The long campaigns in full (docs/testing.md): every seed of the
+# differential tests against redis-server and of the simulator's CI share,
+# the fuzz tests at 150 examples.  make test runs a share of each.
+CAMPAIGNS = tests/sim/test_sim.py tests/server/test_*_vs_redis.py tests/unit/test_fuzz_*.py \
+	tests/persistence/test_fuzz_aof.py tests/server/test_fuzz_live.py
+campaigns: $(DEV) $(BUILT)
+	TRISQUE_CAMPAIGNS=1 $(BIN)/python -m pytest -q $(CAMPAIGNS) $(ARGS)
 
 bench: $(DEV)
 	$(BIN)/python -m bench $(ARGS)

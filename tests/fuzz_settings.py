@@ -1,4 +1,5 @@
-"""Hypothesis settings shared by the fuzz tests: modest in ``make test``;
+"""Hypothesis settings shared by the fuzz tests: modest in ``make test``
+(60 examples), the former 150 in ``make campaigns`` (tests/campaigns.py);
 TRISQUE_FUZZ_EXAMPLES=20000 (and TRISQUE_FUZZ_CAMPAIGN_S=600 for the live
 node campaign) for a long run."""
 
@@ -6,7 +7,9 @@ import os
 
 from hypothesis import HealthCheck, settings
 
-EXAMPLES = int(os.environ.get("TRISQUE_FUZZ_EXAMPLES", "150"))
+from tests.campaigns import FULL
+
+EXAMPLES = int(os.environ.get("TRISQUE_FUZZ_EXAMPLES", "150" if FULL else "60"))
 CAMPAIGN_S = float(os.environ.get("TRISQUE_FUZZ_CAMPAIGN_S", "4"))
 
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=False,

@@ -10,12 +10,13 @@ import time
 
 import pytest
 
+from tests.campaigns import seeds
 from tests.server.conftest import REDIS_SERVER
 from tests.server.pubsub_gen import UNCOMPARED, session
 
 pytestmark = pytest.mark.skipif(REDIS_SERVER is None, reason="needs redis-server")
 
-SEEDS = range(150)
+SEEDS = seeds(range(50), range(150))
 
 
 def _encode(argv):
