@@ -5,13 +5,19 @@
 
 - connections: a node with N idle clients (10,000 by default) beside 50
   active ones: memory per connection (RSS and INFO used_memory) and the
-  active clients' ADDJOB rate with and without the idle ones (a ratio);
-  redis-server measured the same way in the same run.
+  active clients' ADDJOB rate with the idle ones against the mean of the
+  runs just before and after (a ratio); redis-server measured the same way
+  in the same run.  The bench raises its own open-files limit (soft, up
+  to the hard one) to hold the idle sockets.
 - queues: 100,000 queues of one job each against 100,000 jobs in one
   queue on a fresh node: the memory a queue costs beyond its job.
 - nodes: clusters of 3, 5 and 7 real nodes on this machine: the bus's idle
-  cost per node (messages and CPU a second, from INFO and /proc) and the
-  CPU each node spends per ADDJOB REPLICATE 3 sent to the first node.
+  cost per node (messages, bytes sent and CPU a second, from CLUSTER
+  INFO, ss and /proc) and the CPU each node spends per ADDJOB REPLICATE 3 sent
+  to the first node.
+
+Each part prints the load average: memory and CPU per job move little
+with it, rates do.
 - bus-model: the simulator (tests/sim, the same membership code on a
   virtual network) with the default cluster-node-timeout, idle, at 3 to
   100 nodes: bus messages and bytes a second per node.
@@ -21,8 +27,11 @@ from __future__ import annotations
 
 import argparse
 import collections
+import os
+import re
 import resource
 import socket
+import subprocess
 import time
 from typing import Sequence
 
@@ -30,6 +39,10 @@ from . import client
 from .cluster import start_cluster
 from .servers import Server, start_redis, start_trisque
 from .throughput import redis_benchmark
+
+
+def _load() -> str:
+    return "load average %.1f %.1f %.1f" % os.getloadavg()
 
 
 def _memory(server: Server) -> tuple[int, int]:
@@ -57,9 +70,10 @@ def connections(count: int, requests: int) -> dict[str, tuple[float, float, floa
     if soft < wanted:
         resource.setrlimit(resource.RLIMIT_NOFILE, (min(wanted, hard), hard))
     extra = ["--maxclients", str(count + 1000)]
-    print(f"{count} idle connections beside redis-benchmark -c 50 ADDJOB / LPUSH")
+    print(f"{count} idle connections beside redis-benchmark -c 50 ADDJOB / LPUSH; "
+          f"open files limit {resource.getrlimit(resource.RLIMIT_NOFILE)[0]}; {_load()}")
     print(f"{'server':<8} {'RSS/conn':>9} {'used/conn':>10} {'rate idle=0':>12} "
-          f"{'rate idle=N':>12} {'ratio':>6}")
+          f"{'rate idle=N':>12} {'after':>12} {'ratio':>6}")
     figures = {}
     for kind, start, command in (
             ("trisque", start_trisque, ("ADDJOB", "q", "__rand_int__", "0")),
@@ -73,12 +87,24 @@ def connections(count: int, requests: int) -> dict[str, tuple[float, float, floa
             with_idle = redis_benchmark(server.port, requests, 1, *command)
             for s in idle:
                 s.close()
+            _wait_clients(server, 1)
+            after = redis_benchmark(server.port, requests, 1, *command)
         finally:
             server.stop()
+        ratio = with_idle / ((before + after) / 2)
         print(f"{kind:<8} {(rss1 - rss0) / count:9.0f} {(used1 - used0) / count:10.0f} "
-              f"{before:12.0f} {with_idle:12.0f} {with_idle / before:6.2f}", flush=True)
-        figures[kind] = ((rss1 - rss0) / count, (used1 - used0) / count, with_idle / before)
+              f"{before:12.0f} {with_idle:12.0f} {after:12.0f} {ratio:6.2f}", flush=True)
+        figures[kind] = ((rss1 - rss0) / count, (used1 - used0) / count, ratio)
+    print(_load())
     return figures
+
+
+def _wait_clients(server: Server, count: int) -> None:
+    """Until the server has seen the idle clients go (the bench's own
+    connection left)."""
+    deadline = time.monotonic() + 60
+    while int(server.info()["connected_clients"]) > count and time.monotonic() < deadline:
+        time.sleep(0.1)
 
 
 def queues(count: int) -> tuple[float, float]:
@@ -86,6 +112,7 @@ def queues(count: int) -> tuple[float, float]:
     bytes a queue costs, by RSS and by used_memory (the node's estimate,
     which maxmemory reads)."""
     figures = {}
+    print(_load())
     for layout in ("one queue", "a queue each"):
         server = start_trisque()
         try:
@@ -108,29 +135,49 @@ def queues(count: int) -> tuple[float, float]:
     return rss_each - rss_one, used_each - used_one
 
 
+def _bytes_sent(cluster: Sequence[Server]) -> list[int]:
+    """Bytes each node's TCP sockets have sent and had acknowledged (ss's
+    bytes_acked; /proc's wchar misses send()): idle, only its bus sends."""
+    out = subprocess.run(["ss", "-tinpH"], capture_output=True, text=True, check=True).stdout
+    sent = dict.fromkeys((n.proc.pid for n in cluster), 0)
+    owner = None
+    for line in out.splitlines():
+        if not line.startswith(("\t", " ")):  # a socket; its figures follow
+            found = re.search(r"pid=(\d+),", line)
+            owner = int(found.group(1)) if found else None
+        elif owner in sent:
+            acked = re.search(r"bytes_acked:(\d+)", line)
+            if acked:
+                sent[owner] += int(acked.group(1))
+    return [sent[n.proc.pid] for n in cluster]
+
+
 def _messages_sent(node: Server) -> int:
     info = node.client.execute_command("CLUSTER", "INFO").decode()
     return int(info.split("cluster_stats_messages_sent:")[1].split()[0])
 
 
 def nodes(sizes: Sequence[int], idle_seconds: float,
-          requests: int) -> dict[int, tuple[float, float, float, float]]:
-    """size -> (idle messages/s a node, origin, replica copy, all nodes' CPU
-    us per ADDJOB REPLICATE 3)"""
+          requests: int) -> dict[int, tuple[float, float, float, float, float]]:
+    """size -> (idle messages/s a node, idle bytes/s a node, origin, replica
+    copy, all nodes' CPU us per ADDJOB REPLICATE 3)"""
     figures = {}
-    print(f"{'nodes':>5} {'idle msg/s/node':>16} {'idle cpu ms/s/node':>19} "
-          f"{'R3 cpu us/job: origin':>22} {'replica (copy)':>15} {'all nodes':>10}")
+    print(f"{'nodes':>5} {'idle msg/s/node':>16} {'bytes/s/node':>13} {'cpu ms/s/node':>14} "
+          f"{'R3 cpu us/job: origin':>22} {'replica (copy)':>15} {'all nodes':>10}  load")
     for size in sizes:
         cluster = start_cluster(size, start_trisque)
         try:
             time.sleep(2)  # let the handshakes' burst pass
             sent0 = [_messages_sent(n) for n in cluster]
+            wrote0 = _bytes_sent(cluster)
             cpu0 = [n.cpu_seconds() for n in cluster]
             time.sleep(idle_seconds)
+            cpu = [n.cpu_seconds() - c for n, c in zip(cluster, cpu0)]
+            wrote = [w1 - w0 for w1, w0 in zip(_bytes_sent(cluster), wrote0)]
             sent = [_messages_sent(n) - s
                     for n, s in zip(cluster, sent0)]
-            cpu = [n.cpu_seconds() - c for n, c in zip(cluster, cpu0)]
             msgs = sum(sent) / size / idle_seconds
+            idle_bytes = sum(wrote) / size / idle_seconds
             idle_cpu = sum(cpu) / size / idle_seconds * 1000
             cpu0 = [n.cpu_seconds() for n in cluster]
             redis_benchmark(cluster[0].port, requests, 1, "ADDJOB", "q", "__rand_int__", "0",
@@ -140,9 +187,9 @@ def nodes(sizes: Sequence[int], idle_seconds: float,
             for n in cluster:
                 n.stop()
         per_copy = sum(used[1:]) / 2  # each job has two copies beyond the origin's
-        print(f"{size:5d} {msgs:16.1f} {idle_cpu:19.2f} {used[0]:22.1f} "
-              f"{per_copy:15.1f} {sum(used):10.1f}", flush=True)
-        figures[size] = (msgs, used[0], per_copy, sum(used))
+        print(f"{size:5d} {msgs:16.1f} {idle_bytes:13.0f} {idle_cpu:14.2f} {used[0]:22.1f} "
+              f"{per_copy:15.1f} {sum(used):10.1f}  {os.getloadavg()[0]:.1f}", flush=True)
+        figures[size] = (msgs, idle_bytes, used[0], per_copy, sum(used))
     return figures
 
 

@@ -1,6 +1,7 @@
 """The two ordered structures behind the hot path, against plain reference
 models under random operations: Deadlines (lanes + millisecond buckets) and a
-queue's JobList (deque until it must be sorted)."""
+queue's JobList (a list while short, a deque while long, until it must be
+sorted)."""
 
 import random
 
@@ -8,7 +9,9 @@ import pytest
 
 from trisque.core.jobs.deadlines import MAX_LANES, Deadlines, Scheduled
 from trisque.core.jobs.job import ACTIVE, CTIME_EPOCH, Job
-from trisque.core.jobs.queue import SMALL_FIFO, JobList
+from collections import deque
+
+from trisque.core.jobs.queue import SMALL_FIFO, SMALL_LIST, JobList
 
 from .test_deadlines import Item, JobItem, check as check_deadlines  # (what both read)
 
@@ -190,3 +193,60 @@ def test_joblist_stays_a_deque_in_fifo_use_and_sorts_when_it_must():
     jobs.add(items[5])
     jobs.add(items[3])  # out of order
     assert list(jobs) == [items[3], items[5]]
+
+
+def test_joblist_is_a_list_while_short_a_deque_while_long():
+    jobs = JobList()
+    items = [job_item(n, n) for n in range(SMALL_LIST + 2)]
+    for item in items[:SMALL_LIST]:
+        jobs.add(item)
+    assert jobs._fifo.__class__ is list  # a one-job queue costs 56 bytes, not 760
+    jobs.add(items[SMALL_LIST])
+    assert jobs._fifo.__class__ is deque
+    assert list(jobs) == items[:SMALL_LIST + 1]
+    assert jobs[1:3] == items[1:3] and jobs[-1] is items[SMALL_LIST]
+    assert jobs.pop(-1) is items[SMALL_LIST]
+    jobs.remove(items[3])
+    while len(jobs) > 1:
+        jobs.pop(0)
+    assert jobs._fifo.__class__ is deque  # no flapping at the boundary
+    assert jobs.pop(0) is items[-3]
+    assert jobs._fifo.__class__ is list  # drained: small again
+    jobs.add(items[0])
+    jobs.remove(items[0])
+    assert not jobs and jobs._fifo.__class__ is list
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_joblist_around_the_small_size_matches_a_sorted_model(seed):
+    """Sizes around SMALL_LIST, so the FIFO changes form often, with every
+    kind of removal (head, tail, middle) on both forms."""
+    rng = random.Random(seed)
+    jobs = JobList()
+    model = []
+    ctime = 0
+    target = SMALL_LIST
+    for step in range(3000):
+        if step % 200 == 0:
+            target = rng.choice((0, 3, SMALL_LIST, SMALL_LIST + 5, 2 * SMALL_LIST))
+        if len(model) < target or not model or rng.random() < 0.3:
+            ctime += 1
+            job = job_item(step, ctime)
+            jobs.add(job)
+            model.append(job)
+        else:
+            index = rng.choice((0, 0, 0, -1, rng.randrange(len(model))))
+            if rng.random() < 0.5:
+                assert jobs.pop(index) is model.pop(index)
+            else:
+                job = model.pop(index)
+                jobs.remove(job)
+        assert len(jobs) == len(model)
+        if step % 7 == 0:
+            assert list(jobs) == model
+            assert list(reversed(jobs)) == model[::-1]
+            assert jobs[1:-1] == model[1:-1] and jobs[::2] == model[::2]
+            if model:
+                assert jobs[0] is model[0] and jobs[-1] is model[-1]
+        if not model:
+            assert jobs._fifo.__class__ is list

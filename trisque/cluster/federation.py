@@ -107,6 +107,8 @@ class Federation(FederationHooks):
 
     def _valid_sources(self, queue: Queue, now_ms: int) -> list[str]:
         sources = queue.import_from
+        if sources is None:
+            return []
         for node_id, last_ms in list(sources.items()):
             if now_ms - last_ms > SOURCE_VALID_MS or node_id not in self.membership.nodes:
                 del sources[node_id]
@@ -315,8 +317,11 @@ class Federation(FederationHooks):
                 continue
             self.jobs_imported += 1
             queue = node.get_queue(job.queue)
-            if sender.id not in queue.import_from:
+            sources = queue.import_from
+            if sources is None:
+                sources = queue.import_from = {}
+            if sender.id not in sources:
                 queue.needjobs_bcast_attempt = 0
-            queue.import_from[sender.id] = now_ms
+            sources[sender.id] = now_ms
             self._count_import(queue, now_ms)
             queue.needjobs_adhoc_attempt = 0

@@ -57,7 +57,7 @@ def qstat(node: Node, client: Client, argv: list[bytes]) -> bytes:
         "age": max(0, now_s - queue.ctime_s),
         "idle": max(0, now_s - queue.atime_s),
         "blocked": len(queue.blocked),
-        "import-from": list(queue.import_from),
+        "import-from": list(queue.import_from or ()),
         "import-rate": node.federation.import_rate(queue),
         "jobs-in": queue.jobs_in,
         "jobs-out": queue.jobs_out,

@@ -16,11 +16,14 @@ PAUSED_OUT = 2
 PAUSED_ALL = PAUSED_IN | PAUSED_OUT
 PAUSE_NAMES = {0: "none", PAUSED_IN: "in", PAUSED_OUT: "out", PAUSED_ALL: "all"}
 
-QUEUE_OVERHEAD = 600  # bytes per queue, for maxmemory accounting
+# What a queue of one job costs beyond the job, by RSS (python -m bench scale
+# --part queues): maxmemory counts it with the name.
+QUEUE_OVERHEAD = 640
 
 
 _CTIME = attrgetter("_ctime")  # ctime less a constant (see Job): same order
 SMALL_FIFO = 1024  # remove from the middle of a FIFO this short in place
+SMALL_LIST = 32  # a FIFO this short is a list (pop(0) moves at most 256 bytes)
 
 
 class JobList:
@@ -29,12 +32,16 @@ class JobList:
     Jobs nearly always join at the tail (a new job is the newest) and leave
     at the head (GETJOB takes the oldest).  A deque does both in O(1), in
     less memory and time than a SortedKeyList (bench/README.md, "Queues").
-    So the list is a deque until a job joins anywhere but the tail (a
+    So the list is a FIFO until a job joins anywhere but the tail (a
     requeue, a job from another node) or leaves from the middle of a long
     queue (DEQUEUE, an ack, expiry out of order); then it becomes a
     SortedKeyList, O(log n) for everything, until it is empty again.
     Either way it reads like a sorted list: len, iteration, indexing and
     slicing, oldest first.
+
+    The FIFO is a plain list up to SMALL_LIST jobs and a deque past that,
+    until it empties: an empty deque costs 760 bytes, a list 56, and most
+    queues of a node with many hold a few jobs (bench/README.md, "Scale").
 
     Priorities (docs/lifecycle.md): once a job of a level other than the
     default joins, ``_sorted`` holds a ``Levels`` (one JobList per level,
@@ -43,11 +50,11 @@ class JobList:
     """
 
     __slots__ = ("_fifo", "_sorted")
-    _fifo: deque[Job]
+    _fifo: list[Job] | deque[Job]
     _sorted: Any  # a SortedKeyList of Job, or None
 
     def __init__(self) -> None:
-        self._fifo = deque()
+        self._fifo = []
         self._sorted = None
 
     def __len__(self) -> int:
@@ -67,7 +74,7 @@ class JobList:
         if s is not None:
             return s[key]
         fifo = self._fifo
-        if key.__class__ is not slice:
+        if key.__class__ is not slice or isinstance(fifo, list):
             return fifo[key]
         size = len(fifo)
         start, stop, step = key.indices(size)
@@ -86,6 +93,8 @@ class JobList:
         if s is None:
             fifo = self._fifo
             if not fifo or fifo[-1]._ctime < job._ctime:
+                if isinstance(fifo, list) and len(fifo) >= SMALL_LIST:
+                    fifo = self._fifo = deque(fifo)
                 fifo.append(job)
                 return
             s = self._make_sorted()
@@ -95,12 +104,17 @@ class JobList:
         s = self._sorted
         if s is None:
             fifo = self._fifo
+            if isinstance(fifo, list):
+                return fifo.pop(index)
             if index == 0:
-                return fifo.popleft()
-            if index == -1:
-                return fifo.pop()
-            taken = fifo[index]
-            del fifo[index]
+                taken = fifo.popleft()
+            elif index == -1:
+                taken = fifo.pop()
+            else:
+                taken = fifo[index]
+                del fifo[index]
+            if not fifo:
+                self._fifo = []  # drained: small again
             return taken
         job: Job = s.pop(index)  # (sortedcontainers is untyped)
         if not s:
@@ -111,8 +125,13 @@ class JobList:
         s = self._sorted
         if s is None:
             fifo = self._fifo
-            if len(fifo) <= SMALL_FIFO:
+            if isinstance(fifo, list):
                 fifo.remove(job)  # ValueError if absent, as SortedKeyList
+                return
+            if len(fifo) <= SMALL_FIFO:
+                fifo.remove(job)
+                if not fifo:
+                    self._fifo = []
                 return
             if fifo[0] is job:
                 fifo.popleft()
@@ -127,7 +146,7 @@ class JobList:
 
     def _make_sorted(self) -> Any:
         s = self._sorted = SortedKeyList(self._fifo, key=_CTIME)
-        self._fifo = deque()
+        self._fifo = []
         return s
 
     def add_any(self, job: Job) -> None:
@@ -138,7 +157,7 @@ class JobList:
             plain = JobList()  # what the list held: all of the default level
             plain._fifo, plain._sorted = self._fifo, s
             s = self._sorted = Levels(plain)
-            self._fifo = deque()
+            self._fifo = []
         if s is None:
             self.add(job)
         else:
@@ -267,7 +286,7 @@ class Queue:
     nacks: int
     dead_letters: int
     consumer_ms: int
-    import_from: dict[str, int]
+    import_from: dict[str, int] | None  # None until a job is imported
     import_buckets: Any
     needjobs_bcast_ms: int
     needjobs_bcast_attempt: int
@@ -289,7 +308,7 @@ class Queue:
         self.acks = 0  # ACKJOBs here of its jobs (while the queue exists)
         self.nacks = 0
         self.dead_letters = 0  # its jobs moved to their dead-letter queue here
-        self.import_from = {}  # node id -> ms of its last YOURJOBS
+        self.import_from = None  # node id -> ms of its last YOURJOBS (made on the first)
         self.import_buckets = None
         self.needjobs_bcast_ms = 0
         self.needjobs_bcast_attempt = 0
