@@ -32,6 +32,7 @@ def make_cluster():
         peer = ClusterNode(node_id, "127.0.0.1", 7712, 17712, 0)
         cluster.membership.nodes[node_id] = peer
     cluster.membership.nodes[NEW].policies = True
+    cluster.membership.nodes[OLD].policies = False  # (its frames said no F_POLICIES)
     return node, cluster, transport
 
 
@@ -78,3 +79,22 @@ def test_a_peer_that_says_f_policies_gets_every_queue_policy():
     assert cluster.membership.nodes[OLD].policies
     assert [(p, m.type, m.body[2]) for p, m in transport.frames if m.type == bus.QPOLICY] == [
         (OLD, bus.QPOLICY, b"a")]
+
+
+def test_a_peer_not_heard_from_yet_gets_the_policy():
+    """The simulator's seed 270 (--policies, 3 nodes, mixed faults): a node
+    that restarted sent REPLJOB to a peer before any frame from it, taken
+    for an older node, so that copy had no limit and was delivered past it.
+    A peer is taken to read policies until its frames say otherwise."""
+    node, cluster, transport = make_cluster()
+    fresh = "2" * 40
+    cluster.membership.nodes[fresh] = ClusterNode(fresh, "127.0.0.1", 7713, 17713, 0)
+    job = Job(b"D-01234567-0123456789abcdefghijklmn-05a1", b"q", b"body", ACTIVE, 3,
+              10**15, 10**6, 0, 30)
+    job.nodes_delivered = (node.id, fresh)
+    job.policy = policy_codec.Policy(1, b"dlq")
+    cluster.outbox.send_job(fresh, bus.REPLJOB, serialize(job, 1000))
+    cluster.outbox.encode()
+    [(peer, message)] = transport.frames
+    assert peer == fresh and message.type == bus.REPLJOB
+    assert policy_codec.decode(message.body[0][-1]).max_deliveries == 1

@@ -81,7 +81,10 @@ class ClusterNode:
         self.ctime_ms = now_ms
         self.fail_reports = {}  # reporter id -> ms of the report
         self.link_ok = False  # our outgoing link to it is connected
-        self.policies = False  # its frames say F_POLICIES (bus.py)
+        # Its frames say F_POLICIES (bus.py); until its first frame, taken to
+        # (after a restart, copies sent before it spoke lost their limit;
+        # an older node drops the link once, and gets them plain after).
+        self.policies = True
         self.waitjob = False  # its frames say F_WAITJOB: it answers WAITJOB
         self.schedules = False  # its frames say F_SCHEDULES: it gets schedules
         self.meet_pending = False  # send MEET, not PING, on the next link
