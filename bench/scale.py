@@ -180,15 +180,24 @@ def nodes(sizes: Sequence[int], idle_seconds: float,
             idle_bytes = sum(wrote) / size / idle_seconds
             idle_cpu = sum(cpu) / size / idle_seconds * 1000
             cpu0 = [n.cpu_seconds() for n in cluster]
+            start = time.monotonic()
             redis_benchmark(cluster[0].port, requests, 1, "ADDJOB", "q", "__rand_int__", "0",
                             "REPLICATE", "3")
+            elapsed = time.monotonic() - start
             used = [(n.cpu_seconds() - c) * 1e6 / requests for n, c in zip(cluster, cpu0)]
+            # what each node spends anyway (housekeeping, the bus), per job
+            # of the run: nodes without a copy of a job spend it too
+            idle_per_job = idle_cpu / 1000 * elapsed * 1e6 / requests
         finally:
             for n in cluster:
                 n.stop()
         per_copy = sum(used[1:]) / 2  # each job has two copies beyond the origin's
         print(f"{size:5d} {msgs:16.1f} {idle_bytes:13.0f} {idle_cpu:14.2f} {used[0]:22.1f} "
               f"{per_copy:15.1f} {sum(used):10.1f}  {os.getloadavg()[0]:.1f}", flush=True)
+        print(f"{'':5} less the idle cost ({idle_per_job:.1f} us a node a job): origin "
+              f"{used[0] - idle_per_job:.1f}, a copy "
+              f"{(sum(used[1:]) - idle_per_job * (size - 1)) / 2:.1f}, all nodes "
+              f"{sum(used) - idle_per_job * size:.1f}", flush=True)
         figures[size] = (msgs, idle_bytes, used[0], per_copy, sum(used))
     return figures
 

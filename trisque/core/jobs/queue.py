@@ -16,9 +16,10 @@ PAUSED_OUT = 2
 PAUSED_ALL = PAUSED_IN | PAUSED_OUT
 PAUSE_NAMES = {0: "none", PAUSED_IN: "in", PAUSED_OUT: "out", PAUSED_ALL: "all"}
 
-# What a queue of one job costs beyond the job, by RSS (python -m bench scale
-# --part queues): maxmemory counts it with the name.
-QUEUE_OVERHEAD = 640
+# What a queue of one job costs beyond the job, by RSS, compiled (python -m
+# bench scale --part queues; bench/README.md "Scale"): maxmemory counts it
+# with the name.
+QUEUE_OVERHEAD = 600
 
 
 _CTIME = attrgetter("_ctime")  # ctime less a constant (see Job): same order
