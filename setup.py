@@ -70,6 +70,14 @@ COMPILED = [
     "trisque/core/keyspace/commands_bits.py",
     "trisque/core/keyspace/hyperloglog.py",
     "trisque/core/keyspace/commands_hyperloglog.py",
+    # streams: XADD, XREADGROUP, XACK... (bench/README.md, "Streams")
+    "trisque/core/keyspace/stream_ids.py",
+    "trisque/core/keyspace/sorted_ids.py",
+    "trisque/core/keyspace/streams.py",
+    "trisque/core/keyspace/stream_delivery.py",
+    "trisque/core/keyspace/commands_streams.py",
+    "trisque/core/keyspace/commands_stream_groups.py",
+    "trisque/core/keyspace/commands_stream_read.py",
 ]
 
 
