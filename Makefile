@@ -60,7 +60,7 @@ test: $(DEV) $(BUILT)
 # modules (the current directory comes first on sys.path).
 test-pure: $(DEV)
 	rm -rf build/pure && mkdir -p build/pure
-	tar -c --exclude='*.so' --exclude=__pycache__ trisque tests docs pyproject.toml | tar -x -C build/pure
+	tar -c --exclude='*.so' --exclude=__pycache__ trisque tests bench docs pyproject.toml | tar -x -C build/pure
 	cd build/pure && ../../$(BIN)/python -c 'from trisque.core.admin.build_form import \
 		build_form as f; assert f() == "interpreted", f()'
 	cd build/pure && ../../$(BIN)/python -m pytest -q -p no:cacheprovider tests/unit tests/sim
