@@ -11,7 +11,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from tests.harness import wait_for
+from tests.harness import Server, free_port, wait_for
 
 CHROMIUM = shutil.which("chromium")
 CHROMEDRIVER = shutil.which("chromedriver")
@@ -53,6 +53,17 @@ def wait_http(port: int, what: str = "the HTTP port") -> None:
         except OSError:
             return False
     wait_for(up, 10, message=what)
+
+
+def start_with_http(config: str = "") -> Server:
+    """A started node with an HTTP port (its number as ``srv.http_port``),
+    once that port accepts connections; ``config``: more directives."""
+    http_port = free_port()
+    srv = Server(config=f"http-port {http_port}\n{config}")
+    srv.http_port = http_port  # type: ignore[attr-defined]
+    srv.start()
+    wait_http(http_port)
+    return srv
 
 
 def queue_cells(driver: Any, queue: str) -> list[str]:

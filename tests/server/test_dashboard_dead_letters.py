@@ -11,33 +11,24 @@ from typing import Any, Iterator
 
 import pytest
 
-from tests.browser import needs_browser, wait_http
-from tests.harness import Server, free_port, wait_for
+from tests.browser import needs_browser, start_with_http
+from tests.harness import Server, wait_for
 
 pytestmark = needs_browser
 
 PASSWORD = "dash-pass-42"
 
 
-def start(config: str) -> Server:
-    http_port = free_port()
-    srv = Server(config=f"http-port {http_port}\n{config}")
-    srv.http_port = http_port  # type: ignore[attr-defined]
-    srv.start()
-    wait_http(http_port)
-    return srv
-
-
 @pytest.fixture
 def locked() -> Iterator[Server]:
-    srv = start(f"requirepass {PASSWORD}\n")
+    srv = start_with_http(f"requirepass {PASSWORD}\n")
     yield srv
     srv.cleanup()
 
 
 @pytest.fixture
 def open_node() -> Iterator[Server]:
-    srv = start("")
+    srv = start_with_http("")
     yield srv
     srv.cleanup()
 

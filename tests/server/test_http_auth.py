@@ -13,31 +13,22 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.browser import wait_http
-from tests.harness import Server, free_port, wait_for
+from tests.browser import start_with_http, wait_http
+from tests.harness import Server, wait_for
 
 PASSWORD = "s3cret:with colon"  # (a colon: only the first one of Basic's pair splits)
 
 
-def start(config: str) -> Server:
-    http_port = free_port()
-    srv = Server(config=f"http-port {http_port}\n{config}")
-    srv.http_port = http_port  # type: ignore[attr-defined]
-    srv.start()
-    wait_http(http_port)
-    return srv
-
-
 @pytest.fixture(scope="module")
 def locked() -> Iterator[Server]:
-    srv = start(f'requirepass "{PASSWORD}"\nappendonly yes\nauth-failure-delay-ms 50\n')
+    srv = start_with_http(f'requirepass "{PASSWORD}"\nappendonly yes\nauth-failure-delay-ms 50\n')
     yield srv
     srv.cleanup()
 
 
 @pytest.fixture(scope="module")
 def open_node() -> Iterator[Server]:
-    srv = start("")
+    srv = start_with_http("")
     yield srv
     srv.cleanup()
 
