@@ -7,66 +7,39 @@ Redis's order) must be the same bytes, as must the writer's replies.
 Also: CONFIG SET/GET of the flag letters, and a bad letter's error.
 """
 
-import socket
 import time
 
 import pytest
 
 from tests.server.conftest import REDIS_SERVER
 from tests.server.keyspace_events_gen import session
+from tests.server.util import Raw
 
 pytestmark = pytest.mark.skipif(REDIS_SERVER is None, reason="needs redis-server")
 
 SEEDS = range(100)
 
 
-def _encode(argv):
-    return b"*%d\r\n" % len(argv) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in argv)
-
-
-class Conn:
-    def __init__(self, port):
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
-        self.buf = b""
-
-    def send(self, *requests):
-        self.sock.sendall(b"".join(map(_encode, requests)))
-
-    def until(self, marker, timeout=10):
-        deadline = time.monotonic() + timeout
-        while marker not in self.buf:
-            assert time.monotonic() < deadline, f"no {marker!r} in {self.buf[-300:]!r}"
-            data = self.sock.recv(65536)
-            assert data, f"closed; got {self.buf[-300:]!r}"
-            self.buf += data
-        end = self.buf.index(marker) + len(marker)
-        out, self.buf = self.buf[:end], self.buf[end:]
-        return out
-
-    def close(self):
-        self.sock.close()
-
-
 def run(port, flags, steps):
     """[(writer's replies, subscriber's messages)] per step, from ``port``."""
-    admin, writer, sub = Conn(port), Conn(port), Conn(port)
+    admin, writer, sub = Raw(port), Raw(port), Raw(port)
     try:
-        admin.send([b"FLUSHALL"], [b"CONFIG", b"SET", b"notify-keyspace-events", flags],
-                   [b"PING", b"ready"])
-        admin.until(b"\r\nready\r\n")
-        sub.send([b"PSUBSCRIBE", b"__key*"], [b"SUBSCRIBE", b"sync"])
-        sub.until(b"$4\r\nsync\r\n:2\r\n")
+        admin.send_requests([b"FLUSHALL"], [b"CONFIG", b"SET", b"notify-keyspace-events", flags],
+                            [b"PING", b"ready"])
+        admin.read_until(b"\r\nready\r\n")
+        sub.send_requests([b"PSUBSCRIBE", b"__key*"], [b"SUBSCRIBE", b"sync"])
+        sub.read_until(b"$4\r\nsync\r\n:2\r\n")
         out = []
         for number, requests in enumerate(steps):
             marker = b"step%d" % number
             tail = b"$%d\r\n%s\r\n" % (len(marker), marker)
-            writer.send(*requests, [b"PUBLISH", b"sync", marker], [b"PING", marker])
-            replies = writer.until(tail)
-            events = sub.until(tail)
+            writer.send_requests(*requests, [b"PUBLISH", b"sync", marker], [b"PING", marker])
+            replies = writer.read_until(tail)
+            events = sub.read_until(tail)
             out.append((replies, events))
         return out
     finally:
-        admin.send([b"CONFIG", b"SET", b"notify-keyspace-events", b""])
+        admin.send_requests([b"CONFIG", b"SET", b"notify-keyspace-events", b""])
         for conn in (admin, writer, sub):
             conn.close()
 
@@ -92,12 +65,13 @@ def test_events_like_redis(both, seed):
 def test_config_like_redis(both, value):
     answers = []
     for port in both:
-        conn = Conn(port)
+        conn = Raw(port)
         try:
-            conn.send([b"CONFIG", b"SET", b"notify-keyspace-events", value],
-                      [b"CONFIG", b"GET", b"notify-keyspace-events"],
-                      [b"CONFIG", b"SET", b"notify-keyspace-events", b""], [b"PING", b"done"])
-            answers.append(conn.until(b"$4\r\ndone\r\n"))
+            conn.send_requests([b"CONFIG", b"SET", b"notify-keyspace-events", value],
+                               [b"CONFIG", b"GET", b"notify-keyspace-events"],
+                               [b"CONFIG", b"SET", b"notify-keyspace-events", b""],
+                               [b"PING", b"done"])
+            answers.append(conn.read_until(b"$4\r\ndone\r\n"))
         finally:
             conn.close()
     assert answers[0] == answers[1]
@@ -122,29 +96,30 @@ def run_blocked(port, blocked, writes):
     """A client blocked on ``blocked`` served by ``writes``: the
     subscriber's messages (the writes' and the served pop's), the
     replies of both."""
-    admin, writer, blocker, sub = Conn(port), Conn(port), Conn(port), Conn(port)
+    admin, writer, blocker, sub = Raw(port), Raw(port), Raw(port), Raw(port)
     try:
-        admin.send([b"FLUSHALL"], [b"CONFIG", b"SET", b"notify-keyspace-events", b"KEAn"],
-                   [b"PING", b"ready"])
-        admin.until(b"\r\nready\r\n")
-        sub.send([b"PSUBSCRIBE", b"__key*"], [b"SUBSCRIBE", b"sync"])
-        sub.until(b"$4\r\nsync\r\n:2\r\n")
-        blocker.send(blocked)
+        admin.send_requests([b"FLUSHALL"],
+                            [b"CONFIG", b"SET", b"notify-keyspace-events", b"KEAn"],
+                            [b"PING", b"ready"])
+        admin.read_until(b"\r\nready\r\n")
+        sub.send_requests([b"PSUBSCRIBE", b"__key*"], [b"SUBSCRIBE", b"sync"])
+        sub.read_until(b"$4\r\nsync\r\n:2\r\n")
+        blocker.send_requests(blocked)
 
         def blocked_now():
-            admin.send([b"INFO", b"clients"])
-            return b"blocked_clients:1" in admin.until(b"\r\n\r\n")
+            admin.send_requests([b"INFO", b"clients"])
+            return b"blocked_clients:1" in admin.read_until(b"\r\n\r\n")
         deadline = time.monotonic() + 10
         while not blocked_now():
             assert time.monotonic() < deadline, "never blocked"
-        writer.send(*writes, [b"PUBLISH", b"sync", b"end"], [b"PING", b"end"])
-        replies = writer.until(b"$3\r\nend\r\n")
-        events = sub.until(b"$3\r\nend\r\n")
-        blocker.send([b"PING", b"end"])
-        served = blocker.until(b"$3\r\nend\r\n")
+        writer.send_requests(*writes, [b"PUBLISH", b"sync", b"end"], [b"PING", b"end"])
+        replies = writer.read_until(b"$3\r\nend\r\n")
+        events = sub.read_until(b"$3\r\nend\r\n")
+        blocker.send_requests([b"PING", b"end"])
+        served = blocker.read_until(b"$3\r\nend\r\n")
         return events, replies, served
     finally:
-        admin.send([b"CONFIG", b"SET", b"notify-keyspace-events", b""])
+        admin.send_requests([b"CONFIG", b"SET", b"notify-keyspace-events", b""])
         for conn in (admin, writer, blocker, sub):
             conn.close()
 

@@ -22,6 +22,7 @@ class Raw:
     def __init__(self, port, timeout=10):
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
         self.reader = hiredis.Reader()
+        self.unread = b""  # bytes received past read_until's last marker
 
     def send(self, data):
         self.sock.sendall(data)
@@ -43,6 +44,23 @@ class Raw:
     def call(self, *args):
         self.send_command(*args)
         return self.reply()
+
+    def send_requests(self, *requests):
+        """Each request (a list of arguments) as one multibulk, in one write."""
+        self.send(b"".join(encode(*argv) for argv in requests))
+
+    def read_until(self, marker, timeout=10):
+        """The raw bytes up to and including the first ``marker`` (for
+        differential tests that compare whole streams byte for byte)."""
+        deadline = time.monotonic() + timeout
+        while marker not in self.unread:
+            assert time.monotonic() < deadline, f"no {marker!r} in {self.unread[-300:]!r}"
+            data = self.sock.recv(65536)
+            assert data, f"closed; got {self.unread[-300:]!r}"
+            self.unread += data
+        end = self.unread.index(marker) + len(marker)
+        out, self.unread = self.unread[:end], self.unread[end:]
+        return out
 
     def read_line(self):
         data = b""
