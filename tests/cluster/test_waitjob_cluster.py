@@ -8,6 +8,7 @@ import pytest
 
 from tests.harness import wait_for
 from tests.server.util import Raw
+from trisque.core.jobs.waits import ANSWER_BYTES, ENTRY_BYTES, WAITER_BYTES
 
 from .conftest import addjob
 
@@ -102,3 +103,33 @@ def test_a_non_holder_waiter_that_disconnects_drops_the_holders_watches(cluster3
              message="the wait dropped")
     wait_for(lambda: sum(_watches(c)) == 0, message="the holders forgot it")
     assert c[0].execute_command("SHOW", job_id) is not None  # the job itself is untouched
+
+
+@pytest.mark.parametrize("end", ["disconnect", "ack"])
+def test_the_holders_answers_count_in_used_memory(cluster3, end):
+    """A non-holder's wait keeps each holder's answer: counted by maxmemory
+    while the client waits, given back when it stops waiting."""
+    c = cluster3
+    job_id = addjob(c[0], "q", "body", "REPLICATE", 2)
+    _, _, outside = _roles(c, job_id)
+
+    def used():
+        return c[outside].info("memory")["used_memory"]
+
+    before = used()
+    waiting = ENTRY_BYTES + WAITER_BYTES
+    waiter = Raw(c.servers[outside].port)
+    waiter.send_command("WAITJOB", job_id, "TIMEOUT", 20000)
+    wait_for(lambda: sum(_watches(c)) == 2, message="both holders watch")
+    wait_for(lambda: used() - before == waiting + 2 * ANSWER_BYTES,
+             message=f"the wait and both answers counted (used {before} + ...)")
+    if end == "disconnect":
+        waiter.close()
+    else:
+        assert c[0].execute_command("ACKJOB", job_id) == 1
+        waiter.sock.settimeout(15)
+        assert waiter.read_line() == b"+acked\r\n"
+        waiter.close()
+    wait_for(lambda: c[outside].info("stats")["waitjob_waiting_clients"] == 0,
+             message="the wait dropped")
+    wait_for(lambda: used() == before, message="the wait and its answers given back")

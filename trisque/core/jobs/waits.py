@@ -14,7 +14,8 @@ One ``JobWait`` per job ID someone waits on, in ``node.waited``:
 
 Waits are node-local and never persisted: a restart closes the clients
 that waited, and the nodes that asked ask again (cluster/waitjob.py).
-Each entry counts in used_memory (maxmemory) while it exists.
+Each entry counts in used_memory (maxmemory) while it exists, with its
+clients, its watching nodes and the other nodes' answers it keeps.
 """
 
 from __future__ import annotations
@@ -30,9 +31,11 @@ if TYPE_CHECKING:
 
 # A node's answer about a job it holds no copy of (the states are 0-3: job.py)
 UNKNOWN: Final = 4
-# used_memory of an entry and of each waiter in it (dict slots, the set)
+# used_memory of an entry, of each waiter in it (dict slots, the set) and of
+# each peer's answer it keeps (a dict slot: the node ID string is membership's)
 ENTRY_BYTES: Final = 240
 WAITER_BYTES: Final = 100
+ANSWER_BYTES: Final = 100
 
 _STATE_REPLIES: Final = tuple(b"+%s\r\n" % name.encode() for name in STATE_NAMES)
 ACKED_REPLY: Final = _STATE_REPLIES[ACKED]
@@ -129,6 +132,7 @@ class Waits:
         del entry.clients[client]
         self.node.memory_changed(-WAITER_BYTES)
         if not entry.clients:
+            self._forget_answers(entry)
             if entry.asked_ms:
                 self.node.wait_hooks.stop(job_id)  # (the holders' watches would outlive us)
             self._forget_if_idle(job_id, entry)
@@ -168,6 +172,8 @@ class Waits:
         if state == ACKED:
             self._answer_all(job_id, entry, ACKED_REPLY)
         elif 0 <= state <= UNKNOWN:
+            if node_id not in entry.answers:
+                self.node.memory_changed(ANSWER_BYTES)
             entry.answers[node_id] = state
             if (state == UNKNOWN and job_id not in self.node.jobs
                     and self.node.wait_hooks.nobody_holds(entry.answers)):
@@ -218,6 +224,7 @@ class Waits:
         clients = list(entry.clients)
         entry.clients.clear()
         node.memory_changed(-WAITER_BYTES * len(clients))
+        self._forget_answers(entry)
         self._forget_if_idle(job_id, entry)
         if reply is ACKED_REPLY:
             self.acked_replies += len(clients)
@@ -225,6 +232,13 @@ class Waits:
             node.unblock(client)  # (its drop finds it gone already)
             node.reply(client, reply if reply is not None
                        else resp.null(client.disque_proto()))
+
+    def _forget_answers(self, entry: JobWait) -> None:
+        """No client waits here any more: the answers were for them (the
+        next WAITJOB asks again)."""
+        if entry.answers:
+            self.node.memory_changed(-ANSWER_BYTES * len(entry.answers))
+            entry.answers.clear()
 
     def _forget_if_idle(self, job_id: bytes, entry: JobWait) -> None:
         if not entry.clients and not entry.nodes and self.entries.get(job_id) is entry:
