@@ -137,3 +137,32 @@ async def test_everysec_replies_do_not_wait(tmp_path, monkeypatch):
             while not calls:
                 await trio.sleep(0.05)  # the once-a-second fsync, in its thread
         nursery.cancel_scope.cancel()
+
+
+class IoWaits(trio.abc.Instrument):
+    """Counts the event loop's waits for I/O that return at once."""
+
+    def __init__(self):
+        self.zero = 0
+
+    def before_io_wait(self, timeout):
+        if timeout == 0:
+            self.zero += 1
+
+
+async def test_an_idle_everysec_log_lets_the_loop_sleep(tmp_path):
+    # The sync loop once slept 0 s when nothing waited for an fsync, so
+    # an idle node with an AOF spun a core (thousands of waits a second).
+    async with trio.open_nursery() as nursery:
+        node, log, port = await start_node(nursery, str(tmp_path), "everysec")
+        c = await Client.connect(port)
+        assert (await c.call("ADDJOB", "q", "body", 0)).startswith(b"+D-")
+        with trio.fail_after(5):
+            while log.synced < log.written:
+                await trio.sleep(0.05)  # the everysec fsync has happened
+        waits = IoWaits()
+        trio.lowlevel.add_instrument(waits)
+        await trio.sleep(2.5)  # idle: the 100 ms cron and little else
+        trio.lowlevel.remove_instrument(waits)
+        assert waits.zero < 100, f"{waits.zero} zero-timeout I/O waits in 2.5 s idle"
+        nursery.cancel_scope.cancel()

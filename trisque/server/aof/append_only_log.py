@@ -707,6 +707,15 @@ class AppendOnlyLog:
             return now - self._last_fsync_try >= 1.0
         return False
 
+    def _sync_wait(self, now):
+        """Seconds the sync loop may sleep unkicked (the cron kicks it when
+        an fsync falls due): until an everysec fsync falls due, else 1 s.
+        Never 0 when no fsync is due: that would spin the loop."""
+        if self.config.appendfsync != "everysec" or self.synced >= self.written:
+            return 1.0
+        wait = 1.0 - (now - self._last_fsync_try)
+        return wait if wait > 0.0 else 1.0  # (due by time, held back otherwise)
+
     async def _sync_loop(self):
         """fsync (and close old files) in worker threads, one at a time."""
         to_thread = trio.to_thread.run_sync
@@ -719,10 +728,7 @@ class AppendOnlyLog:
             if self._sync_due(now):
                 await self._fsync(to_thread)
                 continue
-            timeout = 1.0
-            if self.state is ON and self.config.appendfsync == "everysec":
-                timeout = max(0.0, 1.0 - (now - self._last_fsync_try))
-            with trio.move_on_after(timeout):
+            with trio.move_on_after(self._sync_wait(now)):
                 await self._kick_event.wait()
             self._kick_event = trio.Event()
 
