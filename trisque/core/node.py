@@ -404,6 +404,7 @@ class Node(JobLifecycle):
     def run_timers(self) -> int | None:
         """Run every due deadline; return the next one (ms) or None."""
         now_ms = self.now_ms()
+        self.watch_clock(now_ms)
         for item in self.deadlines.pop_due(now_ms, MAX_TIMERS_PER_RUN):
             if type(item) is Job:
                 self.process_job(item, now_ms)
@@ -412,6 +413,15 @@ class Node(JobLifecycle):
             else:
                 self.blocked_timeout(item)
         return self.deadlines.next_ms()
+
+    def clock_set_back(self, step_ms: int) -> None:
+        """The jobs' timers (JobLifecycle), and a blocked client's TIMEOUT:
+        a GETJOB TIMEOUT 200 must not block as long as the step."""
+        super().clock_set_back(step_ms)
+        deadlines = self.deadlines
+        for client in self.clients.values():
+            if client.blocked is not None and client.wake_ms is not None:
+                deadlines.set(client, client.wake_ms - step_ms)
 
     def blocked_timeout(self, client: Any) -> None:
         blocked = client.blocked
@@ -429,6 +439,7 @@ class Node(JobLifecycle):
         """Housekeeping every 100 ms: idle queues, keys past their TTL,
         federation for blocked clients, the cluster's own cron."""
         now_ms = self.now_ms()
+        self.watch_clock(now_ms)
         if self.paused:
             self.client_pause.cron(now_ms)
         self.evict_idle_queues(now_ms)

@@ -45,6 +45,9 @@ _JITTER_DRAWS: Final = 1024  # random 16-bit numbers fetched at a time
 # 16-bit draws at or above this would favour the low jitters: drawn again
 _JITTER_LIMIT: Final = 65536 // TIME_ERROR_MS * TIME_ERROR_MS
 BASE_MEMORY: Final = 1024 * 1024  # an idle node's used_memory: buffers, tables (not the interpreter)
+# A wall clock set back at least this much moves the node's timers back
+# with it (watch_clock); a smaller step is not worth a walk of every job.
+CLOCK_STEP_MS: Final = 1000
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # (Node allows them: the simulator's)
@@ -82,6 +85,8 @@ class JobLifecycle:
     on_timers_changed: Callable[[], None] | None
     timer_wake_ms: int | None
     waited: dict[bytes, Any]
+    clock_seen_ms: int
+    clock_steps_back: int
 
     def __init__(self, node_id: str, clock: Callable[[], float],
                  rng: _random.Random | None, random_bytes: Callable[[int], bytes]) -> None:
@@ -121,6 +126,8 @@ class JobLifecycle:
         self._last_etime = 0
         self.on_timers_changed = None  # shell hook: an earlier deadline exists
         self.timer_wake_ms = None  # when the shell's timer loop will next look
+        self.clock_seen_ms = self.now_ms()  # the latest reading (watch_clock)
+        self.clock_steps_back = 0
 
     # -------------------------------------------------------------- time
 
@@ -142,6 +149,33 @@ class JobLifecycle:
             draw = pool[at] << 8 | pool[at + 1]
             if draw < _JITTER_LIMIT:
                 return draw % TIME_ERROR_MS - TIME_ERROR_MS // 2
+
+    def watch_clock(self, now_ms: int) -> None:
+        """The timers and the cron read the clock here: a wall clock set
+        back (an NTP step, an operator, a VM resumed) would hold every
+        requeue armed before it back by as much, so a job nobody acks
+        waits its RETRY plus the step; they move back with the clock."""
+        seen = self.clock_seen_ms
+        if now_ms >= seen:
+            self.clock_seen_ms = now_ms
+        elif seen - now_ms >= CLOCK_STEP_MS:
+            self.clock_seen_ms = now_ms
+            self.clock_set_back(seen - now_ms)
+
+    def clock_set_back(self, step_ms: int) -> None:
+        """The clock went back ``step_ms``: a requeue time (RETRY, DELAY,
+        a NACK's DELAY, a backoff) and an ack GC retry are a wait from when
+        they were set, and keep what was left of it.  The TTL is a point
+        in time the holders share, as in Disque: it stays.  Timers set
+        since the step and before this look (one cron at most) come
+        early: a requeue earlier than RETRY, as a clock jumping ahead."""
+        self.clock_steps_back += 1
+        for job in self.jobs.values():
+            state = job.state
+            if state != ACKED and job.qtime_ms:
+                job.qtime_ms = max(1, job.qtime_ms - step_ms)
+            if (state == ACTIVE or state == ACKED) and job.wake_ms is not None:
+                self.schedule(job)
 
     # ---------------------------------------------------- memory and log
 
