@@ -1,3 +1,5 @@
+import os
+
 import pytest
 
 from tests.browser import open_browser
@@ -12,6 +14,55 @@ def pytest_sessionstart(session):
     if stale:
         raise pytest.UsageError("compiled core older than its sources (make, or "
                                 "pip install -e . again): " + ", ".join(stale))
+
+
+# make test runs the suite on pytest-xdist workers (-n 2 --dist loadgroup).
+# A unit of work is a test module: its module-scoped servers and clusters
+# start once and its tests run in order, as without xdist.  The modules of
+# a group below need something alone: a group is one unit, so they run on
+# one worker, one after the other.  The groups go first: they are the
+# longest units, and a long one last would leave the other worker idle.
+# A table rather than xdist_group marks: with pytest 9.2, xdist 3.8 drops
+# the marks silently (pytest-dev/pytest-xdist#1386).
+RUN_ALONE = {
+    # one Chromium at a time
+    "chromium": ("tests/server/test_dashboard.py", "tests/server/test_dashboard_dead_letters.py",
+                 "tests/cluster/test_dashboard_cluster.py"),
+    # the host's network: bridges, namespaces and addresses in 198.18.0.0/15
+    # (free_subnet() cannot see the one a dockerd is about to take)
+    "host-network": ("tests/deploy/test_compose.py", "tests/cluster/test_hosts.py",
+                     "tests/server/test_protected_mode.py"),
+    "spark": ("tests/spark/",),  # one SparkSession (~1.3 GB, a JVM) for them all
+    "bench": ("tests/server/test_bench_",),  # the benchmarks' smoke runs load the machine
+}
+
+
+def unit_of(nodeid):
+    """The unit of work of a test: its group in RUN_ALONE, or its module."""
+    module = nodeid.split("::", 1)[0]
+    for group, prefixes in RUN_ALONE.items():
+        if module.startswith(prefixes):
+            return group
+    return module
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModulesAndGroups(LoadScopeScheduling):
+        def _split_scope(self, nodeid):
+            return unit_of(nodeid)
+    config.option.loadscopereorder = False  # the workers' order (below), not by size
+    return ModulesAndGroups(config, log)
+
+
+def pytest_collection_modifyitems(config, items):
+    # on each worker (the same order on all: the scheduler checks)
+    if os.environ.get("PYTEST_XDIST_WORKER") and config.getvalue("loadgroup"):
+        items.sort(key=lambda item: unit_of(item.nodeid) not in RUN_ALONE)
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -46,13 +46,29 @@ def port_free(port):
 _ports_given = set()
 
 
+def worker_port_range():
+    """This process's share of PORT_RANGE: under pytest-xdist (make test
+    runs ``-n``) worker gwK of N takes the K-th of N equal slices, so two
+    workers never pick the same port between one's check and its server's
+    bind (the check cannot see a port another process is about to take)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")  # "gw0", "gw1", ...
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if not worker.startswith("gw") or count < 2:
+        return PORT_RANGE
+    index = int(worker[2:]) % count
+    low, high = PORT_RANGE
+    size = (high - low) // count
+    return low + index * size, low + (index + 1) * size
+
+
 def free_port():
     """A port free now (and its bus port), never one given before in this
     process: servers are given their ports before any of them binds, and
     two on one port let the loser's readiness check reach the winner (a
     5-node cluster quietly had 4 nodes, one of them under two indexes)."""
+    low, high = worker_port_range()
     for _ in range(1000):
-        port = random.randrange(*PORT_RANGE)
+        port = random.randrange(low, high)
         if port not in _ports_given and port_free(port):
             _ports_given.add(port)
             return port
