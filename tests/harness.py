@@ -110,8 +110,9 @@ def wait_for(condition, timeout=10.0, interval=0.02, message="condition"):
 class Server:
     """One trisque-server process in its own directory."""
 
-    def __init__(self, directory=None, port=None, config="", args=()):
+    def __init__(self, directory=None, port=None, config="", args=(), env=None):
         self.port = port or free_port()
+        self.env = env  # variables added to the process's environment
         self.dir = directory or tempfile.mkdtemp(prefix="trisque-test-")
         self.config_path = os.path.join(self.dir, "disque.conf")
         self.args = list(args)
@@ -124,7 +125,8 @@ class Server:
     def start(self, wait=True):
         self.proc = subprocess.Popen(
             server_command() + [self.config_path] + self.args,
-            cwd=self.dir, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            cwd=self.dir, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            env={**os.environ, **self.env} if self.env else None)
         if wait:
             self.wait_ready()
         return self

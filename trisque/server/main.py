@@ -243,9 +243,12 @@ async def _watch_signals(shutdown, shutdown_mode, task_status=trio.TASK_STATUS_I
 
 
 async def timer_loop(node, server):
-    """Run due deadlines and the 100 ms cron; sleep until the next one."""
-    cron_period_ms = 1000 // node.config.hz
-    next_cron_ms = node.now_ms()
+    """Run due deadlines and the 100 ms cron; sleep until the next one.
+    The cron keeps its pace on trio's monotonic clock: on the node's wall
+    clock, a clock set back by a minute stopped it for that minute (no
+    cluster pings, no key expiry), and it is where the node sees the step
+    (Node.watch_clock)."""
+    next_cron_s = trio.current_time()
     woken = trio.CancelScope
     state = {"scope": None}
 
@@ -255,15 +258,16 @@ async def timer_loop(node, server):
     node.on_timers_changed = wake_timers
     while True:
         next_job_ms = node.run_timers()
-        now_ms = node.now_ms()
-        if now_ms >= next_cron_ms:
+        if trio.current_time() >= next_cron_s:
             node.cron()
-            cron_period_ms = 1000 // node.config.hz
-            next_cron_ms = now_ms + cron_period_ms
+            next_cron_s = trio.current_time() + 1 / node.config.hz
         server.flush_dirty()
-        wake_ms = next_cron_ms if next_job_ms is None else min(next_job_ms, next_cron_ms)
-        delay_s = max(0.001, (wake_ms - node.now_ms()) / 1000)
-        node.timer_wake_ms = wake_ms
+        now_ms = node.now_ms()
+        delay_s = max(0.0, next_cron_s - trio.current_time())
+        if next_job_ms is not None:
+            delay_s = min(delay_s, (next_job_ms - now_ms) / 1000)
+        delay_s = max(0.001, delay_s)
+        node.timer_wake_ms = now_ms + int(delay_s * 1000)
         with woken() as state["scope"]:
             await trio.sleep(delay_s)
         state["scope"] = None
