@@ -91,7 +91,24 @@ def reply_to_lua(data: bytes, sandbox: Sandbox) -> tuple[bool, Any]:
     """A command's encoded reply as a Lua value; True first if an error."""
     if data[:1] == b"-":  # (counted in INFO errorstats already: see scripting.py)
         return True, sandbox.table({b"err": data[1:-2], b"ignore_error_stats_update": True})
-    return False, _Reader(data, sandbox).value()
+    return False, reply_value(data, sandbox)
+
+
+def reply_value(data: bytes, sandbox: Sandbox) -> Any:
+    """A command's encoded reply (not an error) as a Lua value: a bulk
+    string, an integer and +OK without the reader (most replies a script
+    gets)."""
+    kind = data[0]
+    if kind == 36:  # $
+        end = data.index(b"\r\n")
+        if data[1] == 45:  # $-1
+            return False
+        return data[end + 2:-2]
+    if kind == 58:  # :
+        return int(data[1:-2])
+    if data == b"+OK\r\n":
+        return sandbox.status_ok()
+    return _Reader(data, sandbox).value()
 
 
 def to_integer(number: float) -> int:
@@ -103,7 +120,7 @@ def to_integer(number: float) -> int:
     return value if LLONG_MIN <= value < -LLONG_MIN else LLONG_MIN
 
 
-def _one_line(text: bytes) -> bytes:
+def one_line(text: bytes) -> bytes:
     return text.replace(b"\r", b" ").replace(b"\n", b" ")
 
 
@@ -142,11 +159,11 @@ def lua_to_reply(value: Any, proto: int, script_resp: int, rawget: Any,
         return b"-ERR reached lua stack limit\r\n"
     err = rawget(value, b"err")
     if err.__class__ is bytes:
-        text = _one_line(err)
+        text = one_line(err)
         return b"-%s\r\n" % text  # (no code of its own: Redis sends it as is)
     ok = rawget(value, b"ok")
     if ok.__class__ is bytes:
-        return b"+%s\r\n" % _one_line(ok)
+        return b"+%s\r\n" % one_line(ok)
     double = rawget(value, b"double")
     if double.__class__ in (int, float):
         return _double(float(double), proto)

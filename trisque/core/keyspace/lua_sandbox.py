@@ -397,34 +397,80 @@ end
 
 -- Keys and arguments come as varargs (nkeys, keys..., args...): cheaper
 -- than two tables made by Python (lupa's table_from costs ~6 us each).
+-- One table of them all becomes KEYS once the arguments moved out.
 local function split(nkeys, ...)
-  local all, keys, argv = {...}, {}, {}
-  for i = 1, nkeys do keys[i] = all[i] end
-  for i = nkeys + 1, select("#", ...) do argv[i - nkeys] = all[i] end
+  local keys, argv = {...}, {}
+  for i = nkeys + 1, select("#", ...) do
+    argv[i - nkeys] = keys[i]
+    keys[i] = nil
+  end
   return keys, argv
+end
+
+-- A run's outcome for Python: ok, the result, and for a status or an
+-- error table the script returned, its text and "+" / "-" ("!" for an
+-- error of redis.call's, counted when it was answered) in place of the
+-- table: read here, no crossing back into Lua per field.
+local function outcome(ok, result)
+  if ok and type(result) == "table" then
+    local err = rawget(result, "err")
+    if type(err) == "string" then
+      if rawget(result, "ignore_error_stats_update") == true then return ok, err, "!" end
+      return ok, err, "-"
+    end
+    local status = rawget(result, "ok")
+    if type(status) == "string" then return ok, status, "+" end
+  end
+  return ok, result, nil
+end
+
+-- The hook stays installed between runs (installing it costs more than
+-- the script: it asks Python only every HOOK_EVERY instructions); a run
+-- that was killed leaves it per instruction, the next run puts it back.
+local function hooked()
+  if hook_fn ~= hook then set_hook(hook, __HOOK_EVERY__) end
+end
+local function unhook_if_killed()
+  if hook_fn ~= hook then set_hook(nil, 0) end
 end
 
 local function run(f, nkeys, ...)
   local keys, argv = split(nkeys, ...)
   G.KEYS = keys
   G.ARGV = argv
-  set_hook(hook, __HOOK_EVERY__)
+  hooked()
   local ok, result = xpcall(f, handler)
-  set_hook(nil, 0)
-  return ok, result
+  unhook_if_killed()
+  return outcome(ok, result)
 end
 
 -- FCALL: a registered function gets the keys and the arguments as its
--- two arguments (no KEYS/ARGV globals).
+-- two arguments (no KEYS/ARGV globals), through ``invoke`` (xpcall calls
+-- a function without arguments; one closure, not one per call).
+local current_f, current_keys, current_argv
+local function invoke()
+  local f, keys, argv = current_f, current_keys, current_argv
+  current_f, current_keys, current_argv = nil, nil, nil
+  return f(keys, argv)
+end
 local function call_function(f, nkeys, ...)
-  local keys, argv = split(nkeys, ...)
-  set_hook(hook, __HOOK_EVERY__)
-  local ok, result = xpcall(function() return f(keys, argv) end, handler)
-  set_hook(nil, 0)
-  return ok, result
+  current_f = f
+  current_keys, current_argv = split(nkeys, ...)
+  hooked()
+  local ok, result = xpcall(invoke, handler)
+  unhook_if_killed()
+  return outcome(ok, result)
 end
 
-return compile, run, load_library, call_function
+-- Fresh {ok="OK"} tables, made n at a time (redis.call's most common
+-- status reply: one crossing into Lua per n instead of one each).
+local function status_tables(n, text)
+  local made = {}
+  for i = 1, n do made[i] = {ok = text} end
+  return unpack(made, 1, n)
+end
+
+return compile, run, load_library, call_function, status_tables
 """
 
 
@@ -490,14 +536,15 @@ class Sandbox:
         null = self.lua.eval(b"newproxy(false)")  # cjson.null
         cjson = lua_libs.CJson(self.lua, null)
         cmsgpack = lua_libs.CMsgpack(self.lua)
-        (self._compile, self._run, self._load_library,
-         self._call_function) = chunk(call, pcall, _error_text, check, log, sha1, setresp,
+        (self._compile, self._run, self._load_library, self._call_function,
+         self._status_tables) = chunk(call, pcall, _error_text, check, log, sha1, setresp,
                                       _bit_ops(self.lua), REDIS_VERSION.encode(),
                                       (major << 16) | (minor << 8) | patch,
                                       self.lua.table_from(cjson.functions()),
                                       self.lua.table_from(cmsgpack.functions()), null,
                                       lua_libs.error_text)
         self.rawget = self.lua.eval(b"rawget")  # (lua_convert reads results with it)
+        self._ok_tables: list[Any] = []  # fresh {ok="OK"} tables (status_ok)
         # Nothing outside the sandbox's upvalues keeps these any more.
         globals_ = self.lua.globals()
         for name in (b"os", b"io", b"debug", b"package", b"require", b"dofile",
@@ -510,8 +557,11 @@ class Sandbox:
             raise ScriptCompileError(err)
         return f
 
-    def run(self, f: Any, keys: list[bytes], argv: list[bytes]) -> tuple[bool, Any]:
-        outcome: tuple[bool, Any] = self._run(f, len(keys), *keys, *argv)
+    def run(self, f: Any, keys: list[bytes], argv: list[bytes]) -> tuple[bool, Any, Any]:
+        """``(ok, result, kind)``: kind b"+" (a status), b"-" (an error) or
+        b"!" (redis.call's error, counted already) with the text as the
+        result in place of the table the script returned; else None."""
+        outcome: tuple[bool, Any, Any] = self._run(f, len(keys), *keys, *argv)
         return outcome
 
     def load_library(self, body: bytes, expired: Callable[[], bool]) -> list[Any]:
@@ -527,12 +577,23 @@ class Sandbox:
             out.append((name, callback, None if desc is False else desc, int(flags)))
         return out
 
-    def call_function(self, f: Any, keys: list[bytes], argv: list[bytes]) -> tuple[bool, Any]:
-        outcome: tuple[bool, Any] = self._call_function(f, len(keys), *keys, *argv)
+    def call_function(self, f: Any, keys: list[bytes], argv: list[bytes]) -> tuple[bool, Any, Any]:
+        """A registered function's run, its outcome as ``run``'s."""
+        outcome: tuple[bool, Any, Any] = self._call_function(f, len(keys), *keys, *argv)
         return outcome
 
     def table(self, items: Any) -> Any:
         return self.lua.table_from(items)
+
+    def status_ok(self) -> Any:
+        """A new ``{ok="OK"}`` table (a script may change what it gets)."""
+        tables = self._ok_tables
+        if not tables:
+            tables.extend(self._status_tables(OK_TABLES_AT_ONCE, b"OK"))
+        return tables.pop()
+
+
+OK_TABLES_AT_ONCE = 64
 
 
 class ScriptError(Exception):

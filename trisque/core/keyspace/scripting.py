@@ -35,7 +35,7 @@ from ...protocol import resp
 from ...protocol.errors import NOREPLICAS, OOM, CommandError, unknown_subcommand
 from ..client import Client
 from ..command import Commands
-from .lua_convert import lua_to_reply, reply_to_lua
+from .lua_convert import lua_to_reply, one_line, reply_to_lua, reply_value
 from .lua_sandbox import Sandbox, ScriptCompileError, ScriptError, lua_type
 from .transactions import Atomic
 
@@ -111,6 +111,8 @@ class Scripting:
         self.sandbox = self._new_sandbox()
         self.lua = self.sandbox  # the Lua state of the script running (tables for its replies)
         self.functions: Functions | None = None  # FUNCTION's libraries (functions.py)
+        self.client = Client(0)  # the scripts' own (redis.call runs on it)
+        self.client.authenticated = True
 
     def _new_sandbox(self) -> Sandbox:
         """A Lua state whose redis.call runs on this engine (EVAL's; the
@@ -147,26 +149,40 @@ class Scripting:
         """Run an EVAL's script, or (``fcall``: the functions' sandbox) a
         registered function named ``sha``."""
         node = self.node
-        client = Client(0)
-        client.authenticated = True
+        # One client for every run, as Redis's script client: the caller's
+        # db and address, RESP2 until redis.setresp.
+        client = self.client
         client.db = caller.db
         client.addr = caller.addr
+        client.proto = 2
+        if client.out:
+            client.out.clear()  # (what a command sent it itself: nobody reads it)
         run = self.running = ScriptRun(sha, client, caller, node.clock(), readonly)
         run.allow_oom = allow_oom
         if fcall is not None:
             run.function = True
             run.argv = command or []
-        self.lua = fcall or self.sandbox
+            self.lua = fcall
+        else:
+            self.lua = self.sandbox
         try:
             with Atomic(node) as atomic:
                 if fcall is not None:
-                    ok, result = fcall.call_function(function, keys, argv)
+                    ok, result, kind = fcall.call_function(function, keys, argv)
                 else:
-                    ok, result = self.sandbox.run(function, keys, argv)
+                    ok, result, kind = self.sandbox.run(function, keys, argv)
                 # killed although it wrote: SHUTDOWN NOSAVE, drop it on load
                 atomic.abandoned = run.killed and run.wrote
         finally:
             self.running = None
+        if kind is not None:  # a status or an error table, read in Lua
+            if kind == b"+":
+                return b"+%s\r\n" % one_line(result)
+            if kind == b"!":  # an error of redis.call/pcall, counted when it was answered
+                node.error_counted = True
+            return b"-%s\r\n" % one_line(result)  # (no code of its own: sent as is)
+        if result.__class__ is bytes and ok:
+            return b"$%d\r\n%s\r\n" % (len(result), result)
         rawget = self.lua.rawget
         if lua_type(result) == "table" and rawget(result, b"ignore_error_stats_update") is True:
             # an error of redis.call/pcall, counted when it was answered
@@ -178,9 +194,9 @@ class Scripting:
     def _call(self, *argv: Any) -> Any:
         """redis.call: the reply, or a ScriptError raised into the script."""
         reply = self._command(argv)
-        if reply[:1] == b"-":
+        if reply[0] == 45:  # -
             raise ScriptError(reply[1:-2])
-        return reply_to_lua(reply, self.lua)[1]
+        return reply_value(reply, self.lua)
 
     def _pcall(self, *argv: Any) -> Any:
         """redis.pcall: errors come back as {err=...}."""
@@ -194,12 +210,10 @@ class Scripting:
         run = self.running
         assert run is not None
         node = self.node
-        command = None
         refusal = self._refusal(run, argv)
         if refusal.__class__ is not bytes:
             command, args = refusal
-            write = "write" in command.flags
-            if write:
+            if "write" in command.flags:
                 run.wrote = True
             return node.call(run.client, command, args)
         node.stats.error_reply(refusal)
@@ -211,15 +225,14 @@ class Scripting:
         node = self.node
         if not argv:
             return b"-ERR Please specify at least one argument for this redis lib call\r\n"
-        args = []
-        for arg in argv:
-            kind = arg.__class__
-            if kind is bytes:
-                args.append(arg)
-            elif kind is int or kind is float:
-                args.append(_number_arg(arg))
-            else:
-                return b"-ERR Lua redis lib command arguments must be strings or integers\r\n"
+        args = list(argv)
+        for i, arg in enumerate(args):
+            if arg.__class__ is not bytes:
+                kind = arg.__class__
+                if kind is int or kind is float:
+                    args[i] = _number_arg(arg)
+                else:
+                    return b"-ERR Lua redis lib command arguments must be strings or integers\r\n"
         command = command_of(node, args[0])
         if command is None:
             return b"-ERR Unknown Redis command called from script\r\n"

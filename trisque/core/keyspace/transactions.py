@@ -233,7 +233,6 @@ class Atomic:
     def __init__(self, node: Node) -> None:
         self.node = node
         self.log: AtomicLog | None = None
-        self.blocking = node.keyspace.blocking.atomic()
         self.abandoned = False  # set by the owner: log DISCARD, not EXEC
 
     def __enter__(self) -> Atomic:
@@ -241,11 +240,13 @@ class Atomic:
         if node.log.__class__ not in (AtomicLog, NoLog):
             self.log = AtomicLog(node.log)
             node.log = self.log
-        self.blocking.__enter__()
+        # blocking.atomic()'s depth, kept here without its generator (a
+        # script's FCALL pays for this on every call)
+        node.keyspace.blocking.atomic_depth += 1
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.blocking.__exit__(None, None, None)
+        self.node.keyspace.blocking.atomic_depth -= 1
         if self.log is not None:
             self.node.log = self.log.real
             self.log.close(self.abandoned)
