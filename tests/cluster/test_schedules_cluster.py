@@ -111,3 +111,35 @@ def test_a_node_away_learns_the_schedule_and_its_deletion(make_cluster):
     c.wait_mesh()
     wait_for(lambda: c[1].execute_command("SCHEDULE", "LIST") == [], 10,
              message="the deletion reaches it")
+
+
+def _tombstones(c):
+    return [c[i].info("stats")["schedule_tombstones"] for i in c.alive()]
+
+
+def test_a_tombstone_waits_for_a_node_away_then_goes_everywhere(make_cluster):
+    """A deletion is kept while a known node has not been seen holding it
+    (it is down, with the live schedule in its AOF): when that node comes
+    back it learns the deletion rather than bringing the schedule back,
+    and then every node forgets the tombstone."""
+    c = make_cluster(3, config="appendonly yes\nappendfsync always\n"
+                               "schedule-tombstone-ms 300\n")
+    base = c[1].info("memory")["used_memory"]
+    assert c[0].execute_command("SCHEDULE", "ADD", "daily", "0 9 * * *", "r", "x") == b"OK"
+    wait_for(lambda: all(c[i].execute_command("SCHEDULE", "LIST") == [b"daily"]
+                         for i in c.alive()), 5, message="the schedule on every node")
+    c.kill(2)
+    assert c[1].execute_command("SCHEDULE", "DEL", "daily") == 1
+    time.sleep(2)  # many times schedule-tombstone-ms
+    assert _tombstones(c) == [1, 1], "dropped although node 2 never had the deletion"
+    c.restart(2)
+    c.wait_mesh()
+    wait_for(lambda: _tombstones(c) == [0, 0, 0], 10, message="dropped everywhere")
+    assert c[1].info("memory")["used_memory"] == base  # with the peers' marks
+    assert all(c[i].execute_command("SCHEDULE", "LIST") == [] for i in c.alive())
+    # the records the nodes send each other at link-up bring nothing back
+    c.restart(0)
+    c.wait_mesh()
+    time.sleep(1)
+    assert all(c[i].execute_command("SCHEDULE", "LIST") == [] for i in c.alive())
+    assert _tombstones(c) == [0, 0, 0]

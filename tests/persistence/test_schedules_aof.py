@@ -89,3 +89,31 @@ def test_used_memory_counts_schedules(make_server):
     c.execute_command("SCHEDULE", "ADD", "big", "0 0 1 1 *", "q", "x" * 100_000)
     after = int(c.info("memory")["used_memory"])
     assert after - before >= 100_000
+
+
+def test_a_tombstone_is_dropped_and_the_drop_is_logged(make_server):
+    """A node alone drops a deleted schedule's tombstone once
+    schedule-tombstone-ms has passed; the AOF says so (DROP), so neither a
+    restart nor a rewrite brings it back, and its memory is given back."""
+    server = make_server(config="appendonly yes\nappendfsync always\n"
+                                "schedule-tombstone-ms 300\n")
+    c = server.client()
+    before = int(c.info("memory")["used_memory"])
+    assert c.execute_command("SCHEDULE", "ADD", "gone", "0 0 1 1 *", "q", "b") == b"OK"
+    assert c.execute_command("SCHEDULE", "DEL", "gone") == 1
+    wait_for(lambda: c.info("stats")["schedule_tombstones_dropped"] == 1, 5,
+             message="the tombstone dropped")
+    assert c.info("stats")["schedule_tombstones"] == 0
+    assert int(c.info("memory")["used_memory"]) == before
+    records = [r for r in aof_records(server) if r[:1] == [b"SCHEDULE"]]
+    assert [r[2] for r in records] == [b"STORE", b"STORE", b"DROP"]
+    assert records[2][3:] == records[1][3:5]  # the tombstone's version and origin
+    server.kill()
+    server.start()
+    c = server.client()
+    assert c.info("stats")["schedule_tombstones"] == 0
+    assert c.execute_command("SCHEDULE", "LIST") == []
+    c.execute_command("BGREWRITEAOF")
+    wait_for(lambda: c.info("persistence")["aof_rewrite_in_progress"] == 0
+             and c.info("persistence")["aof_rewrite_scheduled"] == 0, 10, message="rewritten")
+    assert not [r for r in aof_records(server) if r[:1] == [b"SCHEDULE"]]

@@ -18,6 +18,12 @@ clockjump profile):
   next tick (core/jobs/schedules.py: such a node fires the tick unless it
   heard that another did, so no job means a broken rule).  Nodes down,
   stalled or with a clock jumped past the tick do not count.
+- *deleted stays deleted* (every profile): once the run has settled, no
+  node holds the schedule (nor s2, deleted while the faults ran, unless
+  the node that took its DEL lost its disk after), live, and none holds
+  its deletion any more either (every node was up and linked for the whole drain, many times
+  schedule-tombstone-ms: a tombstone kept means one was never
+  acknowledged; one dropped too early means the schedule came back).
 """
 
 import random
@@ -34,6 +40,12 @@ SCHEDULE_ADD = [b"SCHEDULE", b"ADD", NAME, b"* * * * * *", b"q0", b"tick",
 TTL_MS = 60_000
 RETRY_S = 3
 MARGIN_MS = 1500
+# A second schedule that never fires in a run (once a year), added with the
+# first and deleted while the faults run: its deletion must outlive the
+# nodes that were down or cut off then, and be forgotten after the heal.
+RARE = b"s2"
+RARE_ADD = [b"SCHEDULE", b"ADD", RARE, b"0 0 1 1 *", b"q0", b"rare"]
+RARE_DEL_AFTER_MS = 5000
 
 
 class ScheduleChecker:
@@ -44,6 +56,7 @@ class ScheduleChecker:
         self.crons = []  # (node clock ms, since ms) of crons run holding the schedule
         self.added_ms = None
         self.deleted_ms = None
+        self.rare_del_node = None  # the node that took s2's DEL
 
     # -------------------------------------------------------- the workload
 
@@ -54,6 +67,15 @@ class ScheduleChecker:
             if reply == b"OK":
                 self.added_ms = self.world.now_ms
         client.call(list(SCHEDULE_ADD), on_reply)
+        client.call(list(RARE_ADD), lambda reply: None)
+        self.world.at(self.world.now_ms + RARE_DEL_AFTER_MS, self._delete_rare)
+
+    def _delete_rare(self):
+        alive = [n for n in self.world.nodes if n.alive]
+        if alive:
+            node = self.rng.choice(alive)
+            self.rare_del_node = (node.index, self.world.now_ms)
+            SimClient(self.world, node).call([b"SCHEDULE", b"DEL", RARE], lambda reply: None)
 
     def delete(self, nodes):
         self.deleted_ms = self.world.now_ms
@@ -81,6 +103,19 @@ class ScheduleChecker:
         if self.added_ms is None or self.deleted_ms is None:
             return ["schedule: SCHEDULE ADD was not answered OK"] if self.deleted_ms else []
         violations = []
+        names = [NAME]
+        if self.rare_del_node is not None:
+            index, at_ms = self.rare_del_node
+            if self.world.checker.wiped_disk_ms.get(index, -1) < at_ms:
+                names.append(RARE)
+        for sim_node in self.world.nodes:
+            for name in names:
+                entry = sim_node.node.schedules.by_name.get(name) if sim_node.alive else None
+                if entry is not None:
+                    violations.append(
+                        f"schedule: node {sim_node.index} still holds {name.decode()} "
+                        f"{'deleted' if entry.deleted else 'LIVE'} after the drain "
+                        f"(deleted stays deleted, then forgotten)")
         first = (EPOCH_MS + self.added_ms + MARGIN_MS) // GAP_MS * GAP_MS + GAP_MS
         last = EPOCH_MS + self.deleted_ms - MARGIN_MS
         # every rank's turn is over by then (schedules.py: rank * gap / 8)

@@ -35,6 +35,7 @@ from trisque.server.aof import rewrite as aof_rewrite
 
 EPOCH_MS = 1_800_000_000_000  # virtual wall clock starts here
 CRON_MS = 100
+TOMBSTONE_MS = 3000  # schedule-tombstone-ms: short, so the drain sees deletions forgotten
 STOP_CHECK_MS = 100  # run_until's stop condition is checked this often
 # The core's invariants are checked after every this many turns of a node:
 # the check walks every job (a fifth of a seed's CPU when run every turn),
@@ -211,6 +212,8 @@ class SimNode:
         config.cluster_node_timeout = world.node_timeout_ms
         config.maxmemory = 0
         config.appendonly = True
+        # deleted schedules are forgotten within the drain (schedules.py)
+        config.schedule_tombstone_ms = TOMBSTONE_MS
         rng = random.Random(world.rng.getrandbits(64))
         node = ObservedNode(config, self.id, self.clock, table=COMMANDS,
                             rng=rng, random_bytes=rng.randbytes)

@@ -33,6 +33,7 @@ from .waitjob import WaitJobs
 
 # A message from a known peer, for the part that answers it.
 Handler = Callable[[ClusterNode, bus.Message], None]
+TOMBSTONE_RESEND_MS = 1000  # schedule tombstones a peer was not seen holding
 
 
 class Cluster(ClusterHooks):
@@ -71,6 +72,7 @@ class Cluster(ClusterHooks):
         self._transport_cron = getattr(transport, "cron", None)
         self.bus_guard = BusGuard()  # refused links: counts, log pacing
         self.publish_too_big = 0  # PUBLISHes over cluster-bus-max-frame, kept local
+        self._tombstones_sent_ms = 0  # schedule tombstones resent (_resend_tombstones)
         node.cluster = self
 
     def _handlers(self) -> dict[int, Handler]:
@@ -99,7 +101,7 @@ class Cluster(ClusterHooks):
             bus.QPOLICY: lambda sender, msg: self._on_queue_policy(*msg.body),
             bus.WAITJOB: lambda sender, msg: self.waitjobs.on_waitjob(sender, msg.body),
             bus.JOBSTATE: lambda sender, msg: self.waitjobs.on_jobstate(sender, msg.body),
-            bus.SCHEDULE: lambda sender, msg: self._on_schedule(*msg.body),
+            bus.SCHEDULE: lambda sender, msg: self._on_schedule(sender, msg.mflags, *msg.body),
             bus.SCHEDFIRED: lambda sender, msg: self._on_schedule_fired(*msg.body),
         }
 
@@ -191,7 +193,8 @@ class Cluster(ClusterHooks):
         return sum(1 for other in self.membership.reachable
                    if other.schedules and other.link_ok and other.id < me)
 
-    def _send_schedules(self, node_id: str, names: list[bytes], fired: bool = True) -> None:
+    def _send_schedules(self, node_id: str, names: list[bytes], fired: bool = True,
+                        mflags: int = 0) -> None:
         """The schedules (and, with ``fired``, their last ticks: a node that
         was away learns what fired meanwhile)."""
         header = self.membership.header()
@@ -201,17 +204,49 @@ class Cluster(ClusterHooks):
             if entry is None:
                 continue
             self.transport.send(node_id, bus.schedule(
-                header, name, entry.version_ms, entry.origin, schedule_codec.encode(entry)))
+                header, name, entry.version_ms, entry.origin, schedule_codec.encode(entry),
+                mflags))
             if fired and entry.fired_tick_ms:
                 self.transport.send(node_id, bus.schedule_fired(
                     header, name, entry.fired_tick_ms, entry.fired_by, entry.fired_job))
 
-    def _on_schedule(self, version_ms: int, origin: str, name: bytes, raw: bytes) -> None:
+    def _on_schedule(self, sender: ClusterNode, mflags: int, version_ms: int, origin: str,
+                     name: bytes, raw: bytes) -> None:
         try:
             entry = schedule_codec.decode(name, raw, version_ms, origin)
         except ValueError:
             return  # (a newer node's schedule we cannot read: keep ours)
-        self.node.schedules.apply(entry)
+        schedules = self.node.schedules
+        applied = schedules.apply(entry)
+        ours = schedules.by_name.get(name)
+        if ours is None or not ours.deleted:
+            return
+        # Deletions are acknowledged (schedules.py, drop_tombstones): a
+        # record equal to our tombstone says the sender holds it; a record
+        # gets our tombstone back as an ECHO, which gets no answer unless
+        # ours is newer than the echo (or the echo was newer than ours: we
+        # send it back as a record, so the sender hears that we hold it).
+        if (version_ms, origin) == (ours.version_ms, ours.origin):
+            schedules.seen_holding(name, sender.id)
+        if not mflags & bus.ECHO:
+            self._send_schedules(sender.id, [name], fired=False, mflags=bus.ECHO)
+        elif applied or ours.newer_than(entry):
+            self._send_schedules(sender.id, [name], fired=False)
+
+    def known_peers(self) -> list[str]:
+        return [n.id for n in self.membership.others() if not n.handshake]
+
+    def _resend_tombstones(self, now_ms: int) -> None:
+        """Every TOMBSTONE_RESEND_MS, each peer with a link gets the
+        tombstones it was not seen holding (a frame or its echo was lost)."""
+        if not 0 <= now_ms - self._tombstones_sent_ms < TOMBSTONE_RESEND_MS:
+            self._tombstones_sent_ms = now_ms
+            schedules = self.node.schedules
+            for other in self.membership.others():
+                if other.schedules and other.link_ok and not other.handshake:
+                    names = schedules.not_held_by(other.id)
+                    if names:
+                        self._send_schedules(other.id, names, fired=False)
 
     def _on_schedule_fired(self, name: bytes, tick_ms: int, firer: str, job_id: bytes) -> None:
         schedules = self.node.schedules
@@ -243,6 +278,8 @@ class Cluster(ClusterHooks):
         self.membership.cron(now_ms)
         self.federation.cron(now_ms)
         self.waitjobs.cron(now_ms)
+        if self.node.schedules.by_name:
+            self._resend_tombstones(now_ms)
         if self._transport_cron is not None:
             self._transport_cron(now_ms)
 
@@ -272,6 +309,7 @@ class Cluster(ClusterHooks):
             # while a flap alone must not strip the policies of the copies
             # and messages sent meanwhile.
             self.membership.link_down(node)
+            self.node.schedules.peer_link_down(node_id)
 
     def receive(self, frame: bytes | bytearray | memoryview, link: Any) -> None:
         """One frame from ``link``.  Raises bus.BusError if malformed."""

@@ -172,6 +172,11 @@ class ClusterHooks:
         schedules: 0 fires a tick first; alone, always 0."""
         return 0
 
+    def known_peers(self) -> list[str]:
+        """The IDs of every other node of the cluster, reachable or not
+        (a schedule's tombstone waits for each: core/jobs/schedules.py)."""
+        return []
+
     def hello_nodes(self) -> list[list[str]]:
         """[id, ip, port, priority] for every node, myself first."""
         node = self.node

@@ -23,7 +23,7 @@ Payloads (all integers little endian):
     qpolicy    QPOLICY: version ms u64, origin id 40s, name length u32,
                name, the policy (core/jobs/policy.py) to the end
     schedule   SCHEDULE: as QPOLICY, the schedule (core/jobs/schedule.py)
-               to the end
+               to the end; mflags ECHO: the answer to a deletion's record
     fired      SCHEDFIRED: tick ms u64, firer id 40s, job id 40s, name
                length u32, name
 
@@ -112,6 +112,7 @@ NOREPLY: Final = 1  # REPLJOB: do not answer GOTJOB (ASYNC)
 INCR_NACKS: Final = 2  # QUEUED: the requeue was a NACK
 INCR_DELIV: Final = 4  # QUEUED: the requeue was an additional delivery
 SHARD: Final = 1  # PUBLISH: an SPUBLISH
+ECHO: Final = 1  # SCHEDULE: an answer to a deletion record (it gets none back)
 
 # sender flags (also gossip entry flags)
 F_LEAVING: Final = 1
@@ -242,9 +243,9 @@ def queue_policy(header: Header, name: bytes, version_ms: int, origin: str,
 
 
 def schedule(header: Header, name: bytes, version_ms: int, origin: str,
-             record: bytes) -> bytes:
+             record: bytes, mflags: int = 0) -> bytes:
     return _frame(header, SCHEDULE, _QPOLICY.pack(version_ms, origin.encode(), len(name))
-                  + name + record)
+                  + name + record, mflags)
 
 
 def schedule_fired(header: Header, name: bytes, tick_ms: int, firer: str,

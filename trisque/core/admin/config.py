@@ -335,6 +335,8 @@ DIRECTIVES = [
     # periodic jobs (docs/schedules.md): how long a backup node waits per rank
     Directive("schedule-grace-ms", "int", 2000, low=10, high=3600_000,
               doc="A periodic job's tick not heard fired after this many ms per rank (at most a quarter of the tick's interval) is fired by the next node in ID order."),
+    Directive("schedule-tombstone-ms", "int", 60_000, low=100, high=7 * 86400_000,
+              doc="A deleted schedule is forgotten this many ms after every other known node was last seen holding its deletion (docs/schedules.md, Tombstones)."),
 ]
 BY_NAME = {d.name: d for d in DIRECTIVES}
 # Redis's old names
@@ -436,6 +438,7 @@ class Config:
     cluster_bus_max_frame: int
     cluster_bus_send_queue_limit: int
     schedule_grace_ms: int
+    schedule_tombstone_ms: int
 
     config_file: str | None
     on_change: dict[str, ChangeHook]

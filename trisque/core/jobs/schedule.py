@@ -25,6 +25,7 @@ UTC: Final = timezone.utc
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=timezone.utc)
 MAX_NAME_BYTES: Final = 256
 MAX_EXPR_BYTES: Final = 256
+HOLDER_BYTES: Final = 100  # used_memory of a peer's mark on a tombstone (a dict slot)
 # ADDJOB's options a schedule passes on to every job it adds, with how many
 # values each takes (BACKOFF: 1 or 3, as policy.parse_option reads it); the others (ASYNC, IDEMPOTENCY, MAXLEN) are the
 # schedule's own business: it always adds ASYNC with a key per tick.
@@ -66,7 +67,7 @@ class Schedule:
 
     __slots__ = ("name", "expr", "queue", "body", "options", "created_ms", "deleted",
                  "version_ms", "origin", "fired_tick_ms", "fired_by", "fired_job",
-                 "fired_ticks", "since_ms", "next_ms", "prev_ms")
+                 "fired_ticks", "since_ms", "next_ms", "prev_ms", "held_by")
     name: bytes
     expr: bytes
     queue: bytes
@@ -89,6 +90,9 @@ class Schedule:
     fired_ticks: list[int]
     next_ms: int  # cache: the first tick after prev_ms (0: to compute)
     prev_ms: int  # cache: the tick due when next_ms was computed
+    # A tombstone's: the peers seen holding it (or newer) over their current
+    # link, and when (node ms); not kept: after a restart they are asked again.
+    held_by: dict[str, int]
 
     def __init__(self, name: bytes, expr: bytes, queue: bytes, body: bytes,
                  options: list[bytes], created_ms: int, version_ms: int, origin: str,
@@ -109,6 +113,7 @@ class Schedule:
         self.since_ms = 0
         self.next_ms = 0
         self.prev_ms = 0
+        self.held_by = {}
 
     def newer_than(self, other: "Schedule | None") -> bool:
         return other is None or (self.version_ms, self.origin) > (other.version_ms,
@@ -118,7 +123,7 @@ class Schedule:
         """Bytes it takes (used_memory): its strings and a fixed share for
         the object and its dict slot."""
         return (200 + len(self.name) + len(self.expr) + len(self.queue) + len(self.body)
-                + sum(len(o) + 40 for o in self.options))
+                + sum(len(o) + 40 for o in self.options) + HOLDER_BYTES * len(self.held_by))
 
     def idempotency_key(self, tick_ms: int) -> bytes:
         """The key of the job for ``tick_ms``: a second add for the same

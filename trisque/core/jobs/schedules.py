@@ -24,6 +24,12 @@ nothing (the rank-0 node died at T, or has not got the schedule yet).  A
 node that just started waits a grace before firing anything, so that it
 hears its peers first.  Two fires for one tick collapse into one job on
 any node that holds a copy of the first (the idempotency key).
+
+A deleted schedule stays as a tombstone until every node knows it: a node
+drops it once every other known node has been seen holding it (or a newer
+record) over a link that has stayed up since, and ``schedule-tombstone-ms``
+has passed since the last of them was seen (docs/schedules.md,
+"Tombstones").  Before that, any older ADD that turns up loses to it.
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ from typing import TYPE_CHECKING, Final
 
 from ...protocol import resp
 from ...protocol.errors import CommandError
-from .schedule import Schedule, encode
+from .schedule import HOLDER_BYTES, Schedule, encode
 
 if TYPE_CHECKING:
     from ..client import Client
@@ -52,6 +58,7 @@ class Schedules:
         self.fired = 0  # ticks this node added a job for (INFO schedule_fires)
         self.fire_errors = 0  # tries whose ADDJOB failed here (a paused queue, ...)
         self.ticks_heard = 0  # ticks another node fired, heard over the bus
+        self.tombstones_dropped = 0  # deleted schedules forgotten (every node knew)
         self.started_ms = node.now_ms()
         self._client: Client | None = None
 
@@ -69,7 +76,9 @@ class Schedules:
             entry.fired_tick_ms, entry.fired_by, entry.fired_job = (
                 old.fired_tick_ms, old.fired_by, old.fired_job)
             entry.fired_ticks = old.fired_ticks
-            entry.since_ms = old.since_ms if not old.deleted else self.node.now_ms()
+            # (a tombstone's: when it came, which its drop waits from)
+            entry.since_ms = (old.since_ms if not old.deleted and not entry.deleted
+                              else self.node.now_ms())
             self._account(-old.memory())
         else:
             entry.since_ms = self.node.now_ms()
@@ -102,15 +111,71 @@ class Schedules:
                                          by.encode(), job_id)
         return True
 
+    # -------------------------------------------------------- tombstones
+
+    def seen_holding(self, name: bytes, node_id: str) -> None:
+        """``node_id`` holds our tombstone of ``name`` or a newer record
+        (it sent it over its current link)."""
+        entry = self.by_name.get(name)
+        if entry is not None and entry.deleted and node_id not in entry.held_by:
+            entry.held_by[node_id] = self.node.now_ms()
+            self._account(HOLDER_BYTES)
+
+    def peer_link_down(self, node_id: str) -> None:
+        """Its marks go: it may come back from an AOF that missed a
+        tombstone (kill -9 before the fsync); its link-up brings them again."""
+        for entry in self.by_name.values():
+            if entry.held_by.pop(node_id, None) is not None:
+                self._account(-HOLDER_BYTES)
+
+    def not_held_by(self, node_id: str) -> list[bytes]:
+        """Our tombstones ``node_id`` has not been seen holding."""
+        return [name for name, entry in self.by_name.items()
+                if entry.deleted and node_id not in entry.held_by]
+
+    def tombstones(self) -> int:
+        return sum(1 for entry in self.by_name.values() if entry.deleted)
+
+    def drop_tombstones(self, now_ms: int, keep_ms: int, peers: list[str]) -> None:
+        """Forget each tombstone every node in ``peers`` (every other known
+        node) was seen holding, ``keep_ms`` after it came and after the
+        last of them was seen: no node can send an older record of it any
+        more, so it has nothing left to win against."""
+        for name, entry in list(self.by_name.items()):
+            if not entry.deleted:
+                continue
+            held_by = entry.held_by
+            if any(peer not in held_by for peer in peers):
+                continue
+            last_ms = max([entry.since_ms, *(held_by[peer] for peer in peers)])
+            if now_ms - last_ms < keep_ms:
+                continue
+            del self.by_name[name]
+            self._account(-entry.memory())
+            self.tombstones_dropped += 1
+            self.node.log.append_command(b"SCHEDULE", name, b"DROP",
+                                         b"%d" % entry.version_ms, entry.origin.encode())
+
+    def replay_drop(self, name: bytes, version_ms: int, origin: str) -> None:
+        """The AOF's DROP record: forget that very tombstone (a newer
+        record of the name stays)."""
+        entry = self.by_name.get(name)
+        if (entry is not None and entry.deleted and entry.version_ms == version_ms
+                and entry.origin == origin):
+            del self.by_name[name]
+            self._account(-entry.memory())
+
     def _account(self, delta: int) -> None:
         self.memory += delta
         self.node.memory_changed(delta)
 
     # ------------------------------------------------------------ firing
 
-    def cron(self, now_ms: int, grace_ms: int) -> None:
+    def cron(self, now_ms: int, grace_ms: int, tombstone_ms: int) -> None:
         if not self.by_name:
             return
+        if any(entry.deleted for entry in self.by_name.values()):
+            self.drop_tombstones(now_ms, tombstone_ms, self.node.cluster.known_peers())
         rank = -1
         for entry in self.by_name.values():
             if entry.deleted:
@@ -163,7 +228,9 @@ class Schedules:
     # ------------------------------------------------------------ reports
 
     def info_fields(self) -> list[tuple[str, int]]:
-        return [("schedules", len(self.live())), ("schedule_fires", self.fired),
+        return [("schedules", len(self.live())), ("schedule_tombstones", self.tombstones()),
+                ("schedule_tombstones_dropped", self.tombstones_dropped),
+                ("schedule_fires", self.fired),
                 ("schedule_fire_errors", self.fire_errors),
                 ("schedule_ticks_heard", self.ticks_heard)]
 

@@ -231,8 +231,9 @@ def replay_idemkey(node, argv, options):
 
 
 def replay_schedule(node, argv, options):
-    """SCHEDULE name STORE version origin schedule, or SCHEDULE name FIRED
-    tick node job-id: a periodic job's definition and its last tick
+    """SCHEDULE name STORE version origin schedule, SCHEDULE name FIRED
+    tick node job-id, or SCHEDULE name DROP version origin: a periodic
+    job's definition, its last tick, a tombstone forgotten
     (core/jobs/schedules.py)."""
     if len(argv) == 6 and argv[2] == b"STORE":
         name = bytes(argv[1])
@@ -241,9 +242,12 @@ def replay_schedule(node, argv, options):
     elif len(argv) == 6 and argv[2] == b"FIRED":
         node.schedules.mark_fired(bytes(argv[1]), int(argv[3]), bytes(argv[4]).decode("ascii"),
                                   bytes(argv[5]), log=False)
+    elif len(argv) == 5 and argv[2] == b"DROP":
+        node.schedules.replay_drop(bytes(argv[1]), int(argv[3]), bytes(argv[4]).decode("ascii"))
     else:
         raise ValueError("SCHEDULE record: SCHEDULE name STORE version origin schedule "
-                         "| SCHEDULE name FIRED tick node job-id")
+                         "| SCHEDULE name FIRED tick node job-id "
+                         "| SCHEDULE name DROP version origin")
 
 
 REPLAY = {aof.LOADJOB: _replay_loadjob_argv, aof.DELJOB: replay_deljob,
