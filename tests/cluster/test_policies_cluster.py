@@ -1,5 +1,6 @@
 """Delivery policies across a cluster of real nodes (docs/lifecycle.md):
-every holder's copy goes to the dead-letter queue, REVIVE brings them all
+every holder's copy goes to the dead-letter queue with the same last
+error, REVIVE brings them all
 back, QCONFIG reaches every node (and one that restarts), the delivery
 bound holds with RETRY racing on three holders."""
 
@@ -30,6 +31,9 @@ def test_dead_letter_and_revive_reach_every_holder(cluster3):
     assert sum(c[i].execute_command("QLEN", "dlq") for i in c.alive()) == 1
     assert sum(c[i].execute_command("QLEN", "q") for i in c.alive()) == 0
     assert _copies(c, job_id)[0]["last-error"] == "bad input"
+    # the other holders' dead copies got it with DEADJOB (bus LASTERROR)
+    wait_for(lambda: [info["last-error"] for info in _copies(c, job_id).values()]
+             == ["bad input"] * 3, 5, message="the last error on every copy")
     assert c[1].execute_command("REVIVE", job_id) == 1
     wait_for(lambda: all(info["queue"] == "q" and info["dead-from"] is None
                          and info["nacks"] == 0 for info in _copies(c, job_id).values()), 5,

@@ -98,6 +98,7 @@ class Cluster(ClusterHooks):
             bus.PUBLISH: lambda sender, msg: self._on_publish(msg),
             bus.DEADJOB: lambda sender, msg: requeue.on_deadjob(sender, msg.body),
             bus.REVIVE: lambda sender, msg: requeue.on_revive(sender, msg.body),
+            bus.LASTERROR: lambda sender, msg: requeue.on_last_error(sender, *msg.body),
             bus.QPOLICY: lambda sender, msg: self._on_queue_policy(*msg.body),
             bus.WAITJOB: lambda sender, msg: self.waitjobs.on_waitjob(sender, msg.body),
             bus.JOBSTATE: lambda sender, msg: self.waitjobs.on_jobstate(sender, msg.body),

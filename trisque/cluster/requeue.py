@@ -35,7 +35,9 @@
   at its delivery limit moves it to its dead-letter queue, queues it there
   and sends DEADJOB (aux 1: the last delivery ended in a NACK); receivers
   move their copy too, not queued, its requeue held back a RETRY, as on
-  QUEUED.  REVIVE puts a dead job back in the queue it died in: the node
+  QUEUED; with it, LASTERROR carries the job's last error (NACK ...
+  REASON) if it has one, so its dead copies show the same one everywhere.
+  REVIVE puts a dead job back in the queue it died in: the node
   that took the command queues it and sends REVIVE; receivers move their
   copy back and hold it back.
 """
@@ -47,6 +49,7 @@ from ..core.jobs.job import (ACKED, ACTIVE, BCAST_QUEUED, BCAST_WILLQUEUE,
 from ..core.hooks import RequeueHooks
 from ..core.node import Node
 from ..core.jobs.lifecycle import WILLQUEUE_ADVANCE_MS
+from ..core.jobs.policy import MAX_REASON_BYTES
 from ..core.jobs.queue import PAUSED_IN, PAUSED_OUT
 from .membership import ClusterNode
 from .outbox import Outbox
@@ -114,6 +117,29 @@ class Requeue(RequeueHooks):
 
     def dead_lettered(self, job: Job, nack: bool) -> None:
         self.outbox.send_to_holders(job, bus.DEADJOB, 1 if nack else 0)
+        policy = job.policy
+        if policy is not None and policy.last_error:
+            # (its own frame, sent now: before or after DEADJOB, either
+            # way the copy ends up dead with it)
+            nodes = self.outbox.membership.nodes
+            frame = bus.last_error(self.outbox.membership.header(), job.id, policy.last_error)
+            for node_id in job.nodes_delivered:
+                peer = nodes.get(node_id)
+                if peer is not None and peer.policies and not peer.myself:
+                    self.outbox.transport.send(node_id, frame)
+
+    def on_last_error(self, sender: ClusterNode, job_id: bytes, text: bytes) -> None:
+        """A holder's copy died with this last error: ours gets it too."""
+        node = self.node
+        job = node.jobs.get(job_id)
+        if job is None or job.state == ACKED or job.policy is None:
+            return  # (a copy without a policy is never dead-lettered)
+        text = text[:MAX_REASON_BYTES]
+        if job.policy.last_error != text:
+            policy = job.policy.copy()
+            policy.last_error = text
+            job.policy = policy
+            node.relog(job)
 
     def revived(self, job: Job) -> None:
         self.outbox.send_to_holders(job, bus.REVIVE)

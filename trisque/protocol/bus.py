@@ -26,6 +26,8 @@ Payloads (all integers little endian):
                to the end; mflags ECHO: the answer to a deletion's record
     fired      SCHEDFIRED: tick ms u64, firer id 40s, job id 40s, name
                length u32, name
+    error      LASTERROR: job id 40s, the job's last error (NACK ... REASON)
+               to the end
 
 SCHEDULE and SCHEDFIRED (periodic jobs, docs/schedules.md) go only to
 peers whose frames carry F_SCHEDULES: a node from before them has no
@@ -36,6 +38,10 @@ job record's policy go only to peers whose frames carry F_POLICIES: a node
 from before them ignores those types (or, before PUBLISH, drops the link),
 and cannot read a job record that carries a policy.  WAITJOB and JOBSTATE
 go only to peers whose frames carry F_WAITJOB (cluster/waitjob.py).
+LASTERROR goes with DEADJOB (to the same peers: the header's flags byte
+has no bit left for a flag of its own); a node from before it ignores the
+type, as any node since PUBLISH does an unknown one, and its dead copy
+has no last error.
 
 A frame that is short, long, of an unknown version, or whose payload does
 not add up to its length raises BusError; the link that sent it is
@@ -69,6 +75,7 @@ MAX_FRAME = 64 * 1024 * 1024  # a frame larger than this is refused
 HEADER = struct.Struct("<3sBIHBB40sHH")
 TYPE_OFFSET = 8  # of the message type in a frame (its low byte: types < 256)
 NODE_ID_LEN = 40
+JOB_ID_LEN = 40
 
 # message types (Final: constants to the compiled modules that use them)
 PING: Final = 0
@@ -95,10 +102,11 @@ WAITJOB: Final = 20  # a client waits on the job: tell me its state (aux 1), or 
 JOBSTATE: Final = 21  # the job's state here (aux: job.py's states, 4: no copy here)
 SCHEDULE: Final = 22  # a periodic job's schedule (SCHEDULE ADD/DEL), last writer wins
 SCHEDFIRED: Final = 23  # a schedule's tick was fired: by whom, which job
+LASTERROR: Final = 24  # a dead-lettered job's last error (NACK ... REASON), with DEADJOB
 NAMES = ("PING", "PONG", "MEET", "FAIL", "REPLJOB", "GOTJOB", "ENQUEUE",
          "QUEUED", "SETACK", "WILLQUEUE", "GOTACK", "DELJOB", "NEEDJOBS",
          "YOURJOBS", "WORKING", "PAUSE", "PUBLISH", "DEADJOB", "REVIVE", "QPOLICY",
-         "WAITJOB", "JOBSTATE", "SCHEDULE", "SCHEDFIRED")
+         "WAITJOB", "JOBSTATE", "SCHEDULE", "SCHEDFIRED", "LASTERROR")
 POLICY_TYPES = (DEADJOB, REVIVE, QPOLICY)  # only to peers with F_POLICIES
 
 GOSSIP_TYPES = (PING, PONG, MEET)
@@ -254,6 +262,10 @@ def schedule_fired(header: Header, name: bytes, tick_ms: int, firer: str,
                                                   len(name)) + name)
 
 
+def last_error(header: Header, job_id: bytes, text: bytes) -> bytes:
+    return _frame(header, LASTERROR, job_id + text)
+
+
 def frame_length(buf: bytes | bytearray | memoryview, offset: int = 0,
                  max_frame: int = MAX_FRAME) -> int | None:
     """Length of the frame starting at ``offset`` once its header is in, or
@@ -340,6 +352,11 @@ def _decode_body(type_: int, payload: memoryview) -> Any:
         if not _valid_job_ids(job_id, 1):
             raise ValueError("bad job id")
         return (bytes(payload[_FIRED.size:]), tick_ms, _check_node_id(firer), job_id)
+    if type_ == LASTERROR:
+        job_id = bytes(payload[:JOB_ID_LEN])
+        if size < JOB_ID_LEN or not _valid_job_ids(job_id, 1):
+            raise ValueError("bad job id")
+        return job_id, bytes(payload[JOB_ID_LEN:])
     if type_ == QPOLICY or type_ == SCHEDULE:
         version_ms, origin, qlen = _QPOLICY.unpack_from(payload)
         end = _QPOLICY.size + qlen
