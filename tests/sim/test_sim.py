@@ -202,3 +202,25 @@ def test_checker_catches_a_lost_job():
     violations = world.checker.finish()
     assert any(victim.id.decode() in v and v.startswith("lost") for v in violations)
     assert world.checker.summary()["lost"] >= 1
+
+
+def test_needjobs_asked_again_after_a_clock_set_back():
+    """A consumer blocked on a node whose clock went back a minute gets a
+    job queued on another node within seconds: the node asks again
+    (NEEDJOBS) after its backoff, not after the backoff plus the step."""
+    from .world import SimClient, World
+    world = World(11, nodes=2)
+    world.start_cluster()
+    world.run_until(20000, stop=world.cluster_formed)
+    assert world.cluster_formed()
+    holder, asker = world.nodes
+    got = []
+    SimClient(world, asker).call(["GETJOB", "TIMEOUT", 0, "FROM", "q"], got.append)
+    world.run_until(world.now_ms + 3000)  # the first ask found nothing; it expired
+    assert not got
+    asker.clock_offset_ms -= 60000
+    world.run_until(world.now_ms + 500)
+    added = []
+    SimClient(world, holder).call(["ADDJOB", "q", "body", 0, "REPLICATE", 1], added.append)
+    world.run_until(world.now_ms + 10000, stop=lambda: bool(got))
+    assert got and got[0][0][1] == added[0], (got, added)

@@ -143,7 +143,8 @@ class Federation(FederationHooks):
         count = rate // len(sources) if sources else MIN_REQUEST
         count = max(MIN_REQUEST, min(MAX_REQUEST, count))
         bcast_delay = min(BCAST_MIN_MS << min(queue.needjobs_bcast_attempt, 16), BCAST_MAX_MS)
-        if now_ms - queue.needjobs_bcast_ms > bcast_delay:
+        # (a clock set back must not hold the asks back by the step)
+        if not 0 <= now_ms - queue.needjobs_bcast_ms <= bcast_delay:
             queue.needjobs_bcast_ms = now_ms
             queue.needjobs_bcast_attempt += 1
             targets = [n.id for n in self.membership.others()
@@ -151,7 +152,7 @@ class Federation(FederationHooks):
             self._send(targets, queue.name, 1)  # discovery: one job is enough
         adhoc_delay = min(ADHOC_MIN_MS << min(queue.needjobs_adhoc_attempt, 16), ADHOC_MAX_MS)
         if sources and (reason == REACHED_ZERO
-                        or now_ms - queue.needjobs_adhoc_ms > adhoc_delay):
+                        or not 0 <= now_ms - queue.needjobs_adhoc_ms <= adhoc_delay):
             queue.needjobs_adhoc_ms = now_ms
             queue.needjobs_adhoc_attempt += 1
             self._send(sources, queue.name, count)
