@@ -19,7 +19,7 @@ SETID and CREATECONSUMER records); XREAD changes nothing and logs nothing.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from ...protocol import resp
 from ...protocol.errors import CommandError
@@ -40,8 +40,8 @@ if TYPE_CHECKING:
 COMMANDS = Commands(keys=(0, 0, 0))  # (the keys follow STREAMS)
 key_command = COMMANDS.command
 
-BLOCKED_DEFAULT_COUNT = 1000  # XREAD_BLOCKED_DEFAULT_COUNT
-NEW_ENTRIES = -1  # the ">" ID of XREADGROUP
+BLOCKED_DEFAULT_COUNT: Final = 1000  # XREAD_BLOCKED_DEFAULT_COUNT
+NEW_ENTRIES: Final = -1  # the ">" ID of XREADGROUP
 
 
 def _timeout_ms(arg: bytes) -> int:
@@ -63,6 +63,13 @@ def _key_reply(key: bytes, entries: bytes, proto: int) -> bytes:
     if proto == 3:
         return b"$%d\r\n%s\r\n%s" % (len(key), key, entries)
     return b"*2\r\n$%d\r\n%s\r\n%s" % (len(key), key, entries)
+
+
+def _option(arg: bytes) -> bytes:
+    """An option in capitals (as usually sent: no copy, no method call)."""
+    if arg == b"STREAMS" or arg == b"GROUP" or arg == b"COUNT" or arg == b"BLOCK":
+        return arg
+    return arg.upper()
 
 
 def _wrap(parts: list[bytes], proto: int) -> bytes:
@@ -129,7 +136,7 @@ def _xread(node: Node, client: Client, argv: list[bytes], xreadgroup: bool) -> b
     i = 1
     while i < argc:
         more = argc - i - 1
-        opt = argv[i].upper()
+        opt = _option(argv[i])
         if opt == b"BLOCK" and more:
             if _in_script(node, client):
                 raise CommandError("ERR %s command is not allowed with BLOCK option from "

@@ -197,15 +197,18 @@ def xadd(node: Node, client: Client, argv: list[bytes]) -> bytes:
         raise CommandError("ERR The stream has exhausted the last possible ID, unable to "
                            "add more items")
     last = s.last_id
+    id_text = b""
     if not args.id_given:
         ms = node.now_ms()
         last_ms = last >> 64
         if ms > last_ms:
             new_id = ms << 64
+            id_text = b"%d-0" % ms
         elif last & MASK64 == MASK64:
             new_id = (last_ms + 1) << 64  # (streamIncrID)
         else:
             new_id = last + 1
+            id_text = b"%d-%d" % (last_ms, (last & MASK64) + 1)
     elif not args.seq_given:
         if args.id >> 64 == last >> 64:
             if last & MASK64 == MASK64:
@@ -232,7 +235,8 @@ def xadd(node: Node, client: Client, argv: list[bytes]) -> bytes:
         ks.store(db, key, s)
     else:
         changed(node, db, key, s.nbytes - before, False)
-    id_text = format_id(new_id)
+    if not id_text:
+        id_text = format_id(new_id)
     if not unrecorded(node):
         ks.log(db, b"XADD", key, id_text, *fv)
     if args.strategy:

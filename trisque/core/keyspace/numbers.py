@@ -19,20 +19,32 @@ from __future__ import annotations
 import math
 import re
 from fractions import Fraction
+from typing import Final
 
-INT64_MIN = -(1 << 63)
-INT64_MAX = (1 << 63) - 1
-INT32_MIN = -(1 << 31)
-INT32_MAX = (1 << 31) - 1
-LONG_STR_SIZE = 21  # Redis refuses integers this long or longer
+INT64_MIN: Final = -(1 << 63)
+INT64_MAX: Final = (1 << 63) - 1
+INT32_MIN: Final = -(1 << 31)
+INT32_MAX: Final = (1 << 31) - 1
+LONG_STR_SIZE: Final = 21  # Redis refuses integers this long or longer
 MAX_LONG_DOUBLE_CHARS = 5 * 1024
 
 
 def parse_ll(data: bytes | bytearray) -> int | None:
     """Redis's string2ll, or None where it fails."""
     size = len(data)
+    if 0 < size < 19 and isinstance(data, bytes):
+        # The usual case, digits only, counted here: int() of bytes is a
+        # generic call, several times this loop compiled.
+        value = 0
+        for c in data:
+            if c < 48 or c > 57:
+                break
+            value = value * 10 + c - 48
+        else:
+            if data[0] != 48 or size == 1:
+                return value
     if 0 < size < 19 and data.isdigit() and (data[0] != 48 or size == 1):
-        return int(data)  # the usual case
+        return int(data)  # (a bytearray)
     if size == 0 or size >= LONG_STR_SIZE:
         return None
     digits = data[1:] if data[0] == 45 else data  # '-'

@@ -11,9 +11,9 @@ last ID) finds the chunk by bisection.
 from __future__ import annotations
 
 from bisect import bisect_left, insort
-from typing import Iterator
+from typing import Final, Iterator
 
-CHUNK = 256
+CHUNK: Final = 256
 
 
 class SortedIds:

@@ -33,7 +33,7 @@ from bisect import bisect_left
 from typing import TYPE_CHECKING
 
 from ...protocol import resp
-from .stream_ids import MASK64, format_id
+from .stream_ids import MASK64, MAX_ID, format_id
 from .streams import INVALID_ENTRIES_READ, Consumer, Group, Nack, Stream
 
 if TYPE_CHECKING:
@@ -97,7 +97,7 @@ def deliver_new(node: Node, db: Db, key: bytes, s: Stream, group_name: bytes, g:
     last delivered ID (at most ``count``, 0: all), now delivered to
     ``consumer`` (in its PEL unless ``noack``).  Returns the entries'
     array."""
-    entries = s.range(g.last_id + 1, (1 << 128) - 1, count)
+    entries = s.range(g.last_id + 1, MAX_ID, count)
     now = node.now_ms()
     moved = False
     out = []

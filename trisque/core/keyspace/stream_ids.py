@@ -7,12 +7,14 @@ PEL or a node index is a plain list of ints.
 
 from __future__ import annotations
 
+from typing import Final
+
 from ...protocol.errors import CommandError
 from .numbers import parse_ll
 
-MASK64 = (1 << 64) - 1
-MAX_ID = (1 << 128) - 1
-INVALID_ID = "ERR Invalid stream ID specified as stream command argument"
+MASK64: Final = (1 << 64) - 1
+MAX_ID: Final = (1 << 128) - 1
+INVALID_ID: Final = "ERR Invalid stream ID specified as stream command argument"
 
 
 def make_id(ms: int, seq: int) -> int:
@@ -46,11 +48,41 @@ def _ull(text: bytes) -> int | None:
     return (-value) & MASK64 if negative else value
 
 
+def _plain_id(arg: bytes) -> int:
+    """``<ms>-<seq>`` in plain digits (no sign, blank or leading zero,
+    under 19 digits each: what replies and clients send): the ID; -1 for
+    anything else, which parse_id's general path reads."""
+    ms = 0
+    value = 0
+    digits = 0
+    dash = False
+    for c in arg:
+        if 48 <= c <= 57:
+            if digits == 18 or (digits and not value):  # (too long; "0" then a digit)
+                return -1
+            value = value * 10 + c - 48
+            digits += 1
+        elif c == 45 and digits and not dash:  # "-"
+            ms = value
+            value = 0
+            digits = 0
+            dash = True
+        else:
+            return -1
+    if not dash or not digits:
+        return -1
+    return ms << 64 | value
+
+
 def parse_id(arg: bytes, missing_seq: int = 0, strict: bool = False,
              seq_star: bool = False) -> tuple[int, bool]:
     """streamGenericParseIDOrReply: (id, seq_given).  ``strict`` refuses
     ``-`` and ``+``; ``seq_star`` accepts ``<ms>-*`` (XADD: seq_given
     False).  ``missing_seq`` is the sequence of a bare ``<ms>``."""
+    if len(arg) < 40:
+        plain = _plain_id(arg)
+        if plain >= 0:
+            return plain, True
     if len(arg) > 127:
         raise CommandError(INVALID_ID)
     if arg == b"-" or arg == b"+":

@@ -40,24 +40,24 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left, bisect_right
-from typing import Iterator
+from typing import Final, Iterator
 
 from .sorted_ids import SortedIds
 from .stream_ids import MASK64, MAX_ID, format_id
 from .types import Records, ValueType, register_type
 
-DELETED = 1
-SAMEFIELDS = 2
-STREAM_OVERHEAD = 200  # the Stream object, its two lists
-NODE_OVERHEAD = 400  # a node: the object, three arrays and a bytearray
-PER_ENTRY = 12  # an entry's ms, seq and offset (4 bytes each while they fit)
-GROUP_OVERHEAD = 400  # a group: object, dicts, the sorted PEL list
-CONSUMER_OVERHEAD = 250  # a consumer: object, dict, dict slot, name header
-NACK_OVERHEAD = 200  # a PEL entry: the Nack, two dict slots, a list slot, the int
-LISTPACK_MAX_SIZE = 1 << 30  # STREAM_LISTPACK_MAX_SIZE
-INVALID_ENTRIES_READ = -1  # SCG_INVALID_ENTRIES_READ
-I_MAX = (1 << 32) - 1
-REWRITE_BATCH = 64  # IDs per XDEL record of an AOF rewrite
+DELETED: Final = 1
+SAMEFIELDS: Final = 2
+STREAM_OVERHEAD: Final = 200  # the Stream object, its two lists
+NODE_OVERHEAD: Final = 400  # a node: the object, three arrays and a bytearray
+PER_ENTRY: Final = 12  # an entry's ms, seq and offset (4 bytes each while they fit)
+GROUP_OVERHEAD: Final = 400  # a group: object, dicts, the sorted PEL list
+CONSUMER_OVERHEAD: Final = 250  # a consumer: object, dict, dict slot, name header
+NACK_OVERHEAD: Final = 200  # a PEL entry: the Nack, two dict slots, a list slot, the int
+LISTPACK_MAX_SIZE: Final = 1 << 30  # STREAM_LISTPACK_MAX_SIZE
+INVALID_ENTRIES_READ: Final = -1  # SCG_INVALID_ENTRIES_READ
+I_MAX: Final = (1 << 32) - 1
+REWRITE_BATCH: Final = 64  # IDs per XDEL record of an AOF rewrite
 
 
 # ---------------------------------------------- Redis's listpack sizes
@@ -218,6 +218,8 @@ class StreamNode:
             return 0
         ms = self.ms
         lo = bisect_left(ms, dms)
+        if lo == len(ms) or ms[lo] != dms or self.seq[lo] >= stream_id & MASK64:
+            return lo  # (no entry in that ms, or the first of them is it)
         hi = bisect_right(ms, dms, lo)
         if lo == hi:
             return lo
@@ -228,8 +230,13 @@ class StreamNode:
         ms_delta = (stream_id >> 64) - self.master_ms
         seq = stream_id & MASK64
         grew = PER_ENTRY
-        if self.offsets and stream_id < self.id_at(len(self.offsets) - 1):
-            self.ordered = False
+        last = len(self.offsets) - 1
+        if last >= 0:
+            # below the node's last entry (deleted: XSETID lowered the
+            # stream's last ID)?  Compared as (ms, seq), not as IDs
+            last_ms = self.ms[last]
+            if ms_delta < last_ms or (ms_delta == last_ms and seq < self.seq[last]):
+                self.ordered = False
         if ms_delta > I_MAX and self.ms.typecode == "I":
             self.ms = array("Q", self.ms)
             grew += 4 * len(self.ms)
@@ -249,7 +256,10 @@ class StreamNode:
                 if fv[2 * j] != fields[j]:
                     same = False
                     break
-        lp = _lp_int(ms_delta) + _lp_int(_signed64(seq - self.master_seq)) + 2
+        rel = seq - self.master_seq
+        if not -2147483648 <= rel <= 2147483647:  # (within, _signed64 changes nothing)
+            rel = _signed64(rel)
+        lp = _lp_int(ms_delta) + _lp_int(rel) + 2
         if same:
             blob.append(SAMEFIELDS)
             for j in range(1, len(fv), 2):
@@ -476,6 +486,10 @@ class Stream:
         if not self.length:
             return 0
         nodes = self.nodes
+        node = nodes[-1]
+        last = len(node.offsets) - 1
+        if last >= 0 and not node.blob[node.offsets[last]] & DELETED:
+            return node.id_at(last)  # (the usual case, without the loop)
         for n in range(len(nodes) - 1, -1, -1):
             node = nodes[n]
             blob, offsets = node.blob, node.offsets
