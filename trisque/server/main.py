@@ -166,7 +166,8 @@ async def run(config):
             # KeyboardInterrupt (no "Received SIGINT", no clean shutdown).
             # One during start-up (a long AOF load) shuts down once started.
             await nursery.start(_watch_signals, shutdown, shutdown_mode)
-            cluster_service = attach_cluster(node, nursery, server.flush_dirty)
+            cluster_service = attach_cluster(node, nursery, server.flush_dirty, server.epoll)
+            server.bus = cluster_service.transport  # served in the client loop's turns
             cluster_service.transport.tls = cluster_tls
             persistence = attach_log(node)
             if cluster_service is not None:

@@ -1,11 +1,17 @@
 """A set of non-blocking sockets served by one trio task: an epoll set
 waited on with a single trio wait, which ``wake()`` interrupts.  The client
-loop (connection.py) and the bus loop (cluster/tcp/transport.py) each own one."""
+loop (connection.py) owns it; the cluster bus (cluster/tcp/transport.py)
+puts its links in the same set and is served in the same turns, as a
+``SocketOwner``."""
 
 import select
 from typing import Callable
 
 import trio
+
+# trio.testing's wait_all_tasks_blocked, from where trio keeps it:
+# importing trio.testing imports pytest.
+from trio._core import wait_all_tasks_blocked
 
 # Turns a busy loop may take without going through trio's scheduler: a
 # pass (a checkpoint, or waiting on the epoll set's fd) costs more than a
@@ -13,7 +19,41 @@ import trio
 # session took out").  With sockets ready, wait() returns them at once up
 # to this many times in a row, then lets the other tasks (the other loop,
 # timers, the AOF's fsyncs) run; an idle loop still sleeps in trio at once.
+# (The trio-driven wait only; the direct one below needs no such count.)
 TURNS_PER_YIELD = 8
+
+# The direct wait: when no other task can run, the loop sleeps in its own
+# epoll set, which watches trio's too, rather than in trio's scheduler;
+# a wake-up for one of our sockets is then a turn without a pass through
+# trio (bench/README.md, "Cluster: replicated ADDJOB").  Waiting for the
+# other tasks to be done gives up after this long: one that never blocks
+# (the AOF rewrite's chunks) does not hold our sockets up longer.
+IDLE_WAIT_S = 0.001
+_FOREVER_S = 86400.0
+
+class SocketOwner:
+    """Sockets of another part served in the client loop's turns (the
+    cluster bus): one task and one wait for every socket, so a turn that
+    produced bus frames sends them itself, and a wake-up is one pass of
+    trio's scheduler whichever socket it was for (bench/README.md, "The
+    client loop")."""
+
+    def serve_ready(self, ready: list[tuple[int, int]]) -> None:
+        """Handle these (fd, events) of the set that are not clients'."""
+        raise NotImplementedError
+
+    def end_turn(self) -> None:
+        """The turn's reading and running is done: send what it produced
+        (before the clients' replies go)."""
+        raise NotImplementedError
+
+    def busy(self) -> bool:
+        """Whether work waits for a turn (the loop must not sleep)."""
+        raise NotImplementedError
+
+    def close_all(self) -> None:
+        """The loop stops: close every socket."""
+        raise NotImplementedError
 
 
 class SocketSet:
@@ -24,8 +64,10 @@ class SocketSet:
     poll: Callable[..., list[tuple[int, int]]]  # (timeout, maxevents)
     sleeping: bool
     unyielded: int  # turns since the last pass through trio
+    trio_fd: int  # trio's epoll set, in ours (-1: the trio-driven wait)
+    alone: bool  # no other task can be in the batch we run in
 
-    def __init__(self) -> None:
+    def __init__(self, direct: bool = True) -> None:
         epoll = self._epoll = select.epoll()
         self.register = epoll.register  # fd, events
         self.modify = epoll.modify
@@ -34,12 +76,19 @@ class SocketSet:
         self.poll = epoll.poll
         self.sleeping = False  # a task waits in wait()
         self.unyielded = 0
+        self.trio_fd = -2 if direct else -1  # (-2: looked up at the first wait)
+        self.alone = False
 
     async def wait(self, busy: bool) -> list[tuple[int, int]]:
         """The ready (fd, events) pairs: at once when some are ready or
         ``busy`` (work is waiting), else once a socket is ready or
         ``wake()`` is called.  The other tasks run first when nothing is
         ready, and every TURNS_PER_YIELD turns."""
+        trio_fd = self.trio_fd
+        if trio_fd == -2:
+            trio_fd = self.trio_fd = self._watch_trio()
+        if trio_fd >= 0:
+            return await self._wait_direct(busy, trio_fd)
         if self.unyielded < TURNS_PER_YIELD:
             ready = self.poll(0)
             if ready or busy:
@@ -57,8 +106,66 @@ class SocketSet:
             self.sleeping = False
         return self.poll(0)
 
+    async def _wait_direct(self, busy: bool, trio_fd: int) -> list[tuple[int, int]]:
+        """wait() sleeping in our epoll set while trio has nothing to do.
+
+        Blocking in a task stops every other task, so only while none can
+        run: none is runnable, none is due (trio's next deadline bounds the
+        sleep), trio's own sockets and wake-ups (its epoll set is in ours)
+        are quiet, and no other task shares our batch: trio runs the tasks
+        woken together one after another, and one after us in the batch
+        would not be counted as runnable.  So the loop sleeps directly only
+        in a step that trio began because all the others were blocked
+        (``alone``), and goes through trio again as soon as it woke one."""
+        poll = self.poll
+        if self.alone:
+            stats = trio.lowlevel.current_statistics()
+            if not stats.tasks_runnable and not stats.run_sync_soon_queue_size:
+                left = stats.seconds_to_next_deadline
+                if left > 0:
+                    ready = poll(0 if busy else (left if left < _FOREVER_S else -1))
+                    for i in range(len(ready)):
+                        if ready[i][0] == trio_fd:
+                            break  # trio has work: it goes first
+                    else:
+                        if ready or busy:
+                            return ready
+        # Through trio: a checkpoint while work waits or others run,
+        # else until every other task is blocked (then we run alone).
+        self.alone = False
+        stats = trio.lowlevel.current_statistics()
+        if busy or stats.tasks_runnable or stats.run_sync_soon_queue_size:
+            await trio.lowlevel.checkpoint()
+        else:
+            with trio.move_on_after(IDLE_WAIT_S) as scope:
+                await wait_all_tasks_blocked()
+            self.alone = not scope.cancelled_caught
+        # (back to the caller even with nothing ready: the tasks that ran
+        # meanwhile may have given it work, and no wake() says so)
+        return [event for event in poll(0) if event[0] != trio_fd]
+
+    def yielded(self) -> None:
+        """The task that waits here awaited something else meanwhile."""
+        self.alone = False
+
+    def _watch_trio(self) -> int:
+        """Put trio's epoll set in ours: its fd, or -1 where trio's
+        internals differ (trio on another platform or version): then the
+        trio-driven wait is used."""
+        try:
+            from trio._core._run import GLOBAL_RUN_CONTEXT
+            fd = GLOBAL_RUN_CONTEXT.runner.io_manager._epoll.fileno()
+            if not isinstance(fd, int):
+                return -1
+            self.register(fd, select.EPOLLIN)
+        except (ImportError, AttributeError, OSError, ValueError):
+            return -1
+        return fd
+
     def wake(self) -> None:
-        """End a wait() now, from another task or a callback."""
+        """End a wait() now, from another task or a callback.  (The direct
+        wait needs none: another task runs only while the loop is in a
+        trio wait that ends once the others are blocked.)"""
         if self.sleeping:
             self.sleeping = False
             # The wait ends with ClosedResourceError: no cancel scope per

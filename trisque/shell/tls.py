@@ -7,8 +7,8 @@
 - ``TlsStream`` is TLS without I/O: an ``ssl.SSLObject`` between two
   memory BIOs, fed the bytes received and asked for the bytes to send.
 - ``TlsSocket`` puts a stream inside a plain non-blocking socket with the
-  socket's own ``recv``/``send`` contract, so the client loop
-  (connection.py) and the bus loop (cluster/tcp/transport.py) serve TLS connections in
+  socket's own ``recv``/``send`` contract, so the event loop's clients
+  (connection.py) and bus links (cluster/tcp/transport.py) are served TLS in
   the same epoll set, with the same code, as plain ones.  Every byte the
   kernel gave is decrypted in the same ``recv``, so no plaintext waits
   inside the SSL object where epoll would not signal it (the ``pending()``

@@ -1,21 +1,25 @@
 """The cluster bus over TCP: one outgoing link per peer, any number of
-incoming ones, every link served by one event loop.
+incoming ones, every link served by the client loop's turns.
 
-One trio task owns an epoll set holding every connected bus socket (plain
-non-blocking stdlib sockets) and waits on it with a single
-``trio.lowlevel`` wait.  Each turn it reads what every ready link has (one
-``recv`` each), handles every complete frame, then encodes what the turn
-produced (``Cluster.flush``), writes every link with output (one ``send``
-each) and lets the clients' replies the bus caused go (``after_event``).
-Frames produced elsewhere (a client's ADDJOB, the cron) are queued and
-wake the loop, which sends them on its next turn: everything a turn of
-the node produced for a peer leaves in one ``send``, and the sends of a
-turn leave together.
+Every connected bus socket (a plain non-blocking stdlib socket) is in the
+client loop's epoll set (server/clients/connection.py), and the transport
+is that loop's ``SocketOwner``: each turn reads what every ready link has
+(one ``recv`` each) and handles every complete frame, then, before the
+clients' replies go, encodes what the turn produced (``Cluster.flush``)
+and writes every link with output (one ``send`` each).  Frames produced
+elsewhere (the cron, a peer's link coming up) are queued and wake the
+loop, which sends them on its next turn: everything a turn of the node
+produced for a peer leaves in one ``send``, and the sends of a turn leave
+together.
 
 Measured against a reader and a writer task per link plus a flusher task
-(the previous design): each frame went through two task switches (~10 us
+(the first design): each frame went through two task switches (~10 us
 each) and the links were written one task at a time, each send waking a
-sleeping peer on its own (bench/README.md, cluster section).
+sleeping peer on its own (bench/README.md, cluster section).  Against a
+bus loop of its own (the second): a client's replicated ADDJOB woke that
+second task to send the copies, one more pass of trio's scheduler for
+every unpipelined job on the origin (bench/README.md, "Cluster:
+replicated ADDJOB").
 """
 
 import errno
@@ -35,7 +39,7 @@ from ...protocol import bus
 from ...shell import log
 from .link_auth import LinkAuth
 from ...shell.listening import accept_forever, open_listener
-from ...shell.socket_set import SocketSet
+from ...shell.socket_set import SocketOwner
 from ...shell.tls import TlsSocket, enforce_deadlines
 
 RECV_SIZE = 64 * 1024
@@ -99,10 +103,10 @@ class Link:
         self.transport.close_link(self)
 
 
-class TcpTransport:
+class TcpTransport(SocketOwner):
     """Implements the transport interface cluster/cluster.py expects."""
 
-    def __init__(self, nursery, after_event):
+    def __init__(self, nursery, after_event, sockets):
         self.nursery = nursery
         self.after_event = after_event  # flush client replies the bus caused
         self.cluster = None
@@ -110,7 +114,7 @@ class TcpTransport:
         self.next_attempt_ms = {}
         self.frames_dropped = 0
         self.frames_sent = [0] * len(bus.NAMES)  # by message type (/metrics)
-        self.epoll = SocketSet()
+        self.epoll = sockets  # the client loop's (see the module's comment)
         self.links = {}  # fd -> connected Link
         self.to_write = []  # links with frames queued since the last flush
         self.gone = []  # outbound links closed: tell the cluster at the turn's end
@@ -220,43 +224,44 @@ class TcpTransport:
         for link in list(self.links.values()) + list(self.out_links.values()):
             self.close_link(link)
 
-    # ------------------------------------------------------ event loop
+    # ------------------------------------------- the client loop's turns
 
     def wake(self):
         """Have the event loop take a turn (it may be waiting)."""
         self.epoll.wake()
 
-    async def run(self):
-        epoll = self.epoll
+    def busy(self) -> bool:
+        return bool(self.flush_needed or self.gone or (self.to_write and not self.held))
+
+    def serve_ready(self, ready: list[tuple[int, int]]) -> None:
+        """Read and write the links the loop found ready."""
         links = self.links
+        aof = self.cluster.node.log
+        logged = aof.end
+        aof.deferring = True  # the turn's AOF records: one write
         try:
-            while True:
-                events = await epoll.wait(
-                    self.flush_needed or self.gone or (self.to_write and not self.held))
-                if events:
-                    aof = self.cluster.node.log
-                    logged = aof.end
-                    aof.deferring = True  # the turn's AOF records: one write
-                    try:
-                        for fd, mask in events:
-                            link = links.get(fd)
-                            if link is None:
-                                continue
-                            if mask & _OUT:
-                                self._write(link)
-                            if mask & (_IN | _HUP) and not link.closed:
-                                self._read(link)
-                    finally:
-                        aof.deferring = False
-                        if aof.end != logged:
-                            aof.end_batch()
-                if self.gone:
-                    self._links_gone()
-                self.flush()
-                self.after_event()
+            for fd, mask in ready:
+                link = links.get(fd)
+                if link is None:
+                    continue
+                if mask & _OUT:
+                    self._write(link)
+                if mask & (_IN | _HUP) and not link.closed:
+                    self._read(link)
         finally:
-            for link in list(links.values()):
-                self.close_link(link)
+            aof.deferring = False
+            if aof.end != logged:
+                aof.end_batch()
+
+    def end_turn(self) -> None:
+        if self.gone:
+            self._links_gone()
+        if self.flush_needed or (self.to_write and not self.held):
+            self.flush()
+
+    def close_all(self) -> None:
+        for link in list(self.links.values()):
+            self.close_link(link)
 
     def flush(self):
         """Encode the cluster's outbox and write every link with output."""
@@ -571,7 +576,6 @@ class TcpTransport:
         for listener in self.listeners:
             nursery.start_soon(accept_forever, listener, "cluster bus connection",
                                self._accepted)
-        nursery.start_soon(self.run)
         if self.tls is not None:
             nursery.start_soon(enforce_deadlines, self.tls.deadlines)
 
@@ -697,10 +701,11 @@ class ClusterService:
             await trio.sleep(1)
 
 
-def attach_cluster(node, nursery, after_event):
-    """Give ``node`` its cluster: identity from nodes.conf, TCP transport."""
+def attach_cluster(node, nursery, after_event, sockets):
+    """Give ``node`` its cluster: identity from nodes.conf, TCP transport
+    (its links in ``sockets``, the client loop's set)."""
     config = node.config
-    transport = TcpTransport(nursery, after_event)
+    transport = TcpTransport(nursery, after_event, sockets)
     transport.configure(config)
     ip = config.bind_address()
     if ip in ("0.0.0.0", "::"):

@@ -14,6 +14,13 @@ client loop").
 A client is looked at again outside its turn when something else changed
 its state (``Connection.wake``): it was unblocked or killed, it has output
 another task could not send, or the AOF now allows its replies to go.
+
+The cluster bus's links are in the same epoll set (a ``SocketOwner``,
+cluster/tcp/transport.py): a turn also reads the links that are ready,
+and sends the bus frames it produced before the clients' replies.  An
+unpipelined replicated ADDJOB so sends its copies from the turn that read
+it, and the GOTJOBs' turn sends the reply, without a second task woken in
+between (bench/README.md, "Cluster: replicated ADDJOB").
 """
 
 import select
@@ -32,7 +39,7 @@ from ...core.admin.output_limit import OutputLimit
 from ...shell import log
 from .busy_script import BusyServer
 from ...shell.listening import accept_forever, open_listener
-from ...shell.socket_set import SocketSet
+from ...shell.socket_set import SocketOwner, SocketSet
 from ...shell.tls import ClientTls, enforce_deadlines
 
 RECV_SIZE: Final = 16 * 1024
@@ -149,6 +156,8 @@ class ClientServer:
     ready: list[Connection]
     replying: list[Connection]
     released: trio.Event | None
+    paused: list[Connection]
+    bus: SocketOwner | None
     output_limit: OutputLimit
     output_cap: int  # output_limit's hard limit, or _NO_CAP (read every batch)
     pubsub_limit: OutputLimit  # for subscribed clients (Redis's pubsub class)
@@ -169,6 +178,8 @@ class ClientServer:
         self.ready = []  # connections to look at again on the next turn
         self.replying = []  # connections that ran requests this turn
         self.released = None  # a trio.Event while hold() keeps requests waiting
+        self.paused = []  # clients not watched while held (see hold())
+        self.bus = None  # the cluster bus, served in the same turns
         config = node.config
         self._set_output_limit(config.client_output_buffer_limit)
         config.on_change["client-output-buffer-limit"] = self._set_output_limit
@@ -291,7 +302,9 @@ class ClientServer:
             self._output_over_limit(conn, unsent)
 
     def hold(self) -> None:
-        """Leave every request waiting (read nor run) until release()."""
+        """Leave every request waiting (read nor run) until release().  The
+        bus goes on: a client that sends meanwhile is not watched until
+        then (the set is level-triggered: it would wake every turn)."""
         self.released = trio.Event()
         self.epoll.wake()
 
@@ -299,6 +312,16 @@ class ClientServer:
         released, self.released = self.released, None
         if released is not None:
             released.set()
+        paused, self.paused = self.paused, []
+        for conn in paused:
+            if not conn.closed:
+                self.epoll.modify(conn.fd, conn.events)
+        self.epoll.wake()
+
+    def _pause(self, conn: Connection) -> None:
+        if conn not in self.paused:
+            self.paused.append(conn)
+        self.epoll.modify(conn.fd, 0)
 
     def wake(self, conn: Connection) -> None:
         if not conn.queued:
@@ -408,15 +431,35 @@ class ClientServer:
         # compiled; through a bound method local each went through the
         # generic call and argument parsing)
         replying = self.replying
+        bus = self.bus
+        others: list[tuple[int, int]] = []  # the bus's ready sockets
         try:
             while True:
-                if self.released is not None:
+                if bus is None and self.released is not None:
                     await self.released.wait()
+                    epoll.yielded()
                 # clients to look at again: others run once a turn, too
-                for fd, events in await epoll.wait(bool(self.ready)):
+                busy = bool(self.ready) and self.released is None
+                if bus is not None and bus.busy():
+                    busy = True
+                for fd, events in await epoll.wait(busy):
                     conn = conns.get(fd)
-                    if conn is not None:
+                    if conn is None:
+                        others.append((fd, events))
+                    elif self.released is None:
                         self._service(conn, events)
+                    else:
+                        self._pause(conn)
+                if others:
+                    assert bus is not None
+                    bus.serve_ready(others)
+                    others.clear()
+                if self.released is not None:
+                    if bus is not None:
+                        bus.end_turn()
+                        if self.dirty:
+                            self.flush_dirty()
+                    continue
                 if self.ready:
                     if replying:
                         # The replies to the requests just read go out
@@ -431,6 +474,11 @@ class ClientServer:
                         conn.queued = False
                         if not conn.closed:
                             self._service(conn, 0)
+                if bus is not None:
+                    # The bus frames the turn produced (the copies of the
+                    # ADDJOBs just run, the GOTJOBs for the copies just
+                    # stored) leave first: the peers work while we reply.
+                    bus.end_turn()
                 if replying:
                     # Every reply of the turn goes out together, after all
                     # the reading and running (Redis does it before it
@@ -446,6 +494,8 @@ class ClientServer:
         finally:
             for conn in list(conns.values()):
                 self._close(conn)
+            if bus is not None:
+                bus.close_all()
 
     def _service(self, conn: Connection, events: int) -> None:
         """One turn of a client: read, run, reply."""

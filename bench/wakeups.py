@@ -1,0 +1,142 @@
+"""What one unpipelined replicated job costs each node (issue 29, item 2).
+
+    python -m bench.wakeups [-n N] [--replicate R] [--e2e] [--disque PATH]
+
+A 3-node cluster (trisque, or Disque C with ``--disque``); one client sends
+``ADDJOB q <body> 0 REPLICATE R`` to the first node and waits for each
+reply before the next, so every job is a wake-up of the origin and of each
+replica, nothing batched: the cost per wake-up that decides the latency of
+a lone job (bench/README.md, "Latency, open loop").  Per node: user and
+system CPU per job (/proc/<pid>/stat) and context switches per job
+(/proc/<pid>/status: voluntary ones are the sleeps).  With ``--e2e`` a
+second client waits in ``GETJOB`` on the first node before each ADDJOB,
+and the time from the ADDJOB's send to the GETJOB's reply is reported
+(p50/p90/p99, closed loop: one job at a time).
+
+Run it under ``chrt -f 10`` on a shared machine: the figures are CPU per
+job, but a node preempted between its wake-ups finds its caches cold.
+"""
+
+import argparse
+import os
+import time
+
+import hiredis
+
+from . import client
+from .cluster import start_cluster
+from .servers import start_disque, start_trisque
+
+WARMUP = 200
+
+
+def _stat(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]), int(fields[12])  # utime, stime (clock ticks)
+
+
+def _switches(pid):
+    voluntary = involuntary = 0
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("voluntary_ctxt_switches"):
+                voluntary = int(line.split()[1])
+            elif line.startswith("nonvoluntary_ctxt_switches"):
+                involuntary = int(line.split()[1])
+    return voluntary, involuntary
+
+
+class _Conn:
+    def __init__(self, port):
+        self.sock = client.connect(port)
+        self.reader = hiredis.Reader()
+
+    def reply(self):
+        while True:
+            got = self.reader.gets()
+            if got is not False:
+                return got
+            self.reader.feed(self.sock.recv(65536))
+
+    def call(self, request):
+        self.sock.sendall(request)
+        return self.reply()
+
+    def close(self):
+        self.sock.close()
+
+
+def measure(nodes, jobs, replicate, e2e=False):
+    """Per node (user us, system us, voluntary, involuntary switches) per
+    job, the wall time per job, and (``e2e``) the sorted latencies (s)."""
+    adder = _Conn(nodes[0].port)
+    getter = _Conn(nodes[0].port) if e2e else None
+    request = client.encode("ADDJOB", "q", b"x" * 12, 0, "REPLICATE", replicate)
+    for _ in range(WARMUP):
+        adder.call(request)
+    latencies = []
+    pids = [n.proc.pid for n in nodes]
+    cpu_before = [_stat(p) for p in pids]
+    switches_before = [_switches(p) for p in pids]
+    started = time.perf_counter()
+    if e2e:
+        add = client.encode("ADDJOB", "e2e", b"x" * 12, 0, "REPLICATE", replicate)
+        get = client.encode("GETJOB", "TIMEOUT", 5000, "FROM", "e2e")
+        for _ in range(jobs):
+            getter.sock.sendall(get)
+            time.sleep(0.0002)  # (the GETJOB blocks before the job comes)
+            sent = time.perf_counter()
+            adder.sock.sendall(add)
+            getter.reply()
+            latencies.append(time.perf_counter() - sent)
+            adder.reply()
+    else:
+        for _ in range(jobs):
+            adder.call(request)
+    wall = (time.perf_counter() - started) / jobs
+    ticks = os.sysconf("SC_CLK_TCK")
+    per_node = []
+    for pid, (u0, s0), (v0, i0) in zip(pids, cpu_before, switches_before):
+        u1, s1 = _stat(pid)
+        v1, i1 = _switches(pid)
+        per_node.append(((u1 - u0) / ticks * 1e6 / jobs, (s1 - s0) / ticks * 1e6 / jobs,
+                         (v1 - v0) / jobs, (i1 - i0) / jobs))
+    adder.close()
+    if getter is not None:
+        getter.close()
+    latencies.sort()
+    return per_node, wall, latencies
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("-n", "--jobs", type=int, default=5000)
+    parser.add_argument("--replicate", type=int, default=3)
+    parser.add_argument("--e2e", action="store_true",
+                        help="time ADDJOB -> a GETJOB waiting on the same node")
+    parser.add_argument("--disque", help="disque-server: measure Disque C instead")
+    args = parser.parse_args(argv)
+    start = (lambda: start_disque(args.disque)) if args.disque else start_trisque
+    nodes = start_cluster(3, start)
+    try:
+        per_node, wall, latencies = measure(nodes, args.jobs, args.replicate, args.e2e)
+    finally:
+        for n in nodes:
+            n.stop()
+    server = "Disque C" if args.disque else "trisque"
+    print(f"{server}, 3 nodes, ADDJOB REPLICATE {args.replicate}, {args.jobs} jobs one at "
+          f"a time: {wall * 1e6:.0f} us a job (load {os.getloadavg()[0]:.1f})")
+    for i, (user, system, voluntary, involuntary) in enumerate(per_node):
+        role = "origin " if i == 0 else "replica"
+        print(f"  {role} user {user:6.1f} us  system {system:6.1f} us  "
+              f"sleeps {voluntary:4.2f}  preempted {involuntary:4.2f}  a job")
+    if latencies:
+        def at(q):
+            return latencies[min(len(latencies) - 1, int(len(latencies) * q))] * 1e6
+        print(f"  ADDJOB -> waiting GETJOB on the origin: p50 {at(0.5):.0f} us  "
+              f"p90 {at(0.9):.0f}  p99 {at(0.99):.0f}")
+
+
+if __name__ == "__main__":
+    main()

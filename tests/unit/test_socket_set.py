@@ -1,0 +1,175 @@
+"""SocketSet's direct wait (shell/socket_set.py), in process with real
+trio and a socketpair: while no other task can run, the loop sleeps in its
+own epoll set, and a socket that becomes ready wakes it without a pass
+through trio's scheduler; the other tasks still run: a sleeper wakes,
+work handed in from a thread runs, a task that never blocks does not hold
+the loop's sockets up; the trio-driven wait (direct=False) still works."""
+
+import select
+import socket
+import threading
+
+import trio
+
+from trisque.shell.socket_set import SocketSet
+
+
+class Passes(trio.abc.Instrument):
+    """Counts trio's scheduler passes (each ends in an I/O wait)."""
+
+    def __init__(self):
+        self.count = 0
+
+    def before_io_wait(self, timeout):
+        self.count += 1
+
+
+def socketpair():
+    a, b = socket.socketpair()
+    a.setblocking(False)
+    b.setblocking(False)
+    return a, b
+
+
+def later(seconds, fn):
+    """Run ``fn`` from a thread after ``seconds`` (outside trio)."""
+    timer = threading.Timer(seconds, fn)
+    timer.start()
+    return timer
+
+
+async def wait_for_data(sockets, fd, busy=False):
+    """Wait until ``fd`` is reported readable (other fds ignored)."""
+    while True:
+        for ready_fd, events in await sockets.wait(busy):
+            if ready_fd == fd and events & select.EPOLLIN:
+                return
+
+
+def test_a_ready_socket_wakes_the_loop_without_a_trio_pass():
+    passes = Passes()
+    a, b = socketpair()
+    seen = {}
+
+    async def main():
+        sockets = SocketSet()
+        sockets.register(a.fileno(), select.EPOLLIN)
+        # (the first wait goes through trio until the others are blocked)
+        for round_ in range(5):
+            before = passes.count
+            timer = later(0.02, lambda: b.send(b"x"))
+            await wait_for_data(sockets, a.fileno())
+            timer.join()
+            assert a.recv(10) == b"x"
+            seen[round_] = passes.count - before
+        assert sockets.trio_fd >= 0  # the direct wait is the one used
+
+    trio.run(main, instruments=[passes])
+    a.close()
+    b.close()
+    # once alone, a wake-up for our socket costs no pass through trio
+    assert sum(seen[r] for r in range(1, 5)) == 0, seen
+
+
+def test_other_tasks_run_while_the_loop_waits_directly():
+    a, b = socketpair()
+    events = []
+
+    async def sleeper():
+        await trio.sleep(0.01)
+        events.append("slept")
+
+    async def main():
+        sockets = SocketSet()
+        sockets.register(a.fileno(), select.EPOLLIN)
+        token = trio.lowlevel.current_trio_token()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(sleeper)
+            # a thread hands work to trio, then (much later) writes to us
+            later(0.03, lambda: token.run_sync_soon(events.append, "from thread"))
+            later(0.3, lambda: b.send(b"x"))
+            await wait_for_data(sockets, a.fileno())
+            events.append("socket")
+
+    trio.run(main)
+    a.close()
+    b.close()
+    # the sleeper's deadline and the thread's call did not wait for the socket
+    assert events == ["slept", "from thread", "socket"], events
+
+
+def test_a_task_that_never_blocks_does_not_hold_the_socket_up():
+    a, b = socketpair()
+    spins = {"n": 0, "done": False}
+    seen_at = []
+
+    async def spinner():
+        # checkpoints forever (as the AOF rewrite's chunks), until told
+        while not spins["done"]:
+            spins["n"] += 1
+            await trio.lowlevel.checkpoint()
+
+    async def main():
+        sockets = SocketSet()
+        sockets.register(a.fileno(), select.EPOLLIN)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(spinner)
+            b.send(b"x")
+            for _ in range(20):
+                await wait_for_data(sockets, a.fileno())
+                seen_at.append(spins["n"])
+                a.recv(10)
+                b.send(b"x")
+            spins["done"] = True
+
+    trio.run(main)
+    a.close()
+    b.close()
+    assert len(seen_at) == 20
+    assert spins["n"] > 0  # the spinner ran meanwhile
+
+
+def test_the_trio_driven_wait_still_works():
+    a, b = socketpair()
+    woken = []
+
+    async def main():
+        sockets = SocketSet(direct=False)
+        sockets.register(a.fileno(), select.EPOLLIN)
+        async with trio.open_nursery() as nursery:
+            async def waker():
+                await trio.sleep(0.01)
+                woken.append("wake")
+                sockets.wake()
+            nursery.start_soon(waker)
+            assert await sockets.wait(False) == []  # ended by wake()
+            later(0.01, lambda: b.send(b"x"))
+            await wait_for_data(sockets, a.fileno())
+        assert sockets.trio_fd == -1
+
+    trio.run(main)
+    a.close()
+    b.close()
+    assert woken == ["wake"]
+
+
+def test_work_another_task_gave_is_seen_without_a_wake():
+    """The loop's caller learns of work from its own state (``busy``):
+    after the other tasks ran, wait() returns so the caller looks again,
+    though nobody called wake()."""
+    work = []
+
+    async def producer():
+        await trio.sleep(0.01)
+        work.append("job")  # no wake(): the direct wait needs none
+
+    async def main():
+        sockets = SocketSet()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(producer)
+            with trio.fail_after(5):
+                while not work:
+                    await sockets.wait(bool(work))
+
+    trio.run(main)
+    assert work == ["job"]
