@@ -86,3 +86,24 @@ def test_deliveries_stay_within_the_bound_with_three_holders(cluster3):
     assert all(info["queue"] == "q:dead" for info in _copies(c, job_id).values())
     assert 1 <= deliveries <= 3 * 3
     assert sum(c[i].execute_command("QLEN", "q:dead") for i in c.alive()) >= 1
+
+
+def test_nack_dead_moves_every_copy_and_it_is_not_delivered_again(cluster3):
+    """NACK ... DEAD on a plain job (no limit): every holder's copy goes to
+    <queue>:dead with the reason, and no holder's RETRY brings it back."""
+    c = cluster3
+    job_id = addjob(c[0], "q", "broken", "REPLICATE", 3, "RETRY", 1)
+    wait_for(lambda: len(_copies(c, job_id)) == 3, 5, message="3 copies")
+    got = c[1].execute_command("GETJOB", "TIMEOUT", 5000, "FROM", "q")
+    assert got[0][1].decode() == job_id
+    assert c[1].execute_command("NACK", job_id, "REASON", "cannot parse", "DEAD") == 1
+    wait_for(lambda: all(info["queue"] == "q:dead" and info["dead-from"] == "q"
+                         and info["last-error"] == "cannot parse"
+                         for info in _copies(c, job_id).values())
+             and len(_copies(c, job_id)) == 3, 5, message="every copy dead")
+    time.sleep(3)  # three RETRY periods: a copy left alive would be queued again
+    assert sum(c[i].execute_command("QLEN", "q") for i in c.alive()) == 0
+    assert all(c[i].execute_command("GETJOB", "NOHANG", "FROM", "q") is None
+               for i in c.alive())
+    assert sum(c[i].execute_command("QLEN", "q:dead") for i in c.alive()) == 1
+    assert c[1].info("stats")["dead_lettered_jobs"] >= 1

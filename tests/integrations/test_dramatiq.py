@@ -12,6 +12,7 @@ from tests.harness import wait_for
 from tests.integrations.conftest import BIN, node_urls
 
 pytest.importorskip("dramatiq")
+from dramatiq.message import Message  # noqa: E402
 
 ACTORS = Path(__file__).with_name("dramatiq_tasks.py")
 
@@ -40,10 +41,23 @@ def test_messages_results_delays_retries_and_dead_letters(cluster, workers, monk
 
         assert actors.flaky.send("f").get_result(block=True, timeout=30_000) == 2
 
-        actors.doomed.send()
+        doomed = actors.doomed.send()
         wait_for(lambda: sum(c.execute_command("QLEN", "default.XQ")
                              for c in cluster.clients) == 1, 30,
                  message="the failed message in the dead-letter queue")
+        # the job itself died (NACK ... DEAD): same job, the error with it,
+        # and every copy of it in the dead-letter queue, none left in its queue
+        [[queue, job_id, body]] = [job for c in cluster.clients
+                                   for job in c.execute_command("QPEEK", "default.XQ", 1)]
+        assert queue == b"default.XQ"
+        assert Message.decode(body).message_id == doomed.message_id
+        copies = [dict(zip(*[iter(shown)] * 2)) for c in cluster.clients
+                  if (shown := c.execute_command("SHOW", job_id))]
+        assert copies and all(info[b"queue"] == b"default.XQ"
+                              and info[b"dead-from"] == b"default"
+                              and info[b"last-error"] == b"ValueError: fails for good"
+                              for info in copies), copies
+        assert sum(c.execute_command("QLEN", "default") for c in cluster.clients) == 0
     except BaseException:
         print(workers.logs())
         raise

@@ -28,7 +28,12 @@ Delivery policies (docs/lifecycle.md, ``--policies``):
   if it got a new one after losing it, or reloaded it after a crash);
 - *dead, then lost*: a job delivered n times from its own queue, never
   acknowledged, its TTL not over, never delivered from a dead-letter
-  queue, and no copy left: a job past its limit is dead, not lost.
+  queue, and no copy left: a job past its limit is dead, not lost;
+- *nacked DEAD*: a job a node moved to its dead-letter queue on NACK ...
+  DEAD is dead, not lost (the rule above, for it), and that node does not
+  deliver it from its own queue again (unless its copy went with its
+  disk or it got a new copy since: another holder's, not yet dead, by
+  YOURJOBS, whose queue wins as federation's rule says).
 
 Idempotent adds (docs/lifecycle.md, ``--policies`` too):
 - *idempotency*: an ADDJOB retried with a key, sent to a node that held a
@@ -69,7 +74,7 @@ class JobRecord:
                  "fastacked", "created_ms",
                  "deliveries", "expected_redeliveries", "acked_ms",
                  "full_ack_ms", "duplicates", "max_deliveries", "own_deliveries",
-                 "dead_deliveries", "copies", "ack_sent_ms")
+                 "dead_deliveries", "copies", "ack_sent_ms", "nacked_dead")
 
     def __init__(self, job_id):
         self.id = job_id
@@ -91,6 +96,7 @@ class JobRecord:
         self.dead_deliveries = 0  # from a dead-letter queue
         self.copies = 0  # copies it had: a node's every new one counts
         self.ack_sent_ms = None  # the first ACKJOB or FASTACK sent for it
+        self.nacked_dead = None  # (node index, ms) of a NACK ... DEAD that moved it
 
     def expires_ms(self) -> int:
         """When its TTL ends: counted from its creation, which may come
@@ -300,6 +306,18 @@ class Checker:
         rec.synchronous = synchronous
         rec.ttl_ms = ttl_ms
 
+    def copy_revived(self, index, job_id):
+        """Node ``index``'s dead copy is live again (checker rule *nacked
+        DEAD*: as a new copy)."""
+        self._note(job_id, f"node {index}'s copy left its dead-letter queue")
+        self.record(job_id).got_copy_ms[index] = self.world.now_ms
+
+    def nacked_dead(self, job_id, index):
+        self._note(job_id, f"NACK DEAD moved it on node {index}")
+        rec = self.record(job_id)
+        if rec.nacked_dead is None:
+            rec.nacked_dead = (index, self.world.now_ms)
+
     def delivered(self, job_id, index, queue=None):
         self._note(job_id, f"delivered by node {index} from {queue!r}")
         rec = self.record(job_id)
@@ -307,6 +325,14 @@ class Checker:
             rec.dead_deliveries += 1
         else:
             rec.own_deliveries += 1
+            if rec.nacked_dead is not None and rec.nacked_dead[0] == index:
+                at_ms = rec.nacked_dead[1]
+                if (rec.wiped_ms.get(index, -1) < at_ms
+                        and rec.got_copy_ms.get(index, -1) < at_ms):
+                    self.violations.append(
+                        f"nacked DEAD, then delivered again: {job_id.decode()} by node "
+                        f"{index} from its queue at {self.world.now_ms} ms, NACK ... DEAD "
+                        f"there at {at_ms} ms")
         now = self.world.now_ms
         best_effort = rec.fastacked and self.world.faulty
         if rec.full_ack_ms is not None and now > rec.full_ack_ms and not best_effort:
@@ -361,6 +387,13 @@ class Checker:
         """The delivery-limit rules (see the module's docstring)."""
         now = self.world.now_ms
         for rec in self.jobs.values():
+            if (rec.nacked_dead is not None and rec.acked_ms is None
+                    and not rec.dead_deliveries and now < rec.expires_ms()
+                    and not self._exempt(rec) and not self.held_anywhere(rec.id)):
+                self.violations.append(
+                    f"nacked DEAD, then lost: {rec.id.decode()} moved to its dead-letter "
+                    f"queue on node {rec.nacked_dead[0]} at {rec.nacked_dead[1]} ms, never "
+                    f"acked nor delivered from it, no copy left")
             n = rec.max_deliveries
             if not n:
                 continue

@@ -10,8 +10,9 @@ node (or most), RETRY 1-3, and polling consumers (polling.py) instead.
 With ``policies`` (docs/lifecycle.md): a QCONFIG default on q1 (a delivery
 limit, a backoff), and a third of the jobs with a MAXDELIVERIES of 1-3 of
 their own (half of them with a DEADLETTER queue), a fifth with a BACKOFF;
-NACKs say REASON, half of them with a DELAY; consumers take from the
-dead-letter queues too.  A quarter of the jobs have an IDEMPOTENCY key,
+NACKs say REASON, half of them with a DELAY; 30% of them say DEAD instead
+(failed for good: to the dead-letter queue now; their own generator);
+consumers take from the dead-letter queues too.  A quarter of the jobs have an IDEMPOTENCY key,
 and their producer sends the same ADDJOB again 50 ms to 3 s after the
 answer, to a random node (checker.py's idempotency rule); those draws
 come from a generator of their own, as the PRIORITY (1, 3, 7 or 9)
@@ -50,6 +51,7 @@ class Workload:
         self.queues = QUEUES + DEAD_LETTER_QUEUES if self.policies else QUEUES
         self.keys_rng = random.Random(world.seed * 1000003 + 28)  # idempotent adds
         self.waits_rng = random.Random(world.seed * 1000003 + 4)  # WAITJOB
+        self.dead_rng = random.Random(world.seed * 1000003 + 9)  # NACK ... DEAD
         if polling:
             rng = self.rng
             self.consumer_count = rng.choice(CONSUMERS)
@@ -348,10 +350,19 @@ class Consumer:
             if command != b"NACK" and not isinstance(reply, Exception):
                 checker.acked(job_id, fast=command == b"FASTACK")
         argv = [command, job_id]
+        dead = False
         if command == b"NACK" and self.workload.policies:
-            if self.rng.random() < 0.5:
+            dead = self.workload.dead_rng.random() < 0.3
+            if self.rng.random() < 0.5 and not dead:
                 argv += [b"DELAY", self.rng.randint(1, 2)]
             argv += [b"REASON", b"failed at %d" % self.world.now_ms]
+            if dead:
+                argv.append(b"DEAD")
+                index = client.sim_node.index
+
+                def on_reply(reply, index=index):  # noqa: F811 (NACK's own)
+                    if reply == 1:
+                        checker.nacked_dead(job_id, index)
         if not client.call(argv, on_reply):
             checker.redelivery_expected(job_id)  # the node died: we could not ack
 

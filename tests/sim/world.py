@@ -44,6 +44,10 @@ INVARIANTS_EVERY = 8
 PORT = 7711
 
 
+def is_dead_letter_queue(name):
+    return name == b"dead" or name.endswith(b":dead")
+
+
 class ObservedNode(Node):
     """The real core, reporting copies coming and going to the checker."""
 
@@ -80,6 +84,15 @@ class ObservedNode(Node):
                     f"from {queue.name.decode()} while {above[0].decode()} (level "
                     f"{level_of(queue.jobs[0])}) was queued at {self.world.now_ms} ms")
         return job
+
+    def move_job(self, job, queue):
+        """A copy that leaves a dead-letter queue for a live one (another
+        holder's live copy came by YOURJOBS and wins, or REVIVE) counts as
+        a new copy for the checker's NACK ... DEAD rule."""
+        before = job.queue
+        super().move_job(job, queue)
+        if is_dead_letter_queue(before) and not is_dead_letter_queue(queue):
+            self.world.checker.copy_revived(self.index, job.id)
 
     def mark_acked(self, job, *args, **kwargs):
         super().mark_acked(job, *args, **kwargs)

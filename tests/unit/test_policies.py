@@ -122,6 +122,47 @@ def test_nack_option_errors(core, args, error):
     assert core.show(job_id)["state"] == b"active"
 
 
+def test_nack_dead_moves_the_job_to_its_dead_letter_queue_now(core):
+    limited = add(core, "RETRY", 60, "MAXDELIVERIES", 5, "DEADLETTER", "dlq")
+    plain = add(core, "RETRY", 60)
+    assert {take(core), take(core)} == {limited, plain}
+    assert core("NACK", limited, plain, "REASON", "corrupt", "DEAD") == 2
+    assert core("QLEN", "q") == 0
+    assert core("QLEN", "dlq") == 1 and core("QLEN", "q:dead") == 1
+    for job_id, dlq in ((limited, b"dlq"), (plain, b"q:dead")):
+        info = core.show(job_id)
+        assert info["queue"] == dlq and info["dead-from"] == b"q"
+        assert info["nacks"] == 1 and info["last-error"] == b"corrupt"
+        assert info["state"] == b"queued"
+    assert core.node.stats.dead_lettered_jobs == 2
+    # dead already, unknown, or at-most-once: not counted
+    assert take(core, "dlq") == limited
+    assert core("NACK", limited, "DEAD") == 0
+    once = add(core, "RETRY", 0, queue="o")
+    assert take(core, "o") == once
+    assert core("NACK", once, "DEAD") == 0
+    assert core.show(once)["state"] == b"active" and core("QLEN", "o:dead") == 0
+    # a queue's QCONFIG dead-letter queue is where a plain job goes
+    core("QCONFIG", "p", "SET", "DEADLETTER", "p-failed")
+    job_id = add(core, queue="p", body="y")
+    core("QCONFIG", "p", "SET", "DEADLETTER", "p-failed2")
+    assert take(core, "p") == job_id
+    assert core("NACK", job_id, "DEAD") == 1
+    assert core.show(job_id)["queue"] == b"p-failed"
+
+
+@pytest.mark.parametrize("args, error", [
+    (["DEAD", "DELAY", "5"], "ERR DEAD and DELAY cannot be used together"),
+    (["DEAD", "DEAD", "foo"], "BADID"),
+    (["DEAD", "REASON"], "ERR syntax error"),
+])
+def test_nack_dead_errors(core, args, error):
+    job_id = add(core, "RETRY", 60)
+    take(core)
+    assert is_error(core("NACK", job_id, *args), error)
+    assert core.show(job_id)["state"] == b"active"
+
+
 def test_nack_without_ids_but_options_is_badid_as_before(core):
     assert is_error(core("NACK", "DELAY", "5"), "BADID")
 

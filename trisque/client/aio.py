@@ -252,12 +252,14 @@ class AsyncClient(ClientBase):
                       replicate: Optional[int] = None, delay_s: Optional[int] = None,
                       retry_s: Optional[int] = None, ttl_s: Optional[int] = None,
                       maxlen: Optional[int] = None, async_: bool = False,
-                      priority: Optional[int] = None) -> str:
+                      priority: Optional[int] = None,
+                      dead_letter: Optional[str] = None) -> str:
         """ADDJOB (Client.add_job)."""
         return await self._run(calls.add_job(queue, body, timeout_ms=timeout_ms,
                                              replicate=replicate, delay_s=delay_s,
                                              retry_s=retry_s, ttl_s=ttl_s, maxlen=maxlen,
-                                             async_=async_, priority=priority))
+                                             async_=async_, priority=priority,
+                                             dead_letter=dead_letter))
 
     # ------------------------------------------------------------ consuming
 
@@ -294,6 +296,13 @@ class AsyncClient(ClientBase):
 
     async def nack(self, *job_ids: str) -> int:
         return await self._by_creator("NACK", job_ids)
+
+    async def nack_dead(self, *job_ids: str, reason: Optional[str] = None) -> int:
+        """NACK ... DEAD (Client.nack_dead)."""
+        total = 0
+        for ids in calls.group_by_creator(job_ids).values():
+            total += await self._run(calls.nack_dead(ids, reason))
+        return total
 
     async def working(self, job_id: str) -> int:
         return await self._run(calls.working(job_id))

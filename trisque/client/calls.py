@@ -46,14 +46,14 @@ def queue_names(queues: Union[str, Sequence[str]]) -> list[str]:
 def add_job(queue: str, body: Union[bytes, str], *, timeout_ms: int,
             replicate: Optional[int], delay_s: Optional[int], retry_s: Optional[int],
             ttl_s: Optional[int], maxlen: Optional[int], async_: bool,
-            priority: Optional[int] = None) -> Call[str]:
+            priority: Optional[int] = None, dead_letter: Optional[str] = None) -> Call[str]:
     if timeout_ms <= 0:
         raise ValueError("timeout_ms must be positive: the client waits for "
                          "ADDJOB's reply this long plus its read timeout")
     args: list[Arg] = ["ADDJOB", queue, body, timeout_ms]
     for name, value in (("REPLICATE", replicate), ("DELAY", delay_s),
                         ("RETRY", retry_s), ("TTL", ttl_s), ("MAXLEN", maxlen),
-                        ("PRIORITY", priority)):
+                        ("PRIORITY", priority), ("DEADLETTER", dead_letter)):
         if value is not None:
             args += [name, value]
     if async_:
@@ -82,6 +82,14 @@ def by_job(command: str, job_ids: Sequence[str]) -> Call[int]:
     if not job_ids:
         raise ValueError(f"{command} needs at least one job ID")
     return Call((command, *job_ids), _int, job_ids=tuple(job_ids))
+
+
+def nack_dead(job_ids: Sequence[str], reason: Optional[str]) -> Call[int]:
+    """NACK ... [REASON text] DEAD: to the dead-letter queue now."""
+    if not job_ids:
+        raise ValueError("NACK needs at least one job ID")
+    extra: tuple[str, ...] = ("REASON", reason, "DEAD") if reason is not None else ("DEAD",)
+    return Call(("NACK", *job_ids, *extra), _int, job_ids=tuple(job_ids))
 
 
 def working(job_id: str) -> Call[int]:

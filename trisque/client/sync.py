@@ -298,15 +298,17 @@ class Client(ClientBase):
                 replicate: Optional[int] = None, delay_s: Optional[int] = None,
                 retry_s: Optional[int] = None, ttl_s: Optional[int] = None,
                 maxlen: Optional[int] = None, async_: bool = False,
-                priority: Optional[int] = None) -> str:
+                priority: Optional[int] = None, dead_letter: Optional[str] = None) -> str:
         """ADDJOB: the new job's ID, once ``replicate`` nodes hold it (at
         once with ``async_``).  -NOREPL after ``timeout_ms`` raises
         NoReplicationError.  On a connection lost mid-call the client tries
         the next node: the job may then exist twice (at least once).
-        ``priority``: 1 to 9, 9 served first (docs/lifecycle.md)."""
+        ``priority``: 1 to 9, 9 served first; ``dead_letter``: the queue a
+        job failed for good goes to (docs/lifecycle.md)."""
         return self._run(calls.add_job(queue, body, timeout_ms=timeout_ms, replicate=replicate,
                                        delay_s=delay_s, retry_s=retry_s, ttl_s=ttl_s,
-                                       maxlen=maxlen, async_=async_, priority=priority))
+                                       maxlen=maxlen, async_=async_, priority=priority,
+                                       dead_letter=dead_letter))
 
     # ------------------------------------------------------------ consuming
 
@@ -344,6 +346,12 @@ class Client(ClientBase):
     def nack(self, *job_ids: str) -> int:
         """NACK: queue the jobs again now, counting a nack each."""
         return sum(self._run(calls.by_job("NACK", ids))
+                   for ids in calls.group_by_creator(job_ids).values())
+
+    def nack_dead(self, *job_ids: str, reason: Optional[str] = None) -> int:
+        """NACK ... DEAD: the jobs failed for good, to their dead-letter
+        queue now (with ``reason`` as their last error): how many moved."""
+        return sum(self._run(calls.nack_dead(ids, reason))
                    for ids in calls.group_by_creator(job_ids).values())
 
     def working(self, job_id: str) -> int:

@@ -33,7 +33,8 @@
   used when the node that took ADDJOB keeps no copy.
 - Ours (delivery policies, docs/lifecycle.md): a holder that finds a job
   at its delivery limit moves it to its dead-letter queue, queues it there
-  and sends DEADJOB (aux 1: the last delivery ended in a NACK); receivers
+  and sends DEADJOB (aux 1: the last delivery ended in a NACK; 2: NACK ...
+  DEAD, the consumer said it failed for good); receivers
   move their copy too, not queued, its requeue held back a RETRY, as on
   QUEUED; with it, LASTERROR carries the job's last error (NACK ...
   REASON) if it has one, so its dead copies show the same one everywhere.
@@ -49,13 +50,17 @@ from ..core.jobs.job import (ACKED, ACTIVE, BCAST_QUEUED, BCAST_WILLQUEUE,
 from ..core.hooks import RequeueHooks
 from ..core.node import Node
 from ..core.jobs.lifecycle import WILLQUEUE_ADVANCE_MS
-from ..core.jobs.policy import MAX_REASON_BYTES
+from ..core.jobs.policy import MAX_REASON_BYTES, Policy
 from ..core.jobs.queue import PAUSED_IN, PAUSED_OUT
 from .membership import ClusterNode
 from .outbox import Outbox
 
 CONSUMER_RECENT_MS = 1000  # a GETJOB this recent means consumers poll here
 CONSUMERS_WAIT = 1  # WILLQUEUE's aux: the sender has consumers waiting
+DEAD_NACK = 1  # DEADJOB's aux: the last delivery ended in a NACK
+# ... and a consumer said it failed for good (NACK ... DEAD): copies with
+# no policy move too (a node from before it reads bit 1 only, and leaves them)
+DEAD_FAILED = 2
 
 
 def consumers_wait(node: Node, queue_name: bytes) -> bool:
@@ -115,8 +120,9 @@ class Requeue(RequeueHooks):
     def working(self, job: Job) -> None:
         self.outbox.send_to_holders(job, bus.WORKING)
 
-    def dead_lettered(self, job: Job, nack: bool) -> None:
-        self.outbox.send_to_holders(job, bus.DEADJOB, 1 if nack else 0)
+    def dead_lettered(self, job: Job, nack: bool, failed: bool = False) -> None:
+        self.outbox.send_to_holders(job, bus.DEADJOB, (DEAD_NACK if nack else 0)
+                                    | (DEAD_FAILED if failed else 0))
         policy = job.policy
         if policy is not None and policy.last_error:
             # (its own frame, sent now: before or after DEADJOB, either
@@ -132,14 +138,22 @@ class Requeue(RequeueHooks):
         """A holder's copy died with this last error: ours gets it too."""
         node = self.node
         job = node.jobs.get(job_id)
-        if job is None or job.state == ACKED or job.policy is None:
-            return  # (a copy without a policy is never dead-lettered)
+        if job is None or job.state == ACKED:
+            return
         text = text[:MAX_REASON_BYTES]
-        if job.policy.last_error != text:
-            policy = job.policy.copy()
-            policy.last_error = text
-            job.policy = policy
-            node.relog(job)
+        policy = job.policy
+        if policy is None:
+            # (a plain copy, about to die by NACK ... DEAD: from its queue's
+            # defaults, as dead_letter would make it)
+            default = node.queue_policies.get(job.queue)
+            policy = default.policy.copy() if default is not None else Policy()
+        elif policy.last_error != text:
+            policy = policy.copy()
+        else:
+            return
+        policy.last_error = text
+        job.policy = policy
+        node.relog(job)
 
     def revived(self, job: Job) -> None:
         self.outbox.send_to_holders(job, bus.REVIVE)
@@ -153,7 +167,8 @@ class Requeue(RequeueHooks):
             if job.state == ACKED:
                 self.outbox.send_setack(sender.id, job)
                 continue
-            node.dead_letter(job, bool(aux & 1), found_here=False)
+            node.dead_letter(job, bool(aux & DEAD_NACK), found_here=False,
+                             failed=bool(aux & DEAD_FAILED))
 
     def on_revive(self, sender: ClusterNode, items: list[tuple[bytes, int]]) -> None:
         node = self.node

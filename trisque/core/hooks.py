@@ -54,8 +54,9 @@ class RequeueHooks:
     def working(self, job: Job) -> None:
         """A consumer said WORKING: other holders postpone their requeue."""
 
-    def dead_lettered(self, job: Job, nack: bool) -> None:
-        """The job reached its delivery limit here (rule: DEADJOB to the
+    def dead_lettered(self, job: Job, nack: bool, failed: bool = False) -> None:
+        """The job reached its delivery limit here, or a consumer said it
+        failed for good (``failed``: NACK ... DEAD) (rule: DEADJOB to the
         other holders; still in its old queue when called)."""
 
     def revived(self, job: Job) -> None:

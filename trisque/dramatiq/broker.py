@@ -7,9 +7,11 @@ in a delay queue that a worker holds in memory until then).  A consumer's
 GETJOB takes messages; ``ack`` is ACKJOB, ``requeue`` (a worker stopping
 with messages it had not started) is NACK, and a worker that dies holding
 a message loses nothing: the job comes back after its RETRY
-(``visibility_timeout_s``).  ``nack`` (the message failed for good) moves
-it to ``<queue>.XQ`` for ``dead_message_ttl_s``, as dramatiq's Redis
-broker does.  ``TrisqueResultBackend`` keeps results for the Results
+(``visibility_timeout_s``).  ``nack`` (the message failed for good) is
+``NACK id REASON <the exception> DEAD``: the job itself moves to its
+dead-letter queue ``<queue>.XQ`` (the name dramatiq's Redis broker uses;
+each message is added with ``DEADLETTER <queue>.XQ``) on every node that
+holds it, never delivered from its queue again, kept until its TTL.  ``TrisqueResultBackend`` keeps results for the Results
 middleware on every node (trisque/client/every_node.py).
 """
 
@@ -65,12 +67,14 @@ class TrisqueBroker(dramatiq.Broker):
             self.queues.add(queue_name)
             self.emit_after("declare_queue", queue_name)
 
-    def add(self, queue_name: str, body: bytes, *, delay_s: int = 0, ttl_s: int) -> str:
+    def add(self, queue_name: str, body: bytes, *, delay_s: int = 0, ttl_s: int,
+            dead_letter: Optional[str] = None) -> str:
         retry = min(self.visibility_timeout_s, max(1, ttl_s + delay_s - 1))
         try:
             return self.client.add_job(queue_name, body, timeout_ms=self.add_timeout_ms,
                                        replicate=self.replicate, delay_s=delay_s or None,
-                                       retry_s=retry, ttl_s=ttl_s + delay_s)
+                                       retry_s=retry, ttl_s=ttl_s + delay_s,
+                                       dead_letter=dead_letter)
         except (NodeError, NoNodeAvailableError) as e:
             raise ConnectionClosed(e) from None
 
@@ -81,7 +85,8 @@ class TrisqueBroker(dramatiq.Broker):
         self.declare_queue(queue_name)
         delay_s = math.ceil(delay / 1000) if delay else 0
         self.emit_before("enqueue", message, delay)
-        self.add(queue_name, message.encode(), delay_s=delay_s, ttl_s=self.ttl_s)
+        self.add(queue_name, message.encode(), delay_s=delay_s, ttl_s=self.ttl_s,
+                 dead_letter=xq_name(queue_name))
         self.emit_after("enqueue", message, delay)
         return message
 
@@ -152,12 +157,23 @@ class _TrisqueConsumer(Consumer):
         self._settled([message.job_id], "ACKJOB")
 
     def nack(self, message: MessageProxy) -> None:
-        """Failed for good: to the dead-letter queue, then acked."""
+        """Failed for good: the job to its dead-letter queue (NACK ...
+        DEAD), the exception as its last error.  If no node moved it (the
+        node asked holds no copy in a worker's hands any more), a copy goes
+        to the dead-letter queue for ``dead_message_ttl_s`` and the job is
+        acked, as before NACK ... DEAD."""
         self.outstanding -= 1
-        dead = message.copy(options={"dead_at": current_millis()})
-        self.broker.add(xq_name(self.queue_name), dead.encode(),
-                        ttl_s=self.broker.dead_message_ttl_s)
-        self._settled([message.job_id], "ACKJOB")
+        error = message._exception
+        reason = None if error is None else f"{type(error).__name__}: {error}"
+        try:
+            moved = self.client.nack_dead(message.job_id, reason=reason)
+        except (NodeError, NoNodeAvailableError) as e:
+            raise ConnectionClosed(e) from None
+        if not moved:
+            dead = message.copy(options={"dead_at": current_millis()})
+            self.broker.add(xq_name(self.queue_name), dead.encode(),
+                            ttl_s=self.broker.dead_message_ttl_s)
+            self._settled([message.job_id], "ACKJOB")
 
     def requeue(self, messages: Iterable[MessageProxy]) -> None:
         ids = [m.job_id for m in messages]

@@ -430,37 +430,49 @@ def enqueue(node: Node, client: Client, argv: list[bytes]) -> bytes:
 
 
 @command("NACK", -1, "write denyoom fast",
-         "Put active jobs back in their queue now (or after DELAY), counting a nack",
-         "jobid1 jobid2 ... jobidN [DELAY sec] [REASON text]")
+         "Put active jobs back in their queue now (or after DELAY), counting a nack; "
+         "DEAD: to their dead-letter queue now",
+         "jobid1 jobid2 ... jobidN [DELAY sec] [REASON text] [DEAD]")
 def nack(node: Node, client: Client, argv: list[bytes]) -> bytes:
-    if len(argv) >= 4 and argv[-2].upper() in _NACK_OPTIONS:
+    if ((len(argv) >= 4 and argv[-2].upper() in _NACK_OPTIONS)
+            or (len(argv) >= 3 and argv[-1].upper() == b"DEAD")):
         return _nack_with_options(node, argv)
     return _NACK.run(node, argv)
 
 
-_NACK_OPTIONS: Final = (b"DELAY", b"REASON")
+_NACK_OPTIONS: Final = (b"DELAY", b"REASON", b"DEAD")
 
 
 def _nack_with_options(node: Node, argv: list[bytes]) -> bytes:
-    """NACK id... [DELAY s] [REASON text] (docs/lifecycle.md): the options
-    follow the IDs; an argument that is neither is a bad ID, as before."""
+    """NACK id... [DELAY s] [REASON text] [DEAD] (docs/lifecycle.md): the
+    options follow the IDs; an argument that is neither is a bad ID, as
+    before.  DEAD: the consumer says the job failed for good; it goes to its
+    dead-letter queue now (counting the nack), as past its delivery limit."""
     end = 1
     while end < len(argv) and jobid.is_valid(argv[end]):
         end += 1
     delay_s = 0
     reason: bytes | None = None
+    dead = False
     i = end
     while i < len(argv):
         opt = argv[i].upper()
-        if end == 1 or opt not in _NACK_OPTIONS or i + 1 >= len(argv):
-            raise CommandError(errors.BADID if end == 1 or opt not in _NACK_OPTIONS
-                               else errors.SYNTAX)
+        if end == 1 or opt not in _NACK_OPTIONS:
+            raise CommandError(errors.BADID)
+        if opt == b"DEAD":
+            dead = True
+            i += 1
+            continue
+        if i + 1 >= len(argv):
+            raise CommandError(errors.SYNTAX)
         if opt == b"DELAY":
             delay_s = _bounded(argv[i + 1], 0, U32_MAX,
                                "ERR DELAY time must be a non negative number")
         else:
             reason = argv[i + 1][:MAX_REASON_BYTES]
         i += 2
+    if dead and delay_s:
+        raise CommandError("ERR DEAD and DELAY cannot be used together")
     done = 0
     for job_id in argv[1:end]:
         job = node.jobs.get(job_id)
@@ -472,7 +484,13 @@ def _nack_with_options(node: Node, argv: list[bytes]) -> bytes:
             policy.last_error = reason
             job.policy = policy
             node.relog(job)
-        if delay_s:
+        if dead:
+            # (not an at-most-once job: never delivered again, as on NACK;
+            # nor one dead already, which stays where it is)
+            if job.retry_s and (job.policy is None or not job.policy.dead_from):
+                node.dead_letter(job, True, failed=True)
+                done += 1
+        elif delay_s:
             if node.postpone_requeue(job, delay_s * 1000, True):
                 done += 1
         elif node.enqueue(job, True):

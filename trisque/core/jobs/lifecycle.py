@@ -436,14 +436,20 @@ class JobLifecycle:
             self.requeue.working(job)
         return True
 
-    def dead_letter(self, job: Job, nack: bool, found_here: bool = True) -> None:
+    def dead_letter(self, job: Job, nack: bool, found_here: bool = True,
+                    failed: bool = False) -> None:
         """The job reached its delivery limit: it moves to its dead-letter
         queue (policy.py) with its history (counters, dead-from, last
         error).  ``found_here`` (enqueue): it is queued there as a new job
         would be, and the other holders hear DEADJOB; else (DEADJOB) ours
         moves too, not queued (that holder queued it), its requeue held
-        back.  A copy without a limit, or dead already, stays as it is."""
+        back.  A copy without a limit, or dead already, stays as it is,
+        unless ``failed`` (NACK ... DEAD: a consumer said it failed for
+        good): then a job with no policy gets its queue's defaults."""
         policy = job.policy
+        if policy is None and failed:
+            default = self.queue_policies.get(job.queue)
+            policy = default.policy.copy() if default is not None else Policy()
         if policy is None or policy.dead_from:
             return
         if job.state == QUEUED:
@@ -462,7 +468,7 @@ class JobLifecycle:
             if queue is not None:
                 queue.dead_letters += 1
             self.stats.dead_lettered_jobs += 1
-            self.requeue.dead_lettered(job, nack)
+            self.requeue.dead_lettered(job, nack, failed)
         self.move_job(job, policy.dead_letter_queue(origin))
         if found_here:
             self._requeue_as_new(job)
