@@ -23,6 +23,7 @@ COMPILED = [
     "trisque/protocol/jobid.py",
     "trisque/protocol/args.py",
     "trisque/core/jobs/deadlines.py",
+    "trisque/core/jobs/policy.py",
     "trisque/core/jobs/job.py",
     "trisque/core/jobs/queue.py",
     "trisque/core/jobs/lifecycle.py",

@@ -13,8 +13,8 @@ from ..client import BlockedGet, Client
 from .job import ACKED, ACTIVE, BCAST_WILLQUEUE, QUEUED, STATE_BY_NAME, STATE_NAMES, Job
 from .job_reply import job_reply
 from ..node import Node
-from .policy import (DEFAULT_PRIORITY, MAX_IDEMPOTENCY_BYTES, MAX_REASON_BYTES, Policy,
-                     QueuePolicy, parse_option)
+from .policy import (DEFAULT_PRIORITY, MAX_DELIVERIES_MAX, MAX_IDEMPOTENCY_BYTES, MAX_PRIORITY,
+                     MAX_REASON_BYTES, MIN_PRIORITY, Policy, derived, parse_option, share)
 from .queue import PAUSED_IN, PAUSED_OUT, Queue
 from .scan import parse_scan_args, scan
 from ..command import Commands
@@ -67,7 +67,11 @@ def addjob(node: Node, client: Client, argv: list[bytes]) -> Any:
     delay_s = 0
     maxlen = 0
     asynchronous = False
-    policy: Policy | None = None  # only a job given policy options has one
+    # MAXDELIVERIES and PRIORITY (0: not given) are read here; the other
+    # policy options (and a key) are parsed into a Policy of the job's own.
+    max_deliveries = 0
+    priority = 0
+    policy: Policy | None = None
     external = node.memory_level() > 0 or node.leaving
     i, argc = 4, len(argv)
     while i < argc:
@@ -93,6 +97,18 @@ def addjob(node: Node, client: Client, argv: list[bytes]) -> Any:
             i += 1
         elif opt == b"ASYNC":
             asynchronous = True
+        elif opt == b"PRIORITY" and has_value:
+            priority = decimal(argv[i + 1])
+            if not MIN_PRIORITY <= priority <= MAX_PRIORITY:
+                raise CommandError(
+                    f"ERR PRIORITY must be between {MIN_PRIORITY} and {MAX_PRIORITY}")
+            i += 1
+        elif opt == b"MAXDELIVERIES" and has_value:
+            max_deliveries = decimal(argv[i + 1])
+            if not 0 <= max_deliveries <= MAX_DELIVERIES_MAX:
+                raise CommandError(
+                    f"ERR MAXDELIVERIES must be between 0 and {MAX_DELIVERIES_MAX}")
+            i += 1
         elif opt == b"IDEMPOTENCY" and has_value:
             key = argv[i + 1]
             if not key or len(key) > MAX_IDEMPOTENCY_BYTES:
@@ -158,11 +174,19 @@ def addjob(node: Node, client: Client, argv: list[bytes]) -> Any:
 
     now_ms = node.now_ms()
     job = node.create_job(qname, argv[2], replicate, ttl_s, retry_s, delay_s, now_ms)
-    # Only a job with options or in a queue with defaults pays for a policy
-    # (a reset queue's entry sets nothing: its jobs are plain).
+    # Only a job with options or in a queue with defaults has a policy (a
+    # reset queue's entry sets nothing: its jobs are plain); one of only
+    # settings is shared with the jobs of the same (policy.derived).
     default = node.queue_policies.get(qname) if node.queue_policies else None
-    if policy is not None or (default is not None and not default.is_reset()):
-        job_policy(job, default, policy)
+    base = None if default is None or default.is_reset() else default.policy
+    if policy is not None:
+        if max_deliveries:
+            policy.max_deliveries = max_deliveries
+        if priority:
+            policy.priority = priority
+        job_policy(job, base, policy)
+    elif max_deliveries or priority or base is not None:
+        job.policy = derived(base, max_deliveries, priority)
     if replicate > 1 or external:
         # Synchronous replication blocks the client until enough nodes
         # confirmed (or answers now, for ASYNC); see cluster/replication.py.
@@ -184,16 +208,15 @@ def addjob(node: Node, client: Client, argv: list[bytes]) -> Any:
     return b"+%s\r\n" % job.id
 
 
-def job_policy(job: Job, default: QueuePolicy | None, given: Policy | None) -> None:
+def job_policy(job: Job, default: Policy | None, given: Policy) -> None:
     """The job's policy: its queue's defaults (QCONFIG), overridden by the
-    options ADDJOB was given.  None if that says nothing."""
-    if default is None or default.is_reset():
-        # Only the options: ``given`` is this ADDJOB's own, so the job keeps
-        # it (no copy: a job with options pays for one Policy, not two).
-        policy = given if given is not None else Policy()
+    options ADDJOB was given (parsed into ``given``, this ADDJOB's own).
+    None if that says nothing; interned if it only holds settings."""
+    if default is None:
+        policy = given  # (no copy: the job keeps it, or its interned equal)
     else:
-        policy = default.policy.copy()
-    if given is not None and policy is not given:
+        policy = default.copy()
+    if policy is not given:
         if given.max_deliveries:
             policy.max_deliveries = given.max_deliveries
         if given.dead_letter:
@@ -207,7 +230,7 @@ def job_policy(job: Job, default: QueuePolicy | None, given: Policy | None) -> N
     if policy.priority == DEFAULT_PRIORITY:
         policy.priority = 0  # (the level of a job that says nothing)
     if not policy.is_default():
-        job.policy = policy
+        job.policy = share(policy)
 
 
 def _bounded(arg: bytes, low: int, high: int | None, message: str) -> int:
@@ -575,7 +598,7 @@ def job_info(node: Node, job: Job) -> dict[str, Any]:
                               if job.wake_ms is not None else None),
         "body": job.body,
     }
-    policy = job.policy if job._rare is not None else None
+    policy = job.policy
     if policy is not None and not policy.delivery_default():
         info["max-deliveries"] = policy.max_deliveries
         info["dead-letter"] = (policy.dead_letter_queue(policy.dead_from or job.queue)

@@ -14,6 +14,7 @@ from ...protocol import jobcodec
 
 from .deadlines import Ordered
 from . import policy as policy_codec
+from .policy import DEFAULT_PRIORITY, Policy
 
 
 WAIT_REPL: Final = 0
@@ -59,40 +60,54 @@ def _set_rare(job: "Job", name: str, value: Any, default: Any) -> None:
 
 class Common:
     """What a job shares with many others, in one object: its queue's name,
-    the nodes that may hold a copy, RETRY.  A job points here instead of
-    holding the three: two slots fewer, which puts a compiled Job in a
-    smaller pymalloc size class (bench/README.md, "Memory per job").  Never
-    changed once made (a job's holders change by pointing it at another).
-    ``next_nodes``/``next``: the holders last given to a job of this one
-    and the Common that has them, so that ADDJOB's holders, set on every
-    new job, are found without a lookup."""
+    the nodes that may hold a copy, RETRY, and its delivery policy when
+    that only holds settings (policy.py's interned policies: ``policy``
+    None for a plain job or one whose policy is its own, in ``_rare``) and
+    the priority level it is queued at.  A job points here instead of
+    holding these: two slots fewer, which puts a compiled Job in a
+    smaller pymalloc size class (bench/README.md, "Memory per job"), and a
+    job with MAXDELIVERIES or PRIORITY costs no object of its own.  Never
+    changed once made (a job's holders or policy change by pointing it at
+    another).  ``next_nodes``/``next``: the holders last given to a job of
+    this one and the Common that has them, so that ADDJOB's holders, set on
+    every new job, are found without a lookup; ``with_policy``: the same
+    for the policy last given."""
 
-    __slots__ = ("queue", "nodes_delivered", "retry_s", "next_nodes", "next")
+    __slots__ = ("queue", "nodes_delivered", "retry_s", "policy", "level", "next_nodes",
+                 "next", "with_policy")
     queue: bytes
     nodes_delivered: tuple[str, ...]
     retry_s: int
+    policy: Policy | None
+    level: int  # priority level (policy.py): 1-9
     next_nodes: tuple[str, ...] | None
     next: "Common"
+    with_policy: "Common"
 
-    def __init__(self, queue: bytes, nodes_delivered: tuple[str, ...], retry_s: int) -> None:
+    def __init__(self, queue: bytes, nodes_delivered: tuple[str, ...], retry_s: int,
+                 policy: Policy | None = None, level: int = DEFAULT_PRIORITY) -> None:
         self.queue = queue
         self.nodes_delivered = nodes_delivered
         self.retry_s = retry_s
+        self.policy = policy
+        self.level = level
         self.next_nodes = None
         self.next = self  # (GC-tracked: these links may form cycles)
+        self.with_policy = self
 
 
-_commons: dict[tuple[bytes, tuple[str, ...], int], Common] = {}
+_commons: dict[tuple[bytes, tuple[str, ...], int, int, int], Common] = {}
 
 
-def common(queue: bytes, nodes_delivered: tuple[str, ...], retry_s: int) -> Common:
+def common(queue: bytes, nodes_delivered: tuple[str, ...], retry_s: int,
+           policy: Policy | None = None, level: int = DEFAULT_PRIORITY) -> Common:
     """The shared Common for these values (a few per queue)."""
-    key = (queue, nodes_delivered, retry_s)
+    key = (queue, nodes_delivered, retry_s, 0 if policy is None else policy.serial, level)
     found = _commons.get(key)
     if found is None:
         if len(_commons) >= 4096:  # (jobs keep theirs; new ones are made again)
             _commons.clear()
-        found = _commons[key] = Common(queue, nodes_delivered, retry_s)
+        found = _commons[key] = Common(queue, nodes_delivered, retry_s, policy, level)
     return found
 
 
@@ -152,13 +167,15 @@ class Job(Ordered):
             if nodes == shared.nodes_delivered:
                 return
             shared.next_nodes = nodes
-            shared.next = common(shared.queue, nodes, shared.retry_s)
+            shared.next = common(shared.queue, nodes, shared.retry_s, shared.policy,
+                                 shared.level)
         self._common = shared.next
 
     def move_to_queue(self, queue: bytes) -> None:
         """The job now belongs to ``queue`` (dead-lettered, or revived)."""
         shared = self._common
-        self._common = common(queue, shared.nodes_delivered, shared.retry_s)
+        self._common = common(queue, shared.nodes_delivered, shared.retry_s, shared.policy,
+                              shared.level)
 
     # ctime is ms * 1e6 (plus a counter): 61 bits today, a 48-byte int.
     # Kept relative to 2020 it fits in 60 bits, a 32-byte int (until 2056).
@@ -219,11 +236,37 @@ class Job(Ordered):
     @property
     def policy(self) -> Any:  # a policy.Policy (delivery limit, backoff), or None
         rare = self._rare
-        return None if rare is None else rare.get("policy")
+        if rare is not None:
+            own = rare.get("policy")
+            if own is not None:
+                return own
+        return self._common.policy
 
     @policy.setter
     def policy(self, value: Any) -> None:
-        _set_rare(self, "policy", value, None)
+        """An interned policy (policy.shared) is kept in the job's Common;
+        any other is the job's own, in ``_rare``, read afresh each time."""
+        rare = self._rare
+        if rare is not None and "policy" in rare:
+            del rare["policy"]
+            if not rare:
+                self._rare = None
+        shared: Policy | None = None
+        level = DEFAULT_PRIORITY
+        if value is not None:
+            if value.serial:
+                shared = value
+                level = value.level()
+            else:
+                _set_rare(self, "policy", value, None)
+        here = self._common
+        if here.policy is shared and here.level == level:
+            return
+        there = here.with_policy
+        if there.policy is not shared or there.level != level:
+            there = here.with_policy = common(here.queue, here.nodes_delivered, here.retry_s,
+                                              shared, level)
+        self._common = there
 
     @property
     def waiter(self) -> Any:  # the client blocked in ADDJOB until replicated
@@ -291,17 +334,20 @@ def serialize(job: Job, etime_ms: int) -> bytes:
         _ids_cache[nodes] = ids
     rare = job._rare
     flags = job.flags & _NOT_DUMMY
-    suffix = b""
+    policy = shared.policy
     if rare is None:
         delay_s = nacks = deliveries = 0
     else:
         delay_s = rare.get("delay_s", 0)
         nacks = rare.get("nacks", 0)
         deliveries = rare.get("deliveries", 0)
-        policy = rare.get("policy")
-        if policy is not None:
-            flags |= jobcodec.HAS_POLICY
-            suffix = jobcodec.policy_suffix(policy_codec.encode(policy))
+        own = rare.get("policy")
+        if own is not None:
+            policy = own
+    suffix = b""
+    if policy is not None:
+        flags |= jobcodec.HAS_POLICY
+        suffix = jobcodec.policy_suffix(policy_codec.encode(policy))
     return b"".join((
         _pack_fixed(job.id, job.state, flags, job.repl,
                     job._ctime + CTIME_EPOCH, etime_ms, delay_s, shared.retry_s,
@@ -320,5 +366,5 @@ def deserialize(data: bytes, offset: int = 0) -> tuple[Job, int]:
     job.deliveries = deliveries
     job.nodes_delivered = nodes
     if policy:
-        job.policy = policy_codec.decode(policy)
+        job.policy = policy_codec.decode_shared(policy)
     return job, offset

@@ -347,8 +347,8 @@ class JobLifecycle:
             # a requeue postponed by NACK DELAY or a backoff is due now
             nack = nack or bool(due & NACK_DUE)
             job.flags &= ~(REQUEUE_DUE | NACK_DUE)
-        policy = None
-        if job._rare is not None:  # (a plain job has no policy: one test)
+        policy = job._common.policy  # (a plain job: None; then one test)
+        if job._rare is not None or policy is not None:
             policy = job.policy
             if policy is not None and (job.flags & BCAST_QUEUED or nack):
                 if not due and self._postponed(job, policy, nack):
@@ -540,10 +540,7 @@ class JobLifecycle:
         self._put(job, queue, now_ms)
 
     def _put(self, job: Job, queue: Queue, now_ms: int) -> None:
-        if job._rare is None:
-            queue.jobs.add(job)
-        else:
-            queue.jobs.add_any(job)  # (it may have a priority: queue.py)
+        queue.jobs.add(job)  # (at its priority level: queue.py)
         queue.atime_s = now_ms // 1000
         queue.jobs_in += 1
         if queue.blocked and not queue.paused & PAUSED_OUT:

@@ -1,11 +1,16 @@
 """A job's delivery policy (docs/lifecycle.md): a delivery limit with a
 dead-letter queue, and a backoff for requeues; and its history once dead.
 
-Most jobs have none of this: a job that does keeps one ``Policy`` in its
-``_rare`` dict (job.py), so a plain job does not grow by a byte.  A queue's
-defaults (QCONFIG) are a Policy too, copied into each job created in that
-queue without options of its own: a job carries its policy to every node
-that holds a copy, so no node needs another's QCONFIG to act on it.
+Most jobs have none of this, and a plain job does not grow by a byte for
+it.  A job whose policy only holds settings (a limit, a dead-letter queue,
+a backoff, a level) shares one *interned* Policy (``shared``) with every
+job of the same settings, through its ``Common`` (job.py): no object per
+job.  An interned Policy is never changed; its ``serial`` is not 0.  A
+policy with something of the job's own (an idempotency key, its history
+once dead, a last error) is the job's alone, in its ``_rare`` dict.  A
+queue's defaults (QCONFIG) are a Policy too, merged into each job created
+in that queue: a job carries its policy to every node that holds a copy,
+so no node needs another's QCONFIG to act on it.
 
 On the wire and in the AOF a policy follows the job's record (jobcodec,
 flag ``HAS_POLICY``): ``encode``/``decode`` here.  Fields added after the
@@ -48,7 +53,7 @@ class Policy:
 
     __slots__ = ("max_deliveries", "dead_letter", "backoff", "base_ms", "max_ms",
                  "dead_from", "dead_ms", "last_error", "idempotency_key",
-                 "priority")
+                 "priority", "serial", "raw")
     max_deliveries: int  # 0: no limit
     dead_letter: bytes  # where it goes past the limit (b"": <queue>:dead)
     backoff: int  # BACKOFF_*
@@ -59,6 +64,8 @@ class Policy:
     last_error: bytes  # the last NACK ... REASON
     idempotency_key: bytes  # ADDJOB ... IDEMPOTENCY (b"": none; idempotency.py)
     priority: int  # PRIORITY level, 1-9 (0: not set, the default level)
+    serial: int  # not 0: interned by shared(), never to be changed
+    raw: bytes  # an interned policy's encode() (b"" for the others)
 
     def __init__(self, max_deliveries: int = 0, dead_letter: bytes = b"",
                  backoff: int = BACKOFF_NONE, base_ms: int = 0, max_ms: int = 0) -> None:
@@ -72,8 +79,11 @@ class Policy:
         self.last_error = b""
         self.idempotency_key = b""
         self.priority = 0
+        self.serial = 0
+        self.raw = b""
 
     def copy(self) -> "Policy":
+        """A Policy of the same values to change (never interned)."""
         other = Policy(self.max_deliveries, self.dead_letter, self.backoff,
                        self.base_ms, self.max_ms)
         other.dead_from = self.dead_from
@@ -92,6 +102,15 @@ class Policy:
         then leaves out their fields."""
         return (not self.max_deliveries and not self.dead_letter and not self.backoff
                 and not self.dead_from and not self.last_error)
+
+    def shareable(self) -> bool:
+        """Only settings: nothing of one job's own (see shared)."""
+        return (not self.idempotency_key and not self.dead_from and not self.dead_ms
+                and not self.last_error)
+
+    def level(self) -> int:
+        """The priority level its jobs are queued at."""
+        return self.priority or DEFAULT_PRIORITY
 
     def dead_letter_queue(self, queue: bytes) -> bytes:
         return self.dead_letter or queue + b":dead"
@@ -175,7 +194,87 @@ class QueuePolicy:
 NO_POLICY: Final = Policy()
 
 
+class _Interned:
+    """The interned policies by their settings, and the last serial given."""
+
+    __slots__ = ("policies", "serial", "last_base", "last_max_deliveries",
+                 "last_priority", "last")
+    policies: dict[tuple[int, bytes, int, int, int, int], Policy]
+    serial: int
+    # derived()'s last answer: consecutive ADDJOBs nearly always repeat it
+    last_base: Policy | None
+    last_max_deliveries: int
+    last_priority: int
+    last: Policy | None
+
+    def __init__(self) -> None:
+        self.policies = {}
+        self.serial = 0
+        self.last_base = None
+        self.last_max_deliveries = -1
+        self.last_priority = -1
+        self.last = None
+
+
+_INTERNED: Final = _Interned()
+_INTERNED_MAX: Final = 4096  # (jobs keep theirs when the table is cleared)
+
+
+def shared(max_deliveries: int, dead_letter: bytes, backoff: int, base_ms: int,
+           max_ms: int, priority: int) -> Policy:
+    """The interned Policy of these settings (priority: 0 for the default
+    level), shared by all jobs that have them."""
+    if priority == DEFAULT_PRIORITY:
+        priority = 0
+    key = (max_deliveries, dead_letter, backoff, base_ms, max_ms, priority)
+    table = _INTERNED.policies
+    found = table.get(key)
+    if found is None:
+        if len(table) >= _INTERNED_MAX:
+            table.clear()
+        found = Policy(max_deliveries, dead_letter, backoff, base_ms, max_ms)
+        found.priority = priority
+        found.raw = encode(found)
+        _INTERNED.serial += 1
+        found.serial = _INTERNED.serial
+        table[key] = found
+    return found
+
+
+def share(policy: Policy) -> Policy:
+    """The interned equal of ``policy`` if it only holds settings, else
+    ``policy`` itself (a job's own)."""
+    if policy.serial or not policy.shareable():
+        return policy
+    return shared(policy.max_deliveries, policy.dead_letter, policy.backoff,
+                  policy.base_ms, policy.max_ms, policy.priority)
+
+
+def derived(base: Policy | None, max_deliveries: int, priority: int) -> Policy | None:
+    """A new job's policy from its queue's defaults ``base`` (None: none)
+    and ADDJOB's MAXDELIVERIES and PRIORITY (0: not given), interned; None
+    if that sets nothing (the job is plain)."""
+    it = _INTERNED
+    if (it.last_base is base and it.last_max_deliveries == max_deliveries
+            and it.last_priority == priority):
+        return it.last
+    if base is None:
+        result: Policy | None = None
+        if max_deliveries or (priority and priority != DEFAULT_PRIORITY):
+            result = shared(max_deliveries, b"", BACKOFF_NONE, 0, 0, priority)
+    else:
+        result = shared(max_deliveries or base.max_deliveries, base.dead_letter, base.backoff,
+                        base.base_ms, base.max_ms, priority or base.priority)
+        if result.is_default():
+            result = None
+    it.last_base, it.last_max_deliveries, it.last_priority = base, max_deliveries, priority
+    it.last = result
+    return result
+
+
 def encode(policy: Policy) -> bytes:
+    if policy.serial:
+        return policy.raw
     dlq, dead_from, error = policy.dead_letter, policy.dead_from, policy.last_error
     key = policy.idempotency_key
     return b"".join((
@@ -219,12 +318,18 @@ def decode(raw: bytes) -> Policy:
     return policy
 
 
+def decode_shared(raw: bytes) -> Policy:
+    """decode(), interned when it only holds settings (a copy from a peer
+    or the AOF costs no Policy of its own then)."""
+    return share(decode(raw))
+
+
 def decode_or_none(raw: bytes) -> Policy | None:
     """A policy from a peer, or None if it cannot be read (a newer node's
     field, a bad frame): the job then goes on as a plain job rather than
     the link dropping on it."""
     try:
-        return decode(raw)
+        return share(decode(raw))
     except ValueError:
         return None
 

@@ -44,19 +44,23 @@ class JobList:
     until it empties: an empty deque costs 760 bytes, a list 56, and most
     queues of a node with many hold a few jobs (bench/README.md, "Scale").
 
-    Priorities (docs/lifecycle.md): once a job of a level other than the
-    default joins, ``_sorted`` holds a ``Levels`` (one JobList per level,
-    read highest level first) until the list is empty again.  A queue of
-    plain jobs never takes that branch: its fast path is unchanged.
+    Priorities (docs/lifecycle.md): the jobs of one level, whichever it
+    is, are a FIFO (or sorted) list as above, ``_level`` saying which;
+    once a job of another level joins, ``_sorted`` holds a ``Levels`` (one
+    JobList per level, read highest level first) until the list is empty
+    again.  A queue whose jobs all have the same level never takes that
+    branch: plain jobs, or all at PRIORITY 7, take the same fast path.
     """
 
-    __slots__ = ("_fifo", "_sorted")
+    __slots__ = ("_fifo", "_sorted", "_level")
     _fifo: list[Job] | deque[Job]
-    _sorted: Any  # a SortedKeyList of Job, or None
+    _sorted: Any  # a SortedKeyList of Job, a Levels, or None
+    _level: int  # the level of all its jobs while not a Levels
 
     def __init__(self) -> None:
         self._fifo = []
         self._sorted = None
+        self._level = DEFAULT_PRIORITY
 
     def __len__(self) -> int:
         s = self._sorted
@@ -91,14 +95,24 @@ class JobList:
 
     def add(self, job: Job) -> None:
         s = self._sorted
+        level = job._common.level if job._rare is None else level_of(job)
         if s is None:
             fifo = self._fifo
-            if not fifo or fifo[-1]._ctime < job._ctime:
-                if isinstance(fifo, list) and len(fifo) >= SMALL_LIST:
-                    fifo = self._fifo = deque(fifo)
+            if not fifo:
+                self._level = level
                 fifo.append(job)
                 return
-            s = self._make_sorted()
+            if level == self._level:
+                if fifo[-1]._ctime < job._ctime:
+                    if isinstance(fifo, list) and len(fifo) >= SMALL_LIST:
+                        fifo = self._fifo = deque(fifo)
+                    fifo.append(job)
+                    return
+                s = self._make_sorted()
+            else:
+                s = self._make_levels()
+        elif level != self._level and s.__class__ is not Levels:
+            s = self._make_levels()
         s.add(job)
 
     def pop(self, index: int = -1) -> Job:
@@ -150,31 +164,40 @@ class JobList:
         self._fifo = []
         return s
 
+    def _make_levels(self) -> "Levels":
+        """A job of another level joins: the list becomes a Levels."""
+        one = JobList()  # what the list held: all of one level
+        one._fifo, one._sorted, one._level = self._fifo, self._sorted, self._level
+        s = self._sorted = Levels(one)
+        self._fifo = []
+        return s
+
     def add_any(self, job: Job) -> None:
-        """add() for a job that may have a priority (one with rare fields):
-        a level other than the default makes the list a Levels."""
+        """add() (which reads the job's level now)."""
+        self.add(job)
+
+    def levels(self) -> list[tuple[int, int]] | None:
+        """(level, jobs) highest first, if jobs of a level other than the
+        default are here; else None."""
         s = self._sorted
-        if s.__class__ is not Levels and level_of(job) != DEFAULT_PRIORITY:
-            plain = JobList()  # what the list held: all of the default level
-            plain._fifo, plain._sorted = self._fifo, s
-            s = self._sorted = Levels(plain)
-            self._fifo = []
-        if s is None:
-            self.add(job)
-        else:
-            s.add(job)
+        if s.__class__ is Levels:
+            found: list[tuple[int, int]] = s.levels()
+            return found
+        if self._level != DEFAULT_PRIORITY and len(self):
+            return [(self._level, len(self))]
+        return None
 
 
 def level_of(job: Job) -> int:
-    """The job's priority level (policy.py): the default unless set."""
+    """The job's priority level (policy.py): the default unless set.  A
+    policy of the job's own (in ``_rare``) is read afresh: it may change."""
     rare = job._rare
-    if rare is None:
-        return DEFAULT_PRIORITY
-    policy = rare.get("policy")
-    if policy is None:
-        return DEFAULT_PRIORITY
-    level: int = policy.priority
-    return level or DEFAULT_PRIORITY
+    if rare is not None:
+        policy = rare.get("policy")
+        if policy is not None:
+            level: int = policy.priority
+            return level or DEFAULT_PRIORITY
+    return job._common.level
 
 
 class Levels:
@@ -187,11 +210,11 @@ class Levels:
     lists: list[JobList | None]  # index: the level (0 unused); None: never used
     size: int
 
-    def __init__(self, default: JobList) -> None:
+    def __init__(self, first: JobList) -> None:
         lists: list[JobList | None] = [None] * (MAX_PRIORITY + 1)
-        lists[DEFAULT_PRIORITY] = default
+        lists[first._level] = first
         self.lists = lists
-        self.size = len(default)
+        self.size = len(first)
 
     def _used(self) -> list[JobList]:
         """The levels' lists, highest level first."""
@@ -242,6 +265,7 @@ class Levels:
         jobs = self.lists[level]
         if jobs is None:
             jobs = self.lists[level] = JobList()
+            jobs._level = level
         jobs.add(job)
         self.size += 1
 
@@ -322,8 +346,7 @@ class Queue:
     def levels(self) -> list[tuple[int, int]] | None:
         """(level, jobs) highest first, if jobs of a level other than the
         default are queued; else None (a plain queue)."""
-        s = self.jobs._sorted
-        return s.levels() if s.__class__ is Levels else None
+        return self.jobs.levels()
 
     def pause_name(self) -> str:
         return PAUSE_NAMES[self.paused]

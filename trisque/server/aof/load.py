@@ -133,7 +133,7 @@ def decode_job(buf, start, stop):
         plen = int.from_bytes(buf[nodes_end:nodes_end + 4], "little")
         if nodes_end + 4 + plen != stop:
             raise ValueError("corrupted LOADJOB data (bad lengths or state)")
-        policy = policy_codec.decode(bytes(buf[nodes_end + 4:stop]))
+        policy = policy_codec.decode_shared(bytes(buf[nodes_end + 4:stop]))
         stop = nodes_end
     if bend + nnodes * _NODE_ID_LEN != stop or state > 3:
         raise ValueError("corrupted LOADJOB data (bad lengths or state)")
