@@ -334,7 +334,7 @@ DIRECTIVES = [
               doc="Bytes queued for a peer that does not read before its link is closed (it reconnects later)."),
     # periodic jobs (docs/schedules.md): how long a backup node waits per rank
     Directive("schedule-grace-ms", "int", 2000, low=10, high=3600_000,
-              doc="A periodic job's tick not heard fired after this many ms per rank (at most a quarter of the tick's interval) is fired by the next node in ID order."),
+              doc="A periodic job's tick not heard fired after this many ms per rank (at most an eighth of the interval to the next tick) is fired by the next node in ID order."),
     Directive("schedule-tombstone-ms", "int", 60_000, low=100, high=7 * 86400_000,
               doc="A deleted schedule is forgotten this many ms after every other known node was last seen holding its deletion (docs/schedules.md, Tombstones)."),
 ]
