@@ -112,7 +112,7 @@ def reply_value(data: bytes, sandbox: Sandbox) -> Any:
 
 
 def to_integer(number: float) -> int:
-    if number.__class__ is int:
+    if type(number) is int:
         return number if LLONG_MIN <= number < -LLONG_MIN else LLONG_MIN
     if number != number or not (-9.3e18 < number < 9.3e18):
         return LLONG_MIN
@@ -140,7 +140,7 @@ def lua_to_reply(value: Any, proto: int, script_resp: int, rawget: Any,
     Tables are read with ``rawget`` (the script's Lua state's): no
     metamethod runs, as Redis's lua_rawget (``return _G`` is an empty
     array, not an error from the globals' guard)."""
-    kind = value.__class__
+    kind = type(value)
     if kind is bytes:
         return b"$%d\r\n%s\r\n" % (len(value), value)
     if kind is bool:
@@ -158,17 +158,17 @@ def lua_to_reply(value: Any, proto: int, script_resp: int, rawget: Any,
     if depth >= MAX_DEPTH:
         return b"-ERR reached lua stack limit\r\n"
     err = rawget(value, b"err")
-    if err.__class__ is bytes:
+    if type(err) is bytes:
         text = one_line(err)
         return b"-%s\r\n" % text  # (no code of its own: Redis sends it as is)
     ok = rawget(value, b"ok")
-    if ok.__class__ is bytes:
+    if type(ok) is bytes:
         return b"+%s\r\n" % one_line(ok)
     double = rawget(value, b"double")
-    if double.__class__ in (int, float):
+    if type(double) in (int, float):
         return _double(float(double), proto)
     big = rawget(value, b"big_number")
-    if big.__class__ is bytes:
+    if type(big) is bytes:
         return b"(%s\r\n" % big if proto == 3 else b"$%d\r\n%s\r\n" % (len(big), big)
     mapping = rawget(value, b"map")
     if lua_type(mapping) == "table":

@@ -545,6 +545,10 @@ class Sandbox:
                                       lua_libs.error_text)
         self.rawget = self.lua.eval(b"rawget")  # (lua_convert reads results with it)
         self._ok_tables: list[Any] = []  # fresh {ok="OK"} tables (status_ok)
+        # ``run`` and ``call_function`` taking (f, nkeys, keys..., args...)
+        # straight (the request path calls these: no Python frame between)
+        self.lua_run = self._run
+        self.lua_call_function = self._call_function
         # Nothing outside the sandbox's upvalues keeps these any more.
         globals_ = self.lua.globals()
         for name in (b"os", b"io", b"debug", b"package", b"require", b"dofile",

@@ -143,11 +143,12 @@ class Scripting:
 
     # --------------------------------------------------------------- run
 
-    def run(self, caller: Client, sha: bytes, function: Any, keys: list[bytes],
-            argv: list[bytes], readonly: bool, fcall: Sandbox | None = None,
+    def run(self, caller: Client, sha: bytes, function: Any, numkeys: int,
+            keys_and_args: list[bytes], readonly: bool, fcall: Sandbox | None = None,
             allow_oom: bool = False, command: list[bytes] | None = None) -> bytes:
         """Run an EVAL's script, or (``fcall``: the functions' sandbox) a
-        registered function named ``sha``."""
+        registered function named ``sha``, with the first ``numkeys`` of
+        ``keys_and_args`` as its keys, the rest as its arguments."""
         node = self.node
         # One client for every run, as Redis's script client: the caller's
         # db and address, RESP2 until redis.setresp.
@@ -168,9 +169,9 @@ class Scripting:
         try:
             with Atomic(node) as atomic:
                 if fcall is not None:
-                    ok, result, kind = fcall.call_function(function, keys, argv)
+                    ok, result, kind = fcall.lua_call_function(function, numkeys, *keys_and_args)
                 else:
-                    ok, result, kind = self.sandbox.run(function, keys, argv)
+                    ok, result, kind = self.sandbox.lua_run(function, numkeys, *keys_and_args)
                 # killed although it wrote: SHUTDOWN NOSAVE, drop it on load
                 atomic.abandoned = run.killed and run.wrote
         finally:
@@ -181,12 +182,12 @@ class Scripting:
             if kind == b"!":  # an error of redis.call/pcall, counted when it was answered
                 node.error_counted = True
             return b"-%s\r\n" % one_line(result)  # (no code of its own: sent as is)
-        if result.__class__ is bytes and ok:
+        if type(result) is bytes and ok:
             return b"$%d\r\n%s\r\n" % (len(result), result)
         rawget = self.lua.rawget
         if lua_type(result) == "table" and rawget(result, b"ignore_error_stats_update") is True:
             # an error of redis.call/pcall, counted when it was answered
-            node.error_counted = rawget(result, b"err").__class__ is bytes
+            node.error_counted = type(rawget(result, b"err")) is bytes
         if ok:
             return lua_to_reply(result, caller.proto, run.resp, rawget)
         return _error_reply(result, sha)
@@ -211,7 +212,7 @@ class Scripting:
         assert run is not None
         node = self.node
         refusal = self._refusal(run, argv)
-        if refusal.__class__ is not bytes:
+        if type(refusal) is not bytes:
             command, args = refusal
             if "write" in command.flags:
                 run.wrote = True
@@ -227,8 +228,8 @@ class Scripting:
             return b"-ERR Please specify at least one argument for this redis lib call\r\n"
         args = list(argv)
         for i, arg in enumerate(args):
-            if arg.__class__ is not bytes:
-                kind = arg.__class__
+            if type(arg) is not bytes:
+                kind = type(arg)
                 if kind is int or kind is float:
                     args[i] = _number_arg(arg)
                 else:
@@ -321,7 +322,7 @@ def _sha1hex(data: bytes) -> bytes:
 
 def _number_arg(number: Any) -> bytes:
     """A Lua number given to redis.call, as Redis writes it (%.17g)."""
-    if number.__class__ is int:
+    if type(number) is int:
         return b"%d" % number
     if number == int(number) and abs(number) < 1e17:
         return b"%d" % int(number)
@@ -331,13 +332,13 @@ def _number_arg(number: Any) -> bytes:
 def _error_reply(error: Any, sha: bytes) -> bytes:
     """A script's uncaught error, as Redis 7.0's luaCallFunction words it."""
     message = error[b"err"] if hasattr(error, "keys") else None
-    if message.__class__ is not bytes:
+    if type(message) is not bytes:
         message = b"ERR unknown error"
     message = message.replace(b"\r", b" ").replace(b"\n", b" ")
     if message[:1] == b"-":
         message = message[1:]
     source, line = error[b"source"], error[b"line"]
-    if source.__class__ is bytes and line is not None:
+    if type(source) is bytes and line is not None:
         return b"-%s script: %s, on %s:%d.\r\n" % (message, sha, source, int(line))
     return b"-%s\r\n" % message
 
@@ -438,7 +439,7 @@ def _eval(node: Node, client: Client, argv: list[bytes], by_sha: bool,
             raise CommandError(WRITE_FLAG_ON_RO)
         readonly = readonly or bool(flags & NO_WRITES)
         allow_oom = bool(flags & ALLOW_OOM)
-    return engine.run(client, sha, function, argv[3:3 + n], argv[3 + n:], readonly,
+    return engine.run(client, sha, function, n, argv[3:], readonly,
                       allow_oom=allow_oom)
 
 
