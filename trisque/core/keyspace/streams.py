@@ -217,13 +217,16 @@ class StreamNode:
         if dms < 0:
             return 0
         ms = self.ms
+        size = len(ms)
         lo = bisect_left(ms, dms)
-        if lo == len(ms) or ms[lo] != dms or self.seq[lo] >= stream_id & MASK64:
-            return lo  # (no entry in that ms, or the first of them is it)
-        hi = bisect_right(ms, dms, lo)
-        if lo == hi:
-            return lo
-        return bisect_left(self.seq, stream_id & MASK64, lo, hi)
+        if lo == size or ms[lo] != dms:
+            return lo  # (no entry in that ms)
+        seq = stream_id & MASK64
+        if self.seq[lo] >= seq:
+            return lo  # (the first of them is it)
+        if lo + 1 == size or ms[lo + 1] != dms:
+            return lo + 1  # (the only one in that ms, and before it: a group's next read)
+        return bisect_left(self.seq, seq, lo + 1, bisect_right(ms, dms, lo + 1))
 
     def append(self, stream_id: int, fv: list[bytes]) -> int:
         """Add an entry; returns the bytes it added to ``memory()``."""
