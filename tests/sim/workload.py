@@ -175,8 +175,13 @@ class Workload:
         node_started_ms = started_ms + sim_node.clock_offset_ms  # (its clock may jump)
 
         def on_reply(reply):
-            timed_out = (self.world.now_ms + sim_node.clock_offset_ms - node_started_ms
-                         >= timeout_ms)
+            # At its timeout: by the node's clock (one jumped ahead ends the
+            # wait early), or by the time that passed (the node keeps what
+            # was left of the wait when its clock went back 1 s or more:
+            # JobLifecycle.watch_clock; seed 766 at 3 nodes, mixed).
+            elapsed = self.world.now_ms - started_ms
+            by_clock = self.world.now_ms + sim_node.clock_offset_ms - node_started_ms
+            timed_out = max(elapsed, by_clock) >= timeout_ms
             checker.wait_answered(job_id, sim_node.index, started_ms, timed_out, reply)
             client.close()
         client.call([b"WAITJOB", job_id, b"TIMEOUT", timeout_ms], on_reply)
