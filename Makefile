@@ -49,10 +49,17 @@ run: $(STAMP)
 cluster: $(STAMP)
 	$(BIN)/python -m deploy.local_cluster $(ARGS)
 
+# pytest-xdist workers: the suite mostly waits on servers, so two share 2
+# cores well; as many as the cores on a bigger machine, at most 4
+# (WORKERS=0: one process).  A test module, or a group of them that needs
+# something alone, is a unit of work: RUN_ALONE in tests/conftest.py.
+WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ $$n -lt 2 ] && n=2; [ $$n -gt 4 ] && n=4; echo $$n)
+XDIST    = -n $(WORKERS) --dist loadgroup
+
 test: $(DEV) $(BUILT)
 	$(BIN)/ruff check --quiet .  # lint first: seconds, and a clear failure
 	$(BIN)/mypy  # [tool.mypy] in pyproject.toml: a type error fails the tests
-	$(BIN)/python -m pytest -q $(ARGS)
+	$(BIN)/python -m pytest -q $(XDIST) $(ARGS)
 	$(if $(ARGS),,$(MAKE) test-pure)  # the whole suite: the interpreted form too (~40 s)
 
 # The same sources interpreted (what a machine without a C compiler runs):
@@ -63,7 +70,7 @@ test-pure: $(DEV)
 	tar -c --exclude='*.so' --exclude=__pycache__ trisque tests bench docs pyproject.toml | tar -x -C build/pure
 	cd build/pure && ../../$(BIN)/python -c 'from trisque.core.admin.build_form import \
 		build_form as f; assert f() == "interpreted", f()'
-	cd build/pure && ../../$(BIN)/python -m pytest -q -p no:cacheprovider tests/unit tests/sim
+	cd build/pure && ../../$(BIN)/python -m pytest -q -p no:cacheprovider $(XDIST) tests/unit tests/sim
 
 # The long campaigns in full (docs/testing.md): every seed of the
 # differential tests against redis-server and of the simulator's CI share,
@@ -71,7 +78,7 @@ test-pure: $(DEV)
 CAMPAIGNS = tests/sim/test_sim.py tests/server/test_*_vs_redis.py tests/unit/test_fuzz_*.py \
 	tests/persistence/test_fuzz_aof.py tests/server/test_fuzz_live.py
 campaigns: $(DEV) $(BUILT)
-	TRISQUE_CAMPAIGNS=1 $(BIN)/python -m pytest -q $(CAMPAIGNS) $(ARGS)
+	TRISQUE_CAMPAIGNS=1 $(BIN)/python -m pytest -q $(XDIST) $(CAMPAIGNS) $(ARGS)
 
 bench: $(DEV)
 	$(BIN)/python -m bench $(ARGS)
