@@ -79,6 +79,11 @@ COMPILED = [
     "trisque/core/keyspace/commands_streams.py",
     "trisque/core/keyspace/commands_stream_groups.py",
     "trisque/core/keyspace/commands_stream_read.py",
+    # FCALL and EVALSHA: the Python around each Lua call (bench/README.md,
+    # "Functions"); lua_sandbox.py stays interpreted (the Lua state's setup)
+    "trisque/core/keyspace/scripting.py",
+    "trisque/core/keyspace/lua_convert.py",
+    "trisque/core/keyspace/functions.py",
 ]
 
 
