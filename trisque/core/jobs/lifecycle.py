@@ -331,12 +331,16 @@ class JobLifecycle:
         job.state = ACTIVE
 
     def enqueue(self, job: Job, nack: bool = False) -> bool:
-        """Put ``job`` into its queue (Disque's enqueueJob).
+        """Put ``job`` into its queue (Disque's enqueueJob): every way a job
+        goes back to a queue comes here, and the choice is made here once.
 
-        The first time a job is queued nobody else needs to know; a later
-        enqueue is a redelivery, announced with QUEUED so other holders
-        postpone their own requeue, and counted as a NACK or an additional
-        delivery.  Returns False if the job cannot be queued now.
+        The first time a job is queued nobody else needs to know.  A later
+        enqueue is a redelivery, counted as a NACK or an additional
+        delivery; if its policy (policy.py) says so it goes to its
+        dead-letter queue instead (at its delivery limit) or waits its
+        backoff first, else it is queued now, announced with QUEUED so
+        other holders postpone their own requeue.  Returns False if the
+        job cannot be queued now.
         """
         if job.state == QUEUED or job.qtime_ms == 0:
             return False
@@ -350,13 +354,16 @@ class JobLifecycle:
         policy = job._common.policy  # (a plain job: None; then one test)
         if job._rare is not None or policy is not None:
             policy = job.policy
-            if policy is not None and (job.flags & BCAST_QUEUED or nack):
-                if not due and self._postponed(job, policy, nack):
-                    return True
-                if (policy.max_deliveries and not policy.dead_from
-                        and job.nacks + job.deliveries + 1 >= policy.max_deliveries):
+            if (policy is not None and not policy.dead_from
+                    and (job.flags & BCAST_QUEUED or nack)):
+                attempt = job.nacks + job.deliveries + 1
+                if policy.max_deliveries and attempt >= policy.max_deliveries:
                     self.dead_letter(job, nack)
                     return True
+                if policy.backoff and not due:  # (a due one waited already)
+                    wait_ms = policy.backoff_ms(attempt, self.random.random())
+                    if wait_ms > 0 and self.postpone_requeue(job, wait_ms, nack):
+                        return True
         now_ms = self.now_ms()
         job.state = QUEUED
         if job.retry_s:
@@ -404,19 +411,6 @@ class JobLifecycle:
             self.log.append_command(b"QCONFIG", name, b"STORE", b"%d" % entry.version_ms,
                                     entry.origin.encode(), policy_codec.encode(entry.policy))
         return True
-
-    def _postponed(self, job: Job, policy: Policy, nack: bool) -> bool:
-        """A redelivery of a job with a backoff waits first: the requeue
-        happens when its timer fires (REQUEUE_DUE).  False if not now."""
-        attempt = job.nacks + job.deliveries + 1
-        if not policy.backoff or policy.dead_from:
-            return False
-        if policy.max_deliveries and attempt >= policy.max_deliveries:
-            return False  # dead-lettered at once: no point waiting
-        wait_ms = policy.backoff_ms(attempt, self.random.random())
-        if wait_ms <= 0:
-            return False
-        return self.postpone_requeue(job, wait_ms, nack)
 
     def postpone_requeue(self, job: Job, wait_ms: int, nack: bool) -> bool:
         """Queue ``job`` again in ``wait_ms`` (NACK ... DELAY, a backoff),
