@@ -59,10 +59,6 @@ class Acks(AckHooks):
         period = min(GC_RETRY_MIN_MS << job.gc_retry, GC_RETRY_MAX_MS)
         return node.now_ms() + period + node.jitter_ms()
 
-    def retry_gc(self, job: Job) -> None:
-        """The acked job's GC retry is due (its timer fired): START-GC again."""
-        self._gc_now_and_later(job)
-
     def try_gc(self, job: Job) -> None:
         """START-GC: free the job if every holder confirmed, else SETACK them."""
         node = self.node
@@ -104,7 +100,7 @@ class Acks(AckHooks):
                   now_ms + jobid.ttl_s_from_id(job_id) * 1000, 0, 0)
         job.flags = DUMMY_ACK
         node.register(job)
-        self._gc_now_and_later(job)
+        self.retry_gc(job)
 
     def fast_ack(self, job: Job | None, job_id: bytes) -> None:
         """The core frees our copy right after.  A tombstone only where a
@@ -140,7 +136,7 @@ class Acks(AckHooks):
             else:
                 if may_have == 0:
                     self.outbox.send_jobid(sender.id, bus.GOTACK, job_id, 1)
-                self._gc_now_and_later(job)
+                self.retry_gc(job)
 
     def on_gotack(self, sender: ClusterNode, items: list[tuple[bytes, int]]) -> None:
         node = self.node
@@ -206,9 +202,3 @@ class Acks(AckHooks):
         expiry = self._tombstone_expiry
         while expiry and expiry[0][0] <= now_ms:
             self.tombstones.discard(expiry.popleft()[1])
-
-    def _gc_now_and_later(self, job: Job) -> None:
-        """START-GC now and, unless that freed the job, arm the next attempt."""
-        self.try_gc(job)
-        if job.id in self.node.jobs:
-            self.node.schedule(job)

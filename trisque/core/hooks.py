@@ -75,9 +75,9 @@ class AckHooks:
         self.node.delete_job(job)
 
     def retry_gc(self, job: Job) -> None:
-        """The GC retry of an acked job is due (its timer fired): try
-        again, and unless that freed it (a node alone always does), arm
-        the next retry."""
+        """START-GC now (its retry timer fired, or a SETACK or a dummy ack
+        starts it) and, unless that freed the job (a node alone always
+        does), arm the next attempt."""
         self.try_gc(job)
         node = self.node
         if job.id in node.jobs:
