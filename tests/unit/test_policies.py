@@ -258,42 +258,34 @@ def test_qconfig_entries_are_counted_in_used_memory(core):
     assert node.used_memory - base == reset_bytes
 
 
-def _policies_made(core, *argv):
-    """How many Policy objects are made while ``argv`` runs (policy.py is
-    interpreted even in the compiled build, so the profiler sees them)."""
-    import sys
-    init = policy_codec.Policy.__init__.__code__
-    made = []
-
-    def profile(frame, event, _arg):
-        if event == "call" and frame.f_code is init:
-            made.append(1)
-    sys.setprofile(profile)
-    try:
-        reply = core(*argv)
-    finally:
-        sys.setprofile(None)
-    assert isinstance(reply, bytes), reply
-    return len(made)
+def _policy(core, *argv):
+    """The policy of the job that ``ADDJOB argv`` makes (None: a plain job)."""
+    job_id = core("ADDJOB", *argv)
+    assert isinstance(job_id, bytes), job_id
+    return core.node.jobs[job_id].policy
 
 
-def test_only_jobs_with_options_or_queue_defaults_make_a_policy(core):
+def test_only_jobs_with_options_or_queue_defaults_have_a_policy(core):
     """A QCONFIG on one queue costs nothing to plain jobs of the others
     (nor of a queue whose defaults were reset)."""
     assert core("QCONFIG", "configured", "SET", "MAXDELIVERIES", 3) == b"OK"
     assert core("QCONFIG", "was-configured", "SET", "PRIORITY", 7) == b"OK"
     assert core("QCONFIG", "was-configured", "RESET") == b"OK"
-    assert _policies_made(core, "ADDJOB", "plain", "x", 0) == 0
-    assert _policies_made(core, "ADDJOB", "was-configured", "x", 0) == 0
-    # the watch sees them where they belong
-    assert _policies_made(core, "ADDJOB", "configured", "x", 0) >= 1
-    assert _policies_made(core, "ADDJOB", "plain", "x", 0, "PRIORITY", 7) >= 1
+    assert _policy(core, "plain", "x", 0) is None
+    assert _policy(core, "was-configured", "x", 0) is None
+    # and the jobs that have one get it
+    assert _policy(core, "configured", "x", 0).max_deliveries == 3
+    assert _policy(core, "plain", "x", 0, "PRIORITY", 7).priority == 7
 
 
-def test_a_job_with_options_makes_one_policy(core):
-    """Without queue defaults, the Policy ADDJOB parses its options into is
-    the job's: one per job, not a second copy."""
-    assert _policies_made(core, "ADDJOB", "q", "x", 0, "MAXDELIVERIES", 5, "PRIORITY", 7) == 1
+def test_jobs_with_the_same_options_share_one_policy(core):
+    """A policy that only holds settings is one object for every job that
+    has them (policy.shared), not one per job."""
+    first = _policy(core, "q", "x", 0, "MAXDELIVERIES", 5, "PRIORITY", 7)
+    assert first is not None
+    assert _policy(core, "q", "y", 0, "MAXDELIVERIES", 5, "PRIORITY", 7) is first
+    assert _policy(core, "other", "z", 0, "PRIORITY", 7, "MAXDELIVERIES", 5) is first
+    assert _policy(core, "q", "x", 0, "MAXDELIVERIES", 6, "PRIORITY", 7) is not first
     job_id = core("ADDJOB", "q", "x", 0, "MAXDELIVERIES", 5, "PRIORITY", 7)
     assert core.show(job_id)["max-deliveries"] == 5
     # with defaults, the job gets its own copy: the queue's stays as set
