@@ -55,6 +55,22 @@ def test_campaign_seed(seed, nodes, profile):
 # 18 s (the re-ask compared against the ask's time), and missed the ack.
 POLICY_SEEDS = [(1326, 3, "mixed"), (62, 3, "mixed")]
 
+# 1038 (with --schedules): a bus ENQUEUE gave a delivered at-most-once job a
+# requeue time that enqueue() then refused, so its timer fired at once for
+# ever and virtual time stopped (World raises Livelock).
+SCHEDULE_SEEDS = [(1038, 3, "mixed")]
+
+
+@pytest.mark.parametrize("seed,nodes,profile", SCHEDULE_SEEDS,
+                         ids=[f"schedules-{p}-{n}n-s{s}" for s, n, p in SCHEDULE_SEEDS])
+def test_schedule_seed(seed, nodes, profile):
+    result = run_seed(seed, nodes=nodes, profile=profile, work_ms=15000, policies=True,
+                      schedules=True)
+    assert result["accepted"] > 100, result
+    assert not result["violations"], (
+        f"{len(result['violations'])} violations, e.g. {result['violations'][:3]}; "
+        f"replay: {replay_command(seed, nodes, profile, policies=True, schedules=True)}")
+
 
 @pytest.mark.parametrize("seed,nodes,profile", POLICY_SEEDS,
                          ids=[f"policies-{p}-{n}n-s{s}" for s, n, p in POLICY_SEEDS])

@@ -37,6 +37,10 @@ EPOCH_MS = 1_800_000_000_000  # virtual wall clock starts here
 CRON_MS = 100
 TOMBSTONE_MS = 3000  # schedule-tombstone-ms: short, so the drain sees deletions forgotten
 STOP_CHECK_MS = 100  # run_until's stop condition is checked this often
+# A whole seed runs ~20,000 events: this many at one virtual ms is a node
+# re-arming a timer that is already due, for ever (a loop the real server
+# would spin a core on).
+LIVELOCK_EVENTS = 100_000
 # The core's invariants are checked after every this many turns of a node:
 # the check walks every job (a fifth of a seed's CPU when run every turn),
 # and a broken invariant stays broken long enough to be seen a few turns on.
@@ -46,6 +50,10 @@ PORT = 7711
 
 def is_dead_letter_queue(name):
     return name == b"dead" or name.endswith(b":dead")
+
+
+class Livelock(AssertionError):
+    """Virtual time stopped: events kept coming at one ms."""
 
 
 class ObservedNode(Node):
@@ -569,8 +577,16 @@ class World:
         events = self.events
         pop = heapq.heappop
         run = 0
+        same_ms = 0  # events run at this virtual ms: a node re-arming at once for ever
         while events and events[0][0] <= end_ms:
             time_ms, _seq, action, args = pop(events)
+            if time_ms == self.now_ms:
+                same_ms += 1
+                if same_ms > LIVELOCK_EVENTS:
+                    raise Livelock(f"{same_ms} events at {time_ms} ms without time passing "
+                                   f"(the last: {action!r})")
+            else:
+                same_ms = 0
             self.now_ms = time_ms
             action(*args)
             run += 1

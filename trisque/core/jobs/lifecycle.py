@@ -345,7 +345,10 @@ class JobLifecycle:
         if job.state == QUEUED or job.qtime_ms == 0:
             return False
         if job.retry_s == 0 and job.flags & DELIVERED:
-            return False  # at-most-once: delivered once, never again
+            # At-most-once, delivered once: never again, so no requeue
+            # timer either (one left set would fire at once, for ever).
+            job.qtime_ms = 0
+            return False
         due = job.flags & (REQUEUE_DUE | NACK_DUE)
         if due:
             # a requeue postponed by NACK DELAY or a backoff is due now
