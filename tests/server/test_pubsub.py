@@ -7,43 +7,13 @@ is test_pubsub_vs_redis.py.
 """
 
 import socket
-import time
 
 import pytest
 import redis
 
 from tests.client_libs import run_python, without_hiredis
 from tests.harness import wait_for
-
-
-class Raw:
-    """A bare RESP connection: what the node sends, byte for byte."""
-
-    def __init__(self, port):
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
-        self.buf = b""
-
-    def send(self, *args):
-        parts = [b"*%d\r\n" % len(args)]
-        for arg in args:
-            arg = arg if isinstance(arg, bytes) else str(arg).encode()
-            parts.append(b"$%d\r\n%s\r\n" % (len(arg), arg))
-        self.sock.sendall(b"".join(parts))
-
-    def read_until(self, tail, timeout=10):
-        """Everything received up to and including ``tail``."""
-        deadline = time.monotonic() + timeout
-        while tail not in self.buf:
-            assert time.monotonic() < deadline, f"no {tail!r} in {self.buf!r}"
-            data = self.sock.recv(65536)
-            assert data, f"closed; got {self.buf!r}"
-            self.buf += data
-        end = self.buf.index(tail) + len(tail)
-        out, self.buf = self.buf[:end], self.buf[end:]
-        return out
-
-    def close(self):
-        self.sock.close()
+from tests.server.util import Raw
 
 
 def _sub(kind, name, count, proto=2):
@@ -78,11 +48,11 @@ def raw(shared):
 def test_subscribe_publish_unsubscribe(shared, raw, proto):
     sub = raw()
     if proto == 3:
-        sub.send("HELLO", 3)
+        sub.send_command("HELLO", 3)
         sub.read_until(b"modules")
         sub.read_until(b"*0\r\n")
     pub = shared.client()
-    sub.send("SUBSCRIBE", "chan1", "chan2", "chan1")
+    sub.send_command("SUBSCRIBE", "chan1", "chan2", "chan1")
     assert sub.read_until(b":2\r\n", 5) + sub.read_until(b":2\r\n") == (
         _sub(b"subscribe", b"chan1", 1, proto) + _sub(b"subscribe", b"chan2", 2, proto)
         + _sub(b"subscribe", b"chan1", 2, proto))
@@ -91,23 +61,23 @@ def test_subscribe_publish_unsubscribe(shared, raw, proto):
     assert pub.publish("other", "x") == 0
     assert sub.read_until(b"world\r\n") == _msg(b"chan1", b"hello", proto) + _msg(
         b"chan2", b"world", proto)
-    sub.send("UNSUBSCRIBE", "chan1", "nope")
+    sub.send_command("UNSUBSCRIBE", "chan1", "nope")
     assert sub.read_until(b"nope\r\n:1\r\n") == (
         _sub(b"unsubscribe", b"chan1", 1, proto) + _sub(b"unsubscribe", b"nope", 1, proto))
     assert pub.publish("chan1", "hello") == 0
-    sub.send("UNSUBSCRIBE")
+    sub.send_command("UNSUBSCRIBE")
     assert sub.read_until(b":0\r\n") == _sub(b"unsubscribe", b"chan2", 0, proto)
-    sub.send("UNSUBSCRIBE")  # subscribed to nothing: still one confirmation
+    sub.send_command("UNSUBSCRIBE")  # subscribed to nothing: still one confirmation
     assert sub.read_until(b":0\r\n") == _sub(b"unsubscribe", None, 0, proto)
-    sub.send("PING")
+    sub.send_command("PING")
     assert sub.read_until(b"\r\n") == b"+PONG\r\n"  # out of subscribed mode
 
 
 def test_patterns_and_mixed(shared, raw):
     sub = raw()
     pub = shared.client()
-    sub.send("SUBSCRIBE", "foo.bar")
-    sub.send("PSUBSCRIBE", "foo.*", "f?o.b[a]r")
+    sub.send_command("SUBSCRIBE", "foo.bar")
+    sub.send_command("PSUBSCRIBE", "foo.*", "f?o.b[a]r")
     sub.read_until(b"f?o.b[a]r\r\n:3\r\n")
     assert pub.publish("foo.bar", "hello") == 3
     assert pub.publish("foo1", "no") == 0
@@ -117,7 +87,7 @@ def test_patterns_and_mixed(shared, raw):
     assert sub.read_until(b"hello\r\n") == (
         b"*4\r\n$8\r\npmessage\r\n$9\r\nf?o.b[a]r\r\n$7\r\nfoo.bar\r\n$5\r\nhello\r\n")
     assert pub.pubsub_numpat() == 2
-    sub.send("PUNSUBSCRIBE")  # every pattern, in the order subscribed
+    sub.send_command("PUNSUBSCRIBE")  # every pattern, in the order subscribed
     assert sub.read_until(b"f?o.b[a]r\r\n:1\r\n") == (
         _sub(b"punsubscribe", b"foo.*", 2) + _sub(b"punsubscribe", b"f?o.b[a]r", 1))
     assert pub.pubsub_numpat() == 0
@@ -127,28 +97,28 @@ def test_patterns_and_mixed(shared, raw):
 def test_shard_channels(shared, raw):
     sub = raw()
     pub = shared.client()
-    sub.send("SSUBSCRIBE", "s1")
-    sub.send("SUBSCRIBE", "s1")
+    sub.send_command("SSUBSCRIBE", "s1")
+    sub.send_command("SUBSCRIBE", "s1")
     assert sub.read_until(b"$9\r\nsubscribe\r\n$2\r\ns1\r\n:1\r\n") == (
         _sub(b"ssubscribe", b"s1", 1) + _sub(b"subscribe", b"s1", 1))
     assert pub.execute_command("SPUBLISH", "s1", "x") == 1
     assert sub.read_until(b"x\r\n") == b"*3\r\n$8\r\nsmessage\r\n$2\r\ns1\r\n$1\r\nx\r\n"
     assert pub.execute_command("PUBSUB", "SHARDCHANNELS") == [b"s1"]
     assert pub.execute_command("PUBSUB", "SHARDNUMSUB", "s1", "s2") == [b"s1", 1, b"s2", 0]
-    sub.send("SUNSUBSCRIBE")
+    sub.send_command("SUNSUBSCRIBE")
     assert sub.read_until(b":0\r\n") == _sub(b"sunsubscribe", b"s1", 0)
-    sub.send("GET", "k")  # still subscribed to s1 (a plain channel)
+    sub.send_command("GET", "k")  # still subscribed to s1 (a plain channel)
     assert sub.read_until(b"\r\n").startswith(b"-ERR Can't execute 'get'")
 
 
 def test_pubsub_introspection(c, raw):
     a, b = raw(), raw()
-    a.send("SUBSCRIBE", "news.1", "news.2")
+    a.send_command("SUBSCRIBE", "news.1", "news.2")
     a.read_until(b":2\r\n")
-    b.send("SUBSCRIBE", "news.1")
-    b.send("PSUBSCRIBE", "n*", "n*")
+    b.send_command("SUBSCRIBE", "news.1")
+    b.send_command("PSUBSCRIBE", "n*", "n*")
     b.read_until(b"n*\r\n:2\r\n")
-    a.send("PSUBSCRIBE", "n*")
+    a.send_command("PSUBSCRIBE", "n*")
     a.read_until(b":3\r\n")
     assert sorted(c.pubsub_channels()) == [b"news.1", b"news.2"]
     assert c.pubsub_channels("*.2") == [b"news.2"]
@@ -182,34 +152,34 @@ def test_pubsub_introspection(c, raw):
 
 def test_resp2_subscribed_mode(shared, raw):
     sub = raw()
-    sub.send("SUBSCRIBE", "ch")
+    sub.send_command("SUBSCRIBE", "ch")
     sub.read_until(b":1\r\n")
-    sub.send("PING")
-    sub.send("PING", "hi")
+    sub.send_command("PING")
+    sub.send_command("PING", "hi")
     assert sub.read_until(b"hi\r\n") == (b"*2\r\n$4\r\npong\r\n$0\r\n\r\n"
                                          b"*2\r\n$4\r\npong\r\n$2\r\nhi\r\n")
     for args, name in [(("SET", "k", "v"), "set"), (("CLIENT", "LIST"), "client|list"),
                        (("PUBLISH", "ch", "x"), "publish"), (("MULTI",), "multi")]:
-        sub.send(*args)
+        sub.send_command(*args)
         assert sub.read_until(b"\r\n") == (
             b"-ERR Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / "
             b"QUIT / RESET are allowed in this context\r\n" % name.encode())
     # an unknown command and a wrong arity are answered as ever
-    sub.send("NOSUCH")
+    sub.send_command("NOSUCH")
     assert sub.read_until(b"\r\n").startswith(b"-ERR unknown command 'NOSUCH'")
-    sub.send("SUBSCRIBE")
+    sub.send_command("SUBSCRIBE")
     assert sub.read_until(b"\r\n") == (
         b"-ERR wrong number of arguments for 'subscribe' command\r\n")
     # still subscribed, still served
     assert shared.client().publish("ch", "after") == 1
     assert sub.read_until(b"after\r\n") == _msg(b"ch", b"after")
-    sub.send("QUIT")
+    sub.send_command("QUIT")
     assert sub.read_until(b"+OK\r\n") == b"+OK\r\n"
 
 
 def test_malformed_input_in_subscribed_mode_leaves_node_working(shared, raw):
     sub = raw()
-    sub.send("SUBSCRIBE", "ch")
+    sub.send_command("SUBSCRIBE", "ch")
     sub.read_until(b":1\r\n")
     sub.sock.sendall(b"*2\r\n$3\r\nGET\r\n$abc\r\n")  # a bad bulk length
     data = sub.read_until(b"\r\n")
@@ -217,7 +187,7 @@ def test_malformed_input_in_subscribed_mode_leaves_node_working(shared, raw):
     wait_for(lambda: shared.client().pubsub_numsub("ch") == [(b"ch", 0)],
              message="the closed subscriber forgotten")
     other = raw()
-    other.send("SUBSCRIBE", "ch")
+    other.send_command("SUBSCRIBE", "ch")
     other.read_until(b":1\r\n")
     assert shared.client().publish("ch", "still") == 1
     assert other.read_until(b"still\r\n") == _msg(b"ch", b"still")
@@ -242,24 +212,24 @@ def test_resp3_runs_any_command_while_subscribed(shared):
 
 def test_reset_leaves_subscribed_mode(shared, raw):
     sub = raw()
-    sub.send("HELLO", 3)
+    sub.send_command("HELLO", 3)
     sub.read_until(b"modules")
     sub.read_until(b"*0\r\n")
-    sub.send("SUBSCRIBE", "a")
-    sub.send("PSUBSCRIBE", "b*")
+    sub.send_command("SUBSCRIBE", "a")
+    sub.send_command("PSUBSCRIBE", "b*")
     sub.read_until(b"b*\r\n:2\r\n")
-    sub.send("RESET")
+    sub.send_command("RESET")
     assert sub.read_until(b"\r\n") == b"+RESET\r\n"
     pub = shared.client()
     assert pub.publish("a", "x") == 0 and pub.publish("bb", "x") == 0
-    sub.send("PING")  # RESP2 again, not subscribed
+    sub.send_command("PING")  # RESP2 again, not subscribed
     assert sub.read_until(b"\r\n") == b"+PONG\r\n"
 
 
 def test_client_reply_off_does_not_silence_pushes(shared, raw):
     sub = raw()
-    sub.send("CLIENT", "REPLY", "OFF")
-    sub.send("SUBSCRIBE", "ch")
+    sub.send_command("CLIENT", "REPLY", "OFF")
+    sub.send_command("SUBSCRIBE", "ch")
     assert sub.read_until(b":1\r\n") == _sub(b"subscribe", b"ch", 1)
     assert shared.client().publish("ch", "m") == 1
     assert sub.read_until(b"m\r\n") == _msg(b"ch", b"m")
@@ -269,9 +239,9 @@ def test_client_reply_off_does_not_silence_pushes(shared, raw):
 
 def test_disconnect_and_client_kill_forget_subscriptions(c, raw):
     a, b = raw(), raw()
-    a.send("SUBSCRIBE", "x")
+    a.send_command("SUBSCRIBE", "x")
     a.read_until(b":1\r\n")
-    b.send("PSUBSCRIBE", "x*")
+    b.send_command("PSUBSCRIBE", "x*")
     b.read_until(b":1\r\n")
     assert c.publish("x", "1") == 2
     a.close()
@@ -284,7 +254,7 @@ def test_disconnect_and_client_kill_forget_subscriptions(c, raw):
 
 def test_publish_in_multi_and_from_lua(c, raw):
     sub = raw()
-    sub.send("SUBSCRIBE", "ch")
+    sub.send_command("SUBSCRIBE", "ch")
     sub.read_until(b":1\r\n")
     pipe = c.pipeline(transaction=True)
     pipe.publish("ch", "in-multi").set("k", "v")
@@ -298,9 +268,9 @@ def test_publish_in_multi_and_from_lua(c, raw):
 
 def test_subscribe_in_multi_replies_inside_exec(shared, raw):
     conn = raw()
-    conn.send("MULTI")
-    conn.send("SUBSCRIBE", "t")
-    conn.send("EXEC")
+    conn.send_command("MULTI")
+    conn.send_command("SUBSCRIBE", "t")
+    conn.send_command("EXEC")
     assert conn.read_until(b":1\r\n") == (b"+OK\r\n+QUEUED\r\n*1\r\n" + _sub(b"subscribe", b"t", 1))
     assert shared.client().pubsub_numsub("t") == [(b"t", 1)]
 
