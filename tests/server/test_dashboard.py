@@ -7,19 +7,15 @@ from typing import Iterator
 
 import pytest
 
-from tests.browser import needs_browser, queue_cells, wait_http
-from tests.harness import Server, free_port, wait_for
+from tests.browser import needs_browser, queue_cells, start_with_http
+from tests.harness import Server, wait_for
 
 pytestmark = needs_browser
 
 
 @pytest.fixture
 def node() -> Iterator[Server]:
-    http_port = free_port()
-    srv = Server(config=f"http-port {http_port}\n")
-    srv.http_port = http_port  # type: ignore[attr-defined]
-    srv.start()
-    wait_http(http_port)
+    srv = start_with_http()
     yield srv
     srv.cleanup()
 
