@@ -21,6 +21,8 @@ import re
 from fractions import Fraction
 from typing import Final
 
+from ...protocol.args import decimal
+
 INT64_MIN: Final = -(1 << 63)
 INT64_MAX: Final = (1 << 63) - 1
 INT32_MIN: Final = -(1 << 31)
@@ -32,17 +34,12 @@ MAX_LONG_DOUBLE_CHARS = 5 * 1024
 def parse_ll(data: bytes | bytearray) -> int | None:
     """Redis's string2ll, or None where it fails."""
     size = len(data)
-    if 0 < size < 19 and isinstance(data, bytes):
-        # The usual case, digits only, counted here: int() of bytes is a
-        # generic call, several times this loop compiled.
-        value = 0
-        for c in data:
-            if c < 48 or c > 57:
-                break
-            value = value * 10 + c - 48
-        else:
-            if data[0] != 48 or size == 1:
-                return value
+    if isinstance(data, bytes):
+        # The usual case, 1 to 18 plain digits, read by protocol.args's
+        # native loop: int() of bytes is a generic call, several times dearer.
+        value = decimal(data)
+        if value >= 0 and (data[0] != 48 or size == 1):
+            return value
     if 0 < size < 19 and data.isdigit() and (data[0] != 48 or size == 1):
         return int(data)  # (a bytearray)
     if size == 0 or size >= LONG_STR_SIZE:
