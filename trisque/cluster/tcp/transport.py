@@ -12,14 +12,9 @@ loop, which sends them on its next turn: everything a turn of the node
 produced for a peer leaves in one ``send``, and the sends of a turn leave
 together.
 
-Measured against a reader and a writer task per link plus a flusher task
-(the first design): each frame went through two task switches (~10 us
-each) and the links were written one task at a time, each send waking a
-sleeping peer on its own (bench/README.md, cluster section).  Against a
-bus loop of its own (the second): a client's replicated ADDJOB woke that
-second task to send the copies, one more pass of trio's scheduler for
-every unpipelined job on the origin (bench/README.md, "Cluster:
-replicated ADDJOB").
+Why one loop: a task per link, or a bus loop of its own, cost every frame
+or every unpipelined job a pass of trio's scheduler (the designs measured
+are in bench/README.md, "Cluster: replicated ADDJOB").
 """
 
 import errno
