@@ -167,15 +167,15 @@ class Requeue(RequeueHooks):
             if job.state == ACKED:
                 self.outbox.send_setack(sender.id, job)
                 continue
-            node.dead_letter(job, bool(aux & DEAD_NACK), found_here=False,
-                             failed=bool(aux & DEAD_FAILED))
+            node.dead_lettered_elsewhere(job, bool(aux & DEAD_NACK),
+                                         bool(aux & DEAD_FAILED))
 
     def on_revive(self, sender: ClusterNode, items: list[tuple[bytes, int]]) -> None:
         node = self.node
         for job_id, _aux in items:
             job = node.jobs.get(job_id)
             if job is not None:
-                node.revive(job, tell_holders=False)
+                node.revived_elsewhere(job)
 
     def delivered(self, job: Job) -> None:
         """A consumer took the job here: the other holders hold back."""

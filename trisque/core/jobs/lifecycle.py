@@ -433,46 +433,64 @@ class JobLifecycle:
             self.requeue.working(job)
         return True
 
-    def dead_letter(self, job: Job, nack: bool, found_here: bool = True,
-                    failed: bool = False) -> None:
-        """The job reached its delivery limit: it moves to its dead-letter
-        queue (policy.py) with its history (counters, dead-from, last
-        error).  ``found_here`` (enqueue): it is queued there as a new job
-        would be, and the other holders hear DEADJOB; else (DEADJOB) ours
-        moves too, not queued (that holder queued it), its requeue held
-        back.  A copy without a limit, or dead already, stays as it is,
-        unless ``failed`` (NACK ... DEAD: a consumer said it failed for
-        good): then a job with no policy gets its queue's defaults."""
-        policy = job.policy
-        if policy is None and failed:
-            default = self.queue_policies.get(job.queue)
-            policy = default.policy.copy() if default is not None else Policy()
-        if policy is None or policy.dead_from:
+    def dead_letter(self, job: Job, nack: bool, failed: bool = False) -> None:
+        """The job reached its delivery limit here (enqueue), or a consumer
+        said it failed for good (``failed``: NACK ... DEAD): it moves to its
+        dead-letter queue (policy.py) with its history, queued there as a
+        new job would be, and the other holders hear DEADJOB."""
+        policy = self._dying_policy(job, failed)
+        if policy is None:
             return
         if job.state == QUEUED:
             self._remove_from_queue(job)
         origin = job.queue
+        self._bury(job, policy, nack)
+        queue = self.queues.get(origin)
+        if queue is not None:
+            queue.dead_letters += 1
+        self.stats.dead_lettered_jobs += 1
+        self.requeue.dead_lettered(job, nack, failed)
+        self.move_job(job, policy.dead_letter_queue(origin))
+        self._requeue_as_new(job)
+
+    def dead_lettered_elsewhere(self, job: Job, nack: bool, failed: bool) -> None:
+        """Another holder dead-lettered the job (DEADJOB): ours moves too,
+        not queued (that holder queued it), its requeue held back."""
+        policy = self._dying_policy(job, failed)
+        if policy is None:
+            return
+        if job.state == QUEUED:
+            self._remove_from_queue(job)
+        origin = job.queue
+        self._bury(job, policy, nack)
+        self.move_job(job, policy.dead_letter_queue(origin))
+        job.flags &= ~(REQUEUE_DUE | NACK_DUE)
+        self._hold_back(job)
+        self.relog(job)
+
+    def _dying_policy(self, job: Job, failed: bool) -> Policy | None:
+        """The policy a job dies by, or None if it stays as it is: a copy
+        without a limit, or dead already; but one that failed for good
+        with no policy of its own dies by its queue's defaults."""
+        policy: Policy | None = job.policy
+        if policy is None and failed:
+            default = self.queue_policies.get(job.queue)
+            policy = default.policy.copy() if default is not None else Policy()
+        if policy is None or policy.dead_from:
+            return None
+        return policy
+
+    def _bury(self, job: Job, policy: Policy, nack: bool) -> None:
+        """The dying job keeps its history: the delivery that killed it
+        counted, ``policy`` copied with where and when it died."""
         if nack:
-            job.nacks += 1  # (the failed delivery that killed it)
+            job.nacks += 1
         else:
             job.deliveries += 1
         dead = policy.copy()
-        dead.dead_from = origin
+        dead.dead_from = job.queue
         dead.dead_ms = self.now_ms()
         job.policy = dead
-        if found_here:
-            queue = self.queues.get(origin)
-            if queue is not None:
-                queue.dead_letters += 1
-            self.stats.dead_lettered_jobs += 1
-            self.requeue.dead_lettered(job, nack, failed)
-        self.move_job(job, policy.dead_letter_queue(origin))
-        if found_here:
-            self._requeue_as_new(job)
-        else:
-            job.flags &= ~(REQUEUE_DUE | NACK_DUE)
-            self._hold_back(job)
-            self.relog(job)
 
     def move_job(self, job: Job, queue: bytes) -> None:
         """``job`` now belongs to ``queue`` (dead-lettered, revived, the
@@ -481,9 +499,26 @@ class JobLifecycle:
         job.move_to_queue(queue)
         self.memory_changed(job.memory() - before)
 
-    def revive(self, job: Job, tell_holders: bool = True) -> bool:
+    def revive(self, job: Job) -> bool:
         """A dead job back to the queue it died in, its counters at zero
-        (REVIVE).  False if it is not dead."""
+        (REVIVE): queued there as a new job, the other holders hear
+        REVIVE.  False if it is not dead."""
+        if not self._unbury(job):
+            return False
+        self.requeue.revived(job)
+        self._requeue_as_new(job)
+        return True
+
+    def revived_elsewhere(self, job: Job) -> None:
+        """Another holder revived the job (REVIVE): ours moves back too,
+        held back (that holder queued it)."""
+        if self._unbury(job):
+            self._hold_back(job)
+            self.relog(job)
+
+    def _unbury(self, job: Job) -> bool:
+        """A dead job back in the queue it died in, alive, its counters
+        at zero, not queued.  False if it is not dead."""
         policy = job.policy
         if policy is None or not policy.dead_from or job.state not in (ACTIVE, QUEUED):
             return False
@@ -498,13 +533,6 @@ class JobLifecycle:
         job.deliveries = 0
         self.move_job(job, origin)
         self.stats.revived_jobs += 1
-        if tell_holders:
-            self.requeue.revived(job)
-            self._requeue_as_new(job)
-        else:
-            self._hold_back(job)
-            if self.log_active:
-                self.log.job_updated(job)
         return True
 
     def _requeue_as_new(self, job: Job) -> None:
