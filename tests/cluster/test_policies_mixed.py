@@ -7,6 +7,7 @@ from trisque.cluster.cluster import Cluster
 from trisque.cluster.membership import ClusterNode
 from trisque.cluster.outbox import Transport
 from trisque.core.admin.config import Config
+from trisque.core.hooks import DEAD_LETTERED
 from trisque.core.jobs import policy as policy_codec
 from trisque.core.jobs.job import ACTIVE, Job, serialize
 from trisque.core.node import Node
@@ -46,7 +47,7 @@ def test_old_peers_get_plain_records_and_no_policy_messages():
     record = serialize(job, 1000)
     for peer in (OLD, NEW):
         cluster.outbox.send_job(peer, bus.REPLJOB, record)
-    node.requeue.dead_lettered(job, True)
+    node.requeue.tell_holders(job, DEAD_LETTERED, True)
     cluster.outbox.encode()
     node.queue_policies[b"q"] = policy_codec.QueuePolicy(policy_codec.Policy(2), 5, node.id)
     cluster.queue_policy_changed(b"q")

@@ -118,6 +118,18 @@ class Outbox:
             if node_id != my_id:
                 self._enqueue(node_id, type_, mflags, (job.id, aux))
 
+    def send_last_error(self, job: Job, text: bytes) -> None:
+        """LASTERROR to the job's other holders that read policies: its own
+        frame, sent now (before or after the DEADJOB it goes with: either
+        way the copy ends up dead with it)."""
+        membership = self.membership
+        nodes = membership.nodes
+        frame = bus.last_error(membership.header(), job.id, text)
+        for node_id in job.nodes_delivered:
+            peer = nodes.get(node_id)
+            if peer is not None and peer.policies and not peer.myself:
+                self.transport.send(node_id, frame)
+
     def send_setack(self, node_id: str, job: Job) -> None:
         self._enqueue(node_id, bus.SETACK, 0, (job.id, len(job.nodes_delivered)))
 

@@ -47,7 +47,7 @@
 from ..protocol import bus
 from ..core.jobs.job import (ACKED, ACTIVE, BCAST_QUEUED, BCAST_WILLQUEUE,
                                QUEUED, WAIT_REPL, Job)
-from ..core.hooks import RequeueHooks
+from ..core.hooks import FAILED, REQUEUED, REVIVED, WORKING, RequeueHooks
 from ..core.node import Node
 from ..core.jobs.lifecycle import WILLQUEUE_ADVANCE_MS
 from ..core.jobs.policy import MAX_REASON_BYTES, Policy
@@ -94,10 +94,6 @@ class Requeue(RequeueHooks):
 
     # ------------------------------------------ what the core tells us
 
-    def broadcast_queued(self, job: Job, nack: bool) -> None:
-        mflags = bus.INCR_NACKS if nack else bus.INCR_DELIV
-        self.outbox.send_to_holders(job, bus.QUEUED, mflags=mflags)
-
     def timer_fired(self, job: Job, now_ms: int) -> bool:
         """The requeue timer of an active job here fired: WILLQUEUE goes to
         the other holders first, WILLQUEUE_ADVANCE_MS ahead; True once the
@@ -117,22 +113,24 @@ class Requeue(RequeueHooks):
             return False  # (queued at the earliest the advance after WILLQUEUE)
         return job.qtime_ms <= now_ms
 
-    def working(self, job: Job) -> None:
-        self.outbox.send_to_holders(job, bus.WORKING)
-
-    def dead_lettered(self, job: Job, nack: bool, failed: bool = False) -> None:
-        self.outbox.send_to_holders(job, bus.DEADJOB, (DEAD_NACK if nack else 0)
-                                    | (DEAD_FAILED if failed else 0))
-        policy = job.policy
-        if policy is not None and policy.last_error:
-            # (its own frame, sent now: before or after DEADJOB, either
-            # way the copy ends up dead with it)
-            nodes = self.outbox.membership.nodes
-            frame = bus.last_error(self.outbox.membership.header(), job.id, policy.last_error)
-            for node_id in job.nodes_delivered:
-                peer = nodes.get(node_id)
-                if peer is not None and peer.policies and not peer.myself:
-                    self.outbox.transport.send(node_id, frame)
+    def tell_holders(self, job: Job, news: int, nack: bool = False) -> None:
+        """The other holders hear what this node did with the job, as the
+        rules above say: QUEUED (counting a NACK or a delivery), WORKING,
+        DEADJOB with the job's last error, or REVIVE."""
+        outbox = self.outbox
+        if news == REQUEUED:
+            outbox.send_to_holders(job, bus.QUEUED, 0,
+                                   bus.INCR_NACKS if nack else bus.INCR_DELIV)
+        elif news == WORKING:
+            outbox.send_to_holders(job, bus.WORKING)
+        elif news == REVIVED:
+            outbox.send_to_holders(job, bus.REVIVE)
+        else:  # DEAD_LETTERED, FAILED
+            outbox.send_to_holders(job, bus.DEADJOB, (DEAD_NACK if nack else 0)
+                                   | (DEAD_FAILED if news == FAILED else 0))
+            policy = job.policy
+            if policy is not None and policy.last_error:
+                outbox.send_last_error(job, policy.last_error)
 
     def on_last_error(self, sender: ClusterNode, job_id: bytes, text: bytes) -> None:
         """A holder's copy died with this last error: ours gets it too."""
@@ -155,9 +153,6 @@ class Requeue(RequeueHooks):
         job.policy = policy
         node.relog(job)
 
-    def revived(self, job: Job) -> None:
-        self.outbox.send_to_holders(job, bus.REVIVE)
-
     def on_deadjob(self, sender: ClusterNode, items: list[tuple[bytes, int]]) -> None:
         node = self.node
         for job_id, aux in items:
@@ -176,11 +171,6 @@ class Requeue(RequeueHooks):
             job = node.jobs.get(job_id)
             if job is not None:
                 node.revived_elsewhere(job)
-
-    def delivered(self, job: Job) -> None:
-        """A consumer took the job here: the other holders hold back."""
-        if len(job.nodes_delivered) > 1:
-            self.outbox.send_to_holders(job, bus.WORKING)
 
     # ------------------------------------------ what other holders say
 

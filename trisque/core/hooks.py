@@ -11,7 +11,7 @@ which hands them to the node; ``server/aof/`` provides the real log.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from mypy_extensions import mypyc_attr
 
@@ -37,31 +37,28 @@ class ReplicationHooks:
         """A job whose ADDJOB still waits for copies was removed."""
 
 
+# What a job's other holders hear from this node (RequeueHooks.tell_holders;
+# cluster/requeue.py sends each as its bus message).
+REQUEUED: Final = 0  # queued again here, a NACK or a delivery counted (QUEUED)
+WORKING: Final = 1  # a consumer has it here, or its requeue waits: hold back (WORKING)
+DEAD_LETTERED: Final = 2  # at its delivery limit here: now in its dead-letter queue (DEADJOB)
+FAILED: Final = 3  # NACK ... DEAD here: in its dead-letter queue, with no limit needed (DEADJOB)
+REVIVED: Final = 4  # back from its dead-letter queue here (REVIVE)
+
+
 class RequeueHooks:
     """Requeueing: what other holders hear when a job moves here."""
-
-    def broadcast_queued(self, job: Job, nack: bool) -> None:
-        """The job was queued again here (rule: QUEUED to other holders)."""
 
     def timer_fired(self, job: Job, now_ms: int) -> bool:
         """The requeue timer of an active job fired: True if the job is to
         be queued again now (a node alone has nobody to warn first)."""
         return job.qtime_ms <= now_ms
 
-    def delivered(self, job: Job) -> None:
-        """A consumer took the job (GETJOB): other holders hold back."""
-
-    def working(self, job: Job) -> None:
-        """A consumer said WORKING: other holders postpone their requeue."""
-
-    def dead_lettered(self, job: Job, nack: bool, failed: bool = False) -> None:
-        """The job reached its delivery limit here, or a consumer said it
-        failed for good (``failed``: NACK ... DEAD) (rule: DEADJOB to the
-        other holders; still in its old queue when called)."""
-
-    def revived(self, job: Job) -> None:
-        """REVIVE: the dead job is back in its queue (rule: REVIVE to the
-        other holders)."""
+    def tell_holders(self, job: Job, news: int, nack: bool = False) -> None:
+        """The job's other holders hear ``news`` (REQUEUED, WORKING,
+        DEAD_LETTERED, FAILED, REVIVED); ``nack``: the delivery that ended
+        was a NACK.  A dead-lettered job is still in its old queue when
+        this is called.  A node alone has nobody to tell."""
 
 
 class AckHooks:

@@ -10,6 +10,7 @@ from ...protocol.args import decimal, to_int
 from ...protocol.errors import CommandError
 
 from ..client import BlockedGet, Client
+from ..hooks import WORKING
 from .job import ACKED, ACTIVE, BCAST_WILLQUEUE, QUEUED, STATE_BY_NAME, STATE_NAMES, Job
 from .job_reply import job_reply
 from ..node import Node
@@ -586,7 +587,7 @@ def working(node: Node, client: Client, argv: list[bytes]) -> bytes:
         job.flags |= BCAST_WILLQUEUE
         job.qtime_ms = now_ms + job.retry_s * 1000 + node.jitter_ms()
         node.schedule(job)
-    node.requeue.working(job)
+    node.requeue.tell_holders(job, WORKING)
     return resp.integer(job.retry_s)
 
 

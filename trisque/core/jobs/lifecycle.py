@@ -29,7 +29,8 @@ from mypy_extensions import mypyc_attr
 
 from ...protocol import jobid
 from ..admin.stats import Stats
-from ..hooks import AckHooks, FederationHooks, NoLog, ReplicationHooks, RequeueHooks
+from ..hooks import (DEAD_LETTERED, FAILED, REQUEUED, REVIVED, WORKING, AckHooks,
+                     FederationHooks, NoLog, ReplicationHooks, RequeueHooks)
 from .deadlines import Deadlines
 from .job import (ACKED, ACTIVE, BCAST_QUEUED, BCAST_WILLQUEUE, DELIVERED, NACK_DUE,
                   QUEUED, REQUEUE_DUE, WAIT_REPL, Job)
@@ -375,7 +376,7 @@ class JobLifecycle:
         else:
             job.qtime_ms = 0
         if job.flags & BCAST_QUEUED or nack:
-            self.requeue.broadcast_queued(job, nack)
+            self.requeue.tell_holders(job, REQUEUED, nack)
             if nack:
                 job.nacks += 1
             else:
@@ -430,7 +431,7 @@ class JobLifecycle:
         self.stats.requeues_postponed += 1
         self.schedule(job)
         if len(job.nodes_delivered) > 1:
-            self.requeue.working(job)
+            self.requeue.tell_holders(job, WORKING)
         return True
 
     def dead_letter(self, job: Job, nack: bool, failed: bool = False) -> None:
@@ -449,7 +450,7 @@ class JobLifecycle:
         if queue is not None:
             queue.dead_letters += 1
         self.stats.dead_lettered_jobs += 1
-        self.requeue.dead_lettered(job, nack, failed)
+        self.requeue.tell_holders(job, FAILED if failed else DEAD_LETTERED, nack)
         self.move_job(job, policy.dead_letter_queue(origin))
         self._requeue_as_new(job)
 
@@ -505,7 +506,7 @@ class JobLifecycle:
         REVIVE.  False if it is not dead."""
         if not self._unbury(job):
             return False
-        self.requeue.revived(job)
+        self.requeue.tell_holders(job, REVIVED)
         self._requeue_as_new(job)
         return True
 
@@ -607,7 +608,7 @@ class JobLifecycle:
         else:
             self.schedule(job)
         if consumer and len(job.nodes_delivered) > 1:
-            self.requeue.delivered(job)  # other holders hold back
+            self.requeue.tell_holders(job, WORKING)  # other holders hold back
         if not queue.jobs and self.cluster_size > 1:
             self.federation.queue_drained(queue)  # (federation: nobody to ask alone)
         return job
