@@ -309,7 +309,7 @@ class Federation(FederationHooks):
             elif policy and job.queue != queue_name:
                 # The sender's copy moved (dead-lettered, revived) and ours
                 # has not heard yet: the one queued is the sender's.
-                job.policy = policy_codec.decode_or_none(policy)
+                node.set_policy(job, policy_codec.decode_or_none(policy))
                 node.move_job(job, queue_name)
             job.flags &= ~BCAST_QUEUED  # moving between queues, not a redelivery
             if not job.qtime_ms:

@@ -150,7 +150,7 @@ class Requeue(RequeueHooks):
         else:
             return
         policy.last_error = text
-        job.policy = policy
+        node.set_policy(job, policy)
         node.relog(job)
 
     def on_deadjob(self, sender: ClusterNode, items: list[tuple[bytes, int]]) -> None:

@@ -531,7 +531,7 @@ def _nack_with_options(node: Node, argv: list[bytes]) -> bytes:
             policy = job.policy
             policy = policy.copy() if policy is not None else Policy()
             policy.last_error = reason
-            job.policy = policy
+            node.set_policy(job, policy)
             node.relog(job)
         if dead:
             # (not an at-most-once job: never delivered again, as on NACK;

@@ -71,15 +71,20 @@ class Common:
     another).  ``next_nodes``/``next``: the holders last given to a job of
     this one and the Common that has them, so that ADDJOB's holders, set on
     every new job, are found without a lookup; ``with_policy``: the same
-    for the policy last given."""
+    for the policy last given.  ``names``: the bytes of the names a job
+    of this one counts in used_memory (Job.memory): its queue's, and its
+    interned policy's dead-letter queue (the interned Policy itself, one
+    per distinct set of settings and not per job, is not counted, as a
+    Common is not)."""
 
-    __slots__ = ("queue", "nodes_delivered", "retry_s", "policy", "level", "next_nodes",
-                 "next", "with_policy")
+    __slots__ = ("queue", "nodes_delivered", "retry_s", "policy", "level", "names",
+                 "next_nodes", "next", "with_policy")
     queue: bytes
     nodes_delivered: tuple[str, ...]
     retry_s: int
     policy: Policy | None
     level: int  # priority level (policy.py): 1-9
+    names: int
     next_nodes: tuple[str, ...] | None
     next: "Common"
     with_policy: "Common"
@@ -91,6 +96,7 @@ class Common:
         self.retry_s = retry_s
         self.policy = policy
         self.level = level
+        self.names = len(queue) if policy is None else len(queue) + len(policy.dead_letter)
         self.next_nodes = None
         self.next = self  # (GC-tracked: these links may form cycles)
         self.with_policy = self
@@ -297,7 +303,15 @@ class Job(Ordered):
         self._rare = None if not delay_s else {"delay_s": delay_s}
 
     def memory(self) -> int:
-        return JOB_OVERHEAD + len(self.body) + len(self._common.queue)
+        """Its bytes in used_memory.  A registered job's policy changes
+        through Node.set_policy, which counts the difference."""
+        size = JOB_OVERHEAD + len(self.body) + self._common.names
+        rare = self._rare
+        if rare is not None:  # (a plain job: this one test)
+            own = rare.get("policy")
+            if own is not None:
+                size += policy_codec.own_memory(own)
+        return size
 
     def held_only_by(self, node_id: str) -> bool:
         """Only ``node_id`` may hold a copy and no ack confirmation is under

@@ -491,13 +491,24 @@ class JobLifecycle:
         dead = policy.copy()
         dead.dead_from = job.queue
         dead.dead_ms = self.now_ms()
-        job.policy = dead
+        self.set_policy(job, dead)
 
     def move_job(self, job: Job, queue: bytes) -> None:
         """``job`` now belongs to ``queue`` (dead-lettered, revived, the
         sender's copy moved): its name is in the job's memory."""
         before = job.memory()
         job.move_to_queue(queue)
+        self.memory_changed(job.memory() - before)
+
+    def set_policy(self, job: Job, policy: Policy | None) -> None:
+        """``job`` gets ``policy``: if it is registered here, used_memory
+        follows its own policy's strings (a last error, a key, where it
+        died) and its dead-letter queue's name (Job.memory)."""
+        if self.jobs.get(job.id) is not job:
+            job.policy = policy
+            return
+        before = job.memory()
+        job.policy = policy
         self.memory_changed(job.memory() - before)
 
     def revive(self, job: Job) -> bool:
@@ -529,7 +540,7 @@ class JobLifecycle:
         origin = alive.dead_from
         alive.dead_from = b""
         alive.dead_ms = 0
-        job.policy = alive
+        self.set_policy(job, alive)
         job.nacks = 0
         job.deliveries = 0
         self.move_job(job, origin)

@@ -155,6 +155,20 @@ class Policy:
 # 89 + 33, and the slot); a policy that sets anything adds its own.
 QUEUE_POLICY_OVERHEAD: Final = 240
 POLICY_OVERHEAD: Final = 150  # a Policy (112) and its strings' headers
+# A job's own Policy (one with a last error, a key, its history once dead)
+# beyond its strings' lengths: the Policy, a string's header and the job's
+# ``_rare`` dict that holds it (tracemalloc: 344 bytes for a Policy with
+# one string, made on a plain job).
+OWN_POLICY_OVERHEAD: Final = 340
+
+
+def own_memory(policy: Policy) -> int:
+    """A job's own policy's bytes in used_memory (Job.memory): its strings
+    all count, the key too, although the node's idempotency index (which
+    counts it in its entry) may hold the same bytes: each holder counts
+    what it keeps, as every job counts its queue's name."""
+    return (OWN_POLICY_OVERHEAD + len(policy.dead_letter) + len(policy.dead_from)
+            + len(policy.last_error) + len(policy.idempotency_key))
 
 
 class QueuePolicy:
