@@ -18,7 +18,7 @@ def sid(ms, seq=0):
 def filled(n, max_entries=100, max_bytes=4096, fields=(b"f", b"v")):
     s = Stream()
     for i in range(1, n + 1):
-        s.append(sid(i), list(fields), max_bytes, max_entries)
+        s.append(i, 0, list(fields), max_bytes, max_entries)
     return s
 
 
@@ -68,10 +68,10 @@ def test_trim_exact_and_approximate():
 
 def test_deleted_entries_out_of_order_are_skipped_as_redis():
     s = filled(3)
-    s.append(sid(100), [b"f", b"v"], 4096, 100)
+    s.append(100, 0, [b"f", b"v"], 4096, 100)
     assert s.delete(sid(100))
-    s.last_id = sid(50)  # (XSETID below the deleted entry)
-    s.append(sid(60), [b"f", b"w"], 4096, 100)
+    s.set_last_id(sid(50))  # (XSETID below the deleted entry)
+    s.append(60, 0, [b"f", b"w"], 4096, 100)
     assert not s.nodes[0].ordered
     assert s.get(sid(60)) == [b"f", b"w"]
     assert [i >> 64 for i, _ in s.range(sid(60), sid(60))] == [60]
@@ -163,7 +163,7 @@ def test_copy_shares_nothing_the_copy_changes():
     cg = copy.group(b"g")
     assert list(cg.pel_ids.since(0)) == [sid(i) for i in (1, 2, 3, 4, 150)]
     assert cg.pel[sid(1)].consumer is cg.consumers[b"alice"] is not alice
-    copy.append(sid(300), [b"f", b"v"], 4096, 100)
+    copy.append(300, 0, [b"f", b"v"], 4096, 100)
     copy.delete(sid(2))
     copy.remove_nack(cg, sid(1))
     copy.create_consumer(cg, b"bob", 9)

@@ -12,7 +12,7 @@ commands_stream_read.py.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from ...protocol import resp
 from ...protocol.errors import CommandError
@@ -83,8 +83,11 @@ class TrimArgs:
 
 # ``XADD key * field value...`` (no option, an automatic ID): what
 # parse_trim_args would build for it; shared, never changed.
-AUTO_ID_ONLY = TrimArgs()
+AUTO_ID_ONLY: Final = TrimArgs()
 AUTO_ID_ONLY.id_pos = 2
+# ``$<n>\r\n`` for every length an ID's text can have (at most 41 bytes):
+# XADD's reply without formatting the length
+BULK_HEADERS: Final = [b"$%d\r\n" % n for n in range(42)]
 
 
 def parse_trim_args(node: Node, argv: list[bytes], xadd: bool) -> TrimArgs:
@@ -193,35 +196,40 @@ def xadd(node: Node, client: Client, argv: list[bytes]) -> bytes:
         if args.nomkstream:
             return resp.null(client.proto)
         s = Stream()
-    if s.last_id == MAX_ID:
+    last_ms = s.last_ms
+    last_seq = s.last_seq
+    if last_seq == MASK64 and last_ms == MASK64:
         raise CommandError("ERR The stream has exhausted the last possible ID, unable to "
                            "add more items")
-    last = s.last_id
-    id_text = b""
+    # the new ID as ms and seq, without 128-bit ints on the usual path
     if not args.id_given:
         ms = node.now_ms()
-        last_ms = last >> 64
         if ms > last_ms:
-            new_id = ms << 64
+            seq = 0
             id_text = b"%d-0" % ms
-        elif last & MASK64 == MASK64:
-            new_id = (last_ms + 1) << 64  # (streamIncrID)
+        elif last_seq == MASK64:
+            ms = last_ms + 1  # (streamIncrID)
+            seq = 0
+            id_text = b"%d-0" % ms
         else:
-            new_id = last + 1
-            id_text = b"%d-%d" % (last_ms, (last & MASK64) + 1)
-    elif not args.seq_given:
-        if args.id >> 64 == last >> 64:
-            if last & MASK64 == MASK64:
+            ms = last_ms
+            seq = last_seq + 1
+            id_text = b"%d-%d" % (ms, seq)
+    else:
+        last = s.last_id
+        if not args.seq_given and args.id >> 64 == last_ms:
+            if last_seq == MASK64:
                 raise CommandError("ERR The ID specified in XADD is equal or smaller than "
                                    "the target stream top item")
             new_id = last + 1
         else:
             new_id = args.id
-    else:
-        new_id = args.id
-    if new_id <= last:
-        raise CommandError("ERR The ID specified in XADD is equal or smaller than the "
-                           "target stream top item")
+        if new_id <= last:
+            raise CommandError("ERR The ID specified in XADD is equal or smaller than the "
+                               "target stream top item")
+        ms = new_id >> 64
+        seq = new_id & MASK64
+        id_text = format_id(new_id)
     fv = argv[field_pos:]
     total = 0
     for item in fv:
@@ -230,13 +238,11 @@ def xadd(node: Node, client: Client, argv: list[bytes]) -> bytes:
         raise CommandError("ERR Elements are too large to be stored")
     before = s.nbytes
     config = node.config
-    s.append(new_id, fv, config.stream_node_max_bytes, config.stream_node_max_entries, total)
+    s.append(ms, seq, fv, config.stream_node_max_bytes, config.stream_node_max_entries, total)
     if created:
         ks.store(db, key, s)
     else:
         changed(node, db, key, s.nbytes - before, False)
-    if not id_text:
-        id_text = format_id(new_id)
     if not unrecorded(node):
         ks.log(db, b"XADD", key, id_text, *fv)
     if args.strategy:
@@ -245,7 +251,7 @@ def xadd(node: Node, client: Client, argv: list[bytes]) -> bytes:
             changed(node, db, key, s.nbytes - before, False)
             ks.log(db, *trim_record(s, key, args))
     ks.blocking.signal(db, key)
-    return b"$%d\r\n%s\r\n" % (len(id_text), id_text)
+    return b"%s%s\r\n" % (BULK_HEADERS[len(id_text)], id_text)
 
 
 @key_command("XLEN", 2, "readonly fast", summary="XLEN key")
@@ -370,7 +376,7 @@ def xsetid(node: Node, client: Client, argv: list[bytes]) -> bytes:
         if entries_added != -1 and s.length > entries_added:
             raise CommandError("ERR The entries_added specified in XSETID is smaller than "
                                "the target stream length")
-    s.last_id = new_id
+    s.set_last_id(new_id)
     if entries_added != -1:
         s.entries_added = entries_added
     if max_deleted:

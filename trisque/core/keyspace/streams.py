@@ -58,6 +58,9 @@ LISTPACK_MAX_SIZE: Final = 1 << 30  # STREAM_LISTPACK_MAX_SIZE
 INVALID_ENTRIES_READ: Final = -1  # SCG_INVALID_ENTRIES_READ
 I_MAX: Final = (1 << 32) - 1
 REWRITE_BATCH: Final = 64  # IDs per XDEL record of an AOF rewrite
+_SMALL_VARINTS: Final = [bytes([n]) for n in range(0x80)]
+_SAMEFIELDS_FLAGS: Final = bytes([SAMEFIELDS])
+_NO_FLAGS: Final = bytes([0])
 
 
 # ---------------------------------------------- Redis's listpack sizes
@@ -85,7 +88,7 @@ def _lp_str(data: bytes) -> int:
     """Bytes of a string element (lpAppend stores one that reads as an
     int64 as an integer: lpStringToInt64)."""
     n = len(data)
-    if 0 < n < 21:
+    if 0 < n < 21 and (48 <= data[0] <= 57 or data[0] == 45):  # (else not a number)
         digits = data[1:] if data[0] == 45 else data
         if digits and digits.isdigit() and (digits[0] != 48 or data == b"0"):
             value = int(data)
@@ -102,16 +105,16 @@ def _signed64(value: int) -> int:
 
 # ------------------------------------------------------------ encoding
 
-def _put(out: bytearray, data: bytes) -> None:
-    n = len(data)
+def _varint_bytes(n: int) -> bytes:
+    """``n`` as the blob writes lengths: 7 bits a byte, low first."""
     if n < 0x80:
-        out.append(n)
-    else:
-        while n >= 0x80:
-            out.append((n & 0x7F) | 0x80)
-            n >>= 7
-        out.append(n)
-    out += data
+        return _SMALL_VARINTS[n]  # (a list lookup: no bytes built)
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
 
 
 def _decode(blob: bytearray, pos: int, fields: tuple[bytes, ...]) -> list[bytes]:
@@ -155,7 +158,7 @@ class StreamNode:
     """Up to stream-node-max-entries entries (see the module)."""
 
     __slots__ = ("master", "master_ms", "master_seq", "ms", "seq", "offsets", "blob",
-                 "fields", "live", "dead", "body", "ordered")
+                 "fields", "live", "dead", "body", "ordered", "last_ms_delta", "last_seq")
 
     def __init__(self, master: int, fields: tuple[bytes, ...]) -> None:
         self.master = master
@@ -176,6 +179,10 @@ class StreamNode:
         # the last ID under a deleted entry's): live entries stay in order,
         # deleted ones may not, so lookups scan as Redis does.
         self.ordered = True
+        # the last entry's ms (minus master_ms) and seq, for append's order
+        # check without reading the arrays
+        self.last_ms_delta = 0
+        self.last_seq = 0
 
     def copy(self) -> StreamNode:
         out = StreamNode(self.master, self.fields)
@@ -187,6 +194,8 @@ class StreamNode:
         out.dead = self.dead
         out.body = self.body
         out.ordered = self.ordered
+        out.last_ms_delta = self.last_ms_delta
+        out.last_seq = self.last_seq
         return out
 
     def lp_bytes(self) -> int:
@@ -228,29 +237,27 @@ class StreamNode:
             return lo + 1  # (the only one in that ms, and before it: a group's next read)
         return bisect_left(self.seq, seq, lo + 1, bisect_right(ms, dms, lo + 1))
 
-    def append(self, stream_id: int, fv: list[bytes]) -> int:
-        """Add an entry; returns the bytes it added to ``memory()``."""
-        ms_delta = (stream_id >> 64) - self.master_ms
-        seq = stream_id & MASK64
+    def append(self, ms: int, seq: int, fv: list[bytes]) -> int:
+        """Add the entry ``<ms>-<seq>``; returns the bytes it added to ``memory()``."""
+        ms_delta = ms - self.master_ms
         grew = PER_ENTRY
-        last = len(self.offsets) - 1
-        if last >= 0:
+        if self.live + self.dead and (ms_delta < self.last_ms_delta or (
+                ms_delta == self.last_ms_delta and seq < self.last_seq)):
             # below the node's last entry (deleted: XSETID lowered the
-            # stream's last ID)?  Compared as (ms, seq), not as IDs
-            last_ms = self.ms[last]
-            if ms_delta < last_ms or (ms_delta == last_ms and seq < self.seq[last]):
-                self.ordered = False
+            # stream's last ID)
+            self.ordered = False
         if ms_delta > I_MAX and self.ms.typecode == "I":
             self.ms = array("Q", self.ms)
             grew += 4 * len(self.ms)
         if seq > I_MAX and self.seq.typecode == "I":
             self.seq = array("Q", self.seq)
             grew += 4 * len(self.seq)
+        self.last_ms_delta = ms_delta
+        self.last_seq = seq
         blob = self.blob
-        start = len(blob)
         self.ms.append(ms_delta)
         self.seq.append(seq)
-        self.offsets.append(start)
+        self.offsets.append(len(blob))
         fields = self.fields
         n = len(fv) // 2
         same = n == len(fields)
@@ -263,29 +270,25 @@ class StreamNode:
         if not -2147483648 <= rel <= 2147483647:  # (within, _signed64 changes nothing)
             rel = _signed64(rel)
         lp = _lp_int(ms_delta) + _lp_int(rel) + 2
+        # the entry is built as one bytes and added to the blob at once
+        # (each bytearray call is a generic method call when compiled)
         if same:
-            blob.append(SAMEFIELDS)
+            record = _SAMEFIELDS_FLAGS
             for j in range(1, len(fv), 2):
-                _put(blob, fv[j])
-                lp += _lp_str(fv[j])
+                value = fv[j]
+                record += _varint_bytes(len(value)) + value
+                lp += _lp_str(value)
             lp += _lp_int(n + 3)
         else:
-            blob.append(0)
-            _write_count(blob, n)
+            record = _NO_FLAGS + _varint_bytes(n)
             for item in fv:
-                _put(blob, item)
+                record += _varint_bytes(len(item)) + item
                 lp += _lp_str(item)
             lp += _lp_int(n) + _lp_int(2 * n + 4)
+        blob += record
         self.body += lp
         self.live += 1
-        return grew + len(blob) - start
-
-
-def _write_count(blob: bytearray, n: int) -> None:
-    while n >= 0x80:
-        blob.append((n & 0x7F) | 0x80)
-        n >>= 7
-    blob.append(n)
+        return grew + len(record)
 
 
 class Nack:
@@ -328,14 +331,17 @@ class Group:
 
 
 class Stream:
-    __slots__ = ("nodes", "keys", "length", "last_id", "first_id", "max_deleted",
-                 "entries_added", "groups", "nbytes")
+    __slots__ = ("nodes", "keys", "length", "last_id", "last_ms", "last_seq", "first_id",
+                 "max_deleted", "entries_added", "groups", "nbytes")
 
     def __init__(self) -> None:
         self.nodes: list[StreamNode] = []
         self.keys: list[int] = []  # each node's master ID
         self.length = 0
         self.last_id = 0
+        # last_id's two halves, so XADD picks the next ID without 128-bit ints
+        self.last_ms = 0
+        self.last_seq = 0
         self.first_id = 0  # recorded-first-entry-id
         self.max_deleted = 0  # max-deleted-entry-id
         self.entries_added = 0
@@ -344,14 +350,20 @@ class Stream:
 
     # ------------------------------------------------------------ entries
 
-    def append(self, stream_id: int, fv: list[bytes], max_bytes: int,
+    def set_last_id(self, stream_id: int) -> None:
+        self.last_id = stream_id
+        self.last_ms = stream_id >> 64
+        self.last_seq = stream_id & MASK64
+
+    def append(self, ms: int, seq: int, fv: list[bytes], max_bytes: int,
                max_entries: int, total: int = -1) -> None:
-        """streamAppendItem after its checks: ``stream_id`` > last_id;
+        """streamAppendItem after its checks: ``<ms>-<seq>`` > last_id;
         ``total``: the bytes of ``fv`` if the caller counted them."""
         if total < 0:
             total = 0
             for item in fv:
                 total += len(item)
+        stream_id = ms << 64 | seq
         node = self.nodes[-1] if self.nodes else None
         if node is not None:
             if max_bytes <= 0 or max_bytes > LISTPACK_MAX_SIZE:
@@ -365,10 +377,12 @@ class Stream:
             self.nodes.append(node)
             self.keys.append(stream_id)
             self.nbytes += NODE_OVERHEAD
-        self.nbytes += node.append(stream_id, fv)
+        self.nbytes += node.append(ms, seq, fv)
         self.length += 1
         self.entries_added += 1
         self.last_id = stream_id
+        self.last_ms = ms
+        self.last_seq = seq
         if self.length == 1:
             self.first_id = stream_id
 
@@ -693,7 +707,7 @@ def stream_copy(value: object) -> object:
     out.nodes = [node.copy() for node in value.nodes]
     out.keys = list(value.keys)
     out.length = value.length
-    out.last_id = value.last_id
+    out.set_last_id(value.last_id)
     out.first_id = value.first_id
     out.max_deleted = value.max_deleted
     out.entries_added = value.entries_added
