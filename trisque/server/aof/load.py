@@ -55,8 +55,8 @@ class Options:
         self.expired = 0  # dropped: TTL already passed
         self.enqueued = 0
         self.deleted = 0
-        # Loaded jobs wait here for their deadline: one sorted bulk insert
-        # at the end is far cheaper than a million single inserts.
+        # Loaded jobs' deadlines wait here until the load ends: no loaded
+        # job's timer fires while other tasks run between its chunks.
         self.deferred = _Deferred()
 
 
@@ -88,20 +88,9 @@ class _Deferred(Deadlines):
         since (a DELJOB, or another task during a pause, may have acted)."""
         items, self.items = self.items, []
         jobs = node.jobs
-        ready = []
+        deadlines = node.deadlines
         for job, wake_ms in items:
             if job.wake_ms is None and jobs.get(job.id) is job:
-                job.wake_ms = wake_ms
-                ready.append(job)
-        if not ready:
-            return
-        deadlines = node.deadlines
-        sorted_items = getattr(deadlines, "_items", None)
-        if sorted_items is not None and hasattr(sorted_items, "update"):
-            sorted_items.update(ready)
-        else:
-            for job in ready:
-                wake_ms, job.wake_ms = job.wake_ms, None
                 deadlines.set(job, wake_ms)
 
 
