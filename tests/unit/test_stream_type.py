@@ -58,6 +58,20 @@ def test_nodes_split_by_entries_and_by_listpack_bytes():
     assert _lp_str(b"12") == 2 and _lp_str(b"-5000") == 4 and _lp_str(b"012") == 5
 
 
+def test_node_arrays_room_is_counted_and_cut_when_the_next_node_opens():
+    s = filled(150, max_entries=100)
+    full, open_node = s.nodes
+    assert len(full.offsets) == full.size() == 100  # (cut to its entries: no spare room)
+    assert open_node.size() == 50 and len(open_node.offsets) == 64
+    wide = filled(3)
+    wide.append(10, 1 << 40, [b"f", b"v"], 4096, 100)  # (a seq past 32 bits: 'Q')
+    assert wide.nodes[0].seq.typecode == "Q" and wide.get(sid(10, 1 << 40)) == [b"f", b"v"]
+    for stream in (s, wide, filled(500, max_entries=0)):
+        # the running count equals the nodes' memory recomputed
+        assert stream.nbytes == sum(node.memory() for node in stream.nodes)
+        assert [i >> 64 for i, _ in stream.range(0, sid(3), rev=True)] == [3, 2, 1]
+
+
 def test_trim_exact_and_approximate():
     s = filled(250, max_entries=100)
     assert s.trim(200, None, True, 0) == 0  # ~: only whole nodes, none fits

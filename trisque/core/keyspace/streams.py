@@ -14,6 +14,12 @@ a node is found by bisecting ``keys``).  A node packs its entries:
   names are then not stored again, as Redis's SAMEFIELDS) then
   length-prefixed strings; ``offsets``: where each entry starts.
 
+The three arrays have room for more entries than the node holds (zeros
+past ``size()``): an entry is written in place, a generic item store when
+compiled, where an append is a method call.  They double (up to
+stream-node-max-entries) when full and are cut to the node's size when
+the next node opens, so a full node has no spare room.
+
 About 20 bytes an entry of small fields beyond their values, against
 Redis's ~15 (bench/README.md, "Streams").  Deleted entries stay in their
 node flagged (Redis's tombstones) until the whole node goes.
@@ -50,7 +56,7 @@ DELETED: Final = 1
 SAMEFIELDS: Final = 2
 STREAM_OVERHEAD: Final = 200  # the Stream object, its two lists
 NODE_OVERHEAD: Final = 400  # a node: the object, three arrays and a bytearray
-PER_ENTRY: Final = 12  # an entry's ms, seq and offset (4 bytes each while they fit)
+MIN_CAPACITY: Final = 8  # entries a node's arrays first have room for
 GROUP_OVERHEAD: Final = 400  # a group: object, dicts, the sorted PEL list
 CONSUMER_OVERHEAD: Final = 250  # a consumer: object, dict, dict slot, name header
 NACK_OVERHEAD: Final = 200  # a PEL entry: the Nack, two dict slots, a list slot, the int
@@ -198,6 +204,11 @@ class StreamNode:
         out.last_seq = self.last_seq
         return out
 
+    def size(self) -> int:
+        """Entries in the node, live and deleted (the arrays may have room
+        for more)."""
+        return self.live + self.dead
+
     def lp_bytes(self) -> int:
         return self.body + _lp_int(self.live) + _lp_int(self.dead)
 
@@ -217,17 +228,17 @@ class StreamNode:
     def seek(self, stream_id: int) -> int:
         """The index of the first entry whose ID is >= ``stream_id`` (in
         a node not ``ordered``: of the first live one)."""
+        size = self.live + self.dead
         if not self.ordered:
-            for i in range(len(self.offsets)):
+            for i in range(size):
                 if not self.deleted(i) and self.id_at(i) >= stream_id:
                     return i
-            return len(self.offsets)
+            return size
         dms = (stream_id >> 64) - self.master_ms
         if dms < 0:
             return 0
         ms = self.ms
-        size = len(ms)
-        lo = bisect_left(ms, dms)
+        lo = bisect_left(ms, dms, 0, size)
         if lo == size or ms[lo] != dms:
             return lo  # (no entry in that ms)
         seq = stream_id & MASK64
@@ -235,13 +246,16 @@ class StreamNode:
             return lo  # (the first of them is it)
         if lo + 1 == size or ms[lo + 1] != dms:
             return lo + 1  # (the only one in that ms, and before it: a group's next read)
-        return bisect_left(self.seq, seq, lo + 1, bisect_right(ms, dms, lo + 1))
+        return bisect_left(self.seq, seq, lo + 1, bisect_right(ms, dms, lo + 1, size))
 
-    def append(self, ms: int, seq: int, fv: list[bytes]) -> int:
+    def append(self, ms: int, seq: int, fv: list[bytes], max_entries: int) -> int:
         """Add the entry ``<ms>-<seq>``; returns the bytes it added to ``memory()``."""
         ms_delta = ms - self.master_ms
-        grew = PER_ENTRY
-        if self.live + self.dead and (ms_delta < self.last_ms_delta or (
+        size = self.live + self.dead
+        grew = 0
+        if size == len(self.offsets):
+            grew = self._grow(max_entries)
+        if size and (ms_delta < self.last_ms_delta or (
                 ms_delta == self.last_ms_delta and seq < self.last_seq)):
             # below the node's last entry (deleted: XSETID lowered the
             # stream's last ID)
@@ -255,9 +269,9 @@ class StreamNode:
         self.last_ms_delta = ms_delta
         self.last_seq = seq
         blob = self.blob
-        self.ms.append(ms_delta)
-        self.seq.append(seq)
-        self.offsets.append(len(blob))
+        self.ms[size] = ms_delta
+        self.seq[size] = seq
+        self.offsets[size] = len(blob)
         fields = self.fields
         n = len(fv) // 2
         same = n == len(fields)
@@ -289,6 +303,31 @@ class StreamNode:
         self.body += lp
         self.live += 1
         return grew + len(record)
+
+    def _grow(self, max_entries: int) -> int:
+        """Room for twice the entries (up to ``max_entries`` if set);
+        returns the bytes added."""
+        capacity = len(self.offsets)
+        new = max(2 * capacity, MIN_CAPACITY)
+        if 0 < max_entries < new:
+            new = max(max_entries, capacity + 1)
+        more = new - capacity
+        self.ms.frombytes(bytes(more * self.ms.itemsize))
+        self.seq.frombytes(bytes(more * self.seq.itemsize))
+        self.offsets.frombytes(bytes(more * 4))
+        return more * (self.ms.itemsize + self.seq.itemsize + 4)
+
+    def close(self) -> int:
+        """The next node opened: cut the arrays to the entries; returns
+        the bytes freed (negative)."""
+        size = self.live + self.dead
+        spare = len(self.offsets) - size
+        if not spare:
+            return 0
+        del self.ms[size:]
+        del self.seq[size:]
+        del self.offsets[size:]
+        return -spare * (self.ms.itemsize + self.seq.itemsize + 4)
 
 
 class Nack:
@@ -372,12 +411,14 @@ class Stream:
                 node = None
             elif max_entries and node.live + node.dead >= max_entries:
                 node = None
+            if node is None:
+                self.nbytes += self.nodes[-1].close()
         if node is None:
             node = StreamNode(stream_id, tuple(fv[0::2]))
             self.nodes.append(node)
             self.keys.append(stream_id)
             self.nbytes += NODE_OVERHEAD
-        self.nbytes += node.append(ms, seq, fv)
+        self.nbytes += node.append(ms, seq, fv, max_entries)
         self.length += 1
         self.entries_added += 1
         self.last_id = stream_id
@@ -405,7 +446,7 @@ class Stream:
             while n < len(nodes):
                 node = nodes[n]
                 blob, offsets, fields = node.blob, node.offsets, node.fields
-                size = len(offsets)
+                size = node.size()
                 while i < size:
                     pos = offsets[i]
                     i += 1
@@ -425,11 +466,11 @@ class Stream:
         node = nodes[n]
         if node.ordered:
             i = node.seek(end)
-            if i < len(node.offsets) and node.id_at(i) == end:
+            if i < node.size() and node.id_at(i) == end:
                 i += 1
             i -= 1
         else:
-            i = len(node.offsets) - 1
+            i = node.size() - 1
         while n >= 0:
             node = nodes[n]
             blob, offsets, fields = node.blob, node.offsets, node.fields
@@ -448,7 +489,7 @@ class Stream:
                     return out
             n -= 1
             if n >= 0:
-                i = len(nodes[n].offsets) - 1
+                i = nodes[n].size() - 1
         return out
 
     def _find(self, stream_id: int) -> tuple[StreamNode, int] | None:
@@ -457,7 +498,7 @@ class Stream:
             return None
         node = self.nodes[self._node_index(stream_id)]
         i = node.seek(stream_id)
-        if i < len(node.offsets) and node.id_at(i) == stream_id and not node.deleted(i):
+        if i < node.size() and node.id_at(i) == stream_id and not node.deleted(i):
             return node, i
         return None
 
@@ -504,13 +545,13 @@ class Stream:
             return 0
         nodes = self.nodes
         node = nodes[-1]
-        last = len(node.offsets) - 1
+        last = node.size() - 1
         if last >= 0 and not node.blob[node.offsets[last]] & DELETED:
             return node.id_at(last)  # (the usual case, without the loop)
         for n in range(len(nodes) - 1, -1, -1):
             node = nodes[n]
             blob, offsets = node.blob, node.offsets
-            for i in range(len(offsets) - 1, -1, -1):
+            for i in range(node.size() - 1, -1, -1):
                 if not blob[offsets[i]] & DELETED:
                     return node.id_at(i)
         return 0
@@ -530,7 +571,7 @@ class Stream:
             if minid is None:
                 remove = self.length - entries >= maxlen
             else:
-                remove = node.id_at(len(node.offsets) - 1) < minid
+                remove = node.id_at(node.size() - 1) < minid
             if remove:
                 self._remove_node(0)
                 self.length -= entries
@@ -539,7 +580,7 @@ class Stream:
             if approx:
                 break
             blob, offsets = node.blob, node.offsets
-            for i in range(len(offsets)):
+            for i in range(node.size()):
                 if minid is None:
                     if self.length <= maxlen:
                         break
@@ -667,9 +708,9 @@ class FrozenStream:
     __slots__ = ("nodes", "last_id", "entries_added", "max_deleted", "groups")
 
     def __init__(self, s: Stream) -> None:
-        self.nodes = [(node.master_ms, array(node.ms.typecode, node.ms),
-                       array(node.seq.typecode, node.seq), array("I", node.offsets),
-                       bytes(node.blob), node.fields) for node in s.nodes]
+        self.nodes = [(node.master_ms, node.ms[:node.size()], node.seq[:node.size()],
+                       node.offsets[:node.size()], bytes(node.blob), node.fields)
+                      for node in s.nodes]
         self.last_id = s.last_id
         self.entries_added = s.entries_added
         self.max_deleted = s.max_deleted
