@@ -72,6 +72,20 @@ def test_blocked_getjob_times_out_though_the_clock_went_back(core):
     assert core.replies(consumer) == [None]
 
 
+def test_a_wait_begun_right_after_the_step_keeps_its_timeout(core):
+    """Simulator seed 2238 (3 nodes, mixed): a WAITJOB TIMEOUT 300 begun
+    after the clock went back but before the timers' next look had its
+    deadline moved back with the older ones at that look, and ended 3 ms
+    later."""
+    consumer = core.client()
+    core.now -= SET_BACK_S
+    assert core("GETJOB", "TIMEOUT", 500, "FROM", "q", client=consumer) is None
+    core.advance(0.1)
+    assert core.replies(consumer) == []
+    core.advance(0.5)
+    assert core.replies(consumer) == [None]
+
+
 def test_small_steps_cost_no_walk(core):
     """A step under CLOCK_STEP_MS is not worth a walk of every job; a
     few of them in a row that add up to it are."""

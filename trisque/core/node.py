@@ -193,7 +193,11 @@ class Node(JobLifecycle):
     def block(self, client: Client, blocked: Any, timeout_ms: int) -> None:
         client.blocked = blocked
         if timeout_ms:
-            wake_ms = self.now_ms() + timeout_ms
+            now_ms = self.now_ms()
+            # (a clock step not seen yet would move this new TIMEOUT back
+            # too at the timers' next look, ending the wait at once)
+            self.watch_clock(now_ms)
+            wake_ms = now_ms + timeout_ms
             self.deadlines.set(client, wake_ms)
             self.timers_changed(wake_ms)
 
