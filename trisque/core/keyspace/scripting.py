@@ -35,9 +35,10 @@ from ...protocol import resp
 from ...protocol.errors import NOREPLICAS, OOM, CommandError, unknown_subcommand
 from ..client import Client
 from ..command import Commands
-from .lua_convert import lua_to_reply, one_line, reply_to_lua, reply_value
+from .lua_convert import lua_to_reply, one_line, reply_to_lua, reply_value, to_integer
 from .lua_sandbox import Sandbox, ScriptCompileError, ScriptError, lua_type
-from .transactions import Atomic
+from .transactions import AtomicLog
+from ..hooks import NoLog
 
 if TYPE_CHECKING:
     from ..node import Node
@@ -113,6 +114,7 @@ class Scripting:
         self.functions: Functions | None = None  # FUNCTION's libraries (functions.py)
         self.client = Client(0)  # the scripts' own (redis.call runs on it)
         self.client.authenticated = True
+        self._atomic_log = AtomicLog(None)  # node.log while a script runs (see run)
 
     def _new_sandbox(self) -> Sandbox:
         """A Lua state whose redis.call runs on this engine (EVAL's; the
@@ -166,30 +168,54 @@ class Scripting:
             self.lua = fcall
         else:
             self.lua = self.sandbox
+        # What ``with Atomic(node)`` does (transactions.py), inline: that
+        # class is interpreted, and entering and leaving it cost an FCALL
+        # ~7k instructions.  The script's records form one AOF block (the
+        # wrapper is reused: scripts never nest), blocking commands answer
+        # at once.
+        log = node.log
+        wrapper: AtomicLog | None = None
+        if type(log) is not AtomicLog and type(log) is not NoLog:
+            wrapper = self._atomic_log
+            wrapper.real = log
+            wrapper.opened = False
+            node.log = wrapper
+        blocking = node.keyspace.blocking
+        blocking.atomic_depth += 1
         try:
-            with Atomic(node) as atomic:
-                if fcall is not None:
-                    ok, result, kind = fcall.lua_call_function(function, numkeys, *keys_and_args)
-                else:
-                    ok, result, kind = self.sandbox.lua_run(function, numkeys, *keys_and_args)
-                # killed although it wrote: SHUTDOWN NOSAVE, drop it on load
-                atomic.abandoned = run.killed and run.wrote
+            if fcall is not None:
+                ok, result, kind = fcall.lua_call_function(function, numkeys, *keys_and_args)
+            else:
+                ok, result, kind = self.sandbox.lua_run(function, numkeys, *keys_and_args)
         finally:
             self.running = None
+            blocking.atomic_depth -= 1
+            if wrapper is not None:
+                node.log = log
+                # killed although it wrote: SHUTDOWN NOSAVE, drop it on load
+                abandoned = run.killed and run.wrote
+                wrapper.close(abandoned)
+                wrapper.real = None
+                if abandoned:
+                    node.keyspace.aof_db = -1  # its SELECT is dropped on load too
         if kind is not None:  # a status or an error table, read in Lua
             if kind == b"+":
                 return b"+%s\r\n" % one_line(result)
             if kind == b"!":  # an error of redis.call/pcall, counted when it was answered
                 node.error_counted = True
             return b"-%s\r\n" % one_line(result)  # (no code of its own: sent as is)
-        if type(result) is bytes and ok:
-            return b"$%d\r\n%s\r\n" % (len(result), result)
+        if ok:
+            kind = type(result)
+            if kind is bytes:
+                return b"$%d\r\n%s\r\n" % (len(result), result)
+            if kind is int:  # (a plain value: no Lua table to read)
+                return b":%d\r\n" % to_integer(result)
+            # (an error table it returned was read in Lua: kind above)
+            return lua_to_reply(result, caller.proto, run.resp, self.lua.rawget)
         rawget = self.lua.rawget
         if lua_type(result) == "table" and rawget(result, b"ignore_error_stats_update") is True:
             # an error of redis.call/pcall, counted when it was answered
             node.error_counted = type(rawget(result, b"err")) is bytes
-        if ok:
-            return lua_to_reply(result, caller.proto, run.resp, rawget)
         return _error_reply(result, sha)
 
     def _call(self, *argv: Any) -> Any:
@@ -308,8 +334,8 @@ def _refused(node: Node, run: ScriptRun, command: Command, args: list[bytes]) ->
     if write:
         if node.config.min_replicas_to_write and node.config.min_replicas_max_lag:
             return resp.error(NOREPLICAS)
-        if node.log.failing:
-            return resp.error("MISCONF Errors writing to the AOF file: " + node.log.failing)
+        if node.log_failing:  # (node.log is the script's AtomicLog: read the node's)
+            return resp.error("MISCONF Errors writing to the AOF file: " + node.log_failing)
     if (command.deny_oom and not run.wrote and not run.allow_oom and node.config.maxmemory
             and node.used_memory >= node.config.maxmemory):
         return resp.error(OOM)
