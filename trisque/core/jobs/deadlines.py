@@ -94,10 +94,14 @@ def _find_in_run(items: list[Any], item: Scheduled, lo: int, hi: int) -> int:
         else:
             if i < hi and items[i] is item:
                 return i
-    try:
-        return items.index(item, lo, hi)
-    except ValueError:
-        return -1
+    # Identity, as list.index would find it (no Scheduled defines __eq__),
+    # without its miss: the ValueError's message formats the item's repr
+    # (a Job's: its ID decoded, its state, its queue), ~5% of an origin's
+    # CPU in the end-to-end latency bench (bench/README.md, "Tails").
+    for i in range(lo, hi):
+        if items[i] is item:
+            return i
+    return -1
 
 
 NEAR: Final = 8  # how far past the last hole _near looks
@@ -269,7 +273,10 @@ class Deadlines:
                     continue
                 i = _bisect_ctime(items, item._ctime, head, len(items))
                 if i == len(items) or items[i] is not item:
-                    i = -1
+                    # Creation times strictly rise along such a lane (a
+                    # hole keeps its job's), so the bisection is the
+                    # answer: the job is in another lane or a bucket.
+                    continue
             if i < 0:
                 lo = bisect_left(items, key, head, key=_WAKE)
                 hi = bisect_right(items, key, lo, key=_WAKE)
