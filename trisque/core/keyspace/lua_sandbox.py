@@ -426,21 +426,19 @@ end
 
 -- The hook stays installed between runs (installing it costs more than
 -- the script: it asks Python only every HOOK_EVERY instructions); a run
--- that was killed leaves it per instruction, the next run puts it back.
-local function hooked()
-  if hook_fn ~= hook then set_hook(hook, __HOOK_EVERY__) end
-end
-local function unhook_if_killed()
-  if hook_fn ~= hook then set_hook(nil, 0) end
-end
+-- that was killed leaves it per instruction, the next run puts it back
+-- (both checks inline in run and call_function: a Lua call each cost
+-- ~400 instructions a run).  A result that is not a table needs no
+-- outcome() look.
 
 local function run(f, nkeys, ...)
   local keys, argv = split(nkeys, ...)
   G.KEYS = keys
   G.ARGV = argv
-  hooked()
+  if hook_fn ~= hook then set_hook(hook, __HOOK_EVERY__) end
   local ok, result = xpcall(f, handler)
-  unhook_if_killed()
+  if hook_fn ~= hook then set_hook(nil, 0) end  -- killed: unhooked
+  if ok and type(result) ~= "table" then return ok, result, nil end
   return outcome(ok, result)
 end
 
@@ -456,9 +454,10 @@ end
 local function call_function(f, nkeys, ...)
   current_f = f
   current_keys, current_argv = split(nkeys, ...)
-  hooked()
+  if hook_fn ~= hook then set_hook(hook, __HOOK_EVERY__) end
   local ok, result = xpcall(invoke, handler)
-  unhook_if_killed()
+  if hook_fn ~= hook then set_hook(nil, 0) end  -- killed: unhooked
+  if ok and type(result) ~= "table" then return ok, result, nil end
   return outcome(ok, result)
 end
 
