@@ -5,6 +5,7 @@ import re
 
 import pytest
 
+from trisque.core.jobs.commands_jobs import _ADDJOB_OPTIONS, _addjob_option
 from trisque.core.jobs.job import serialize
 
 from tests.unit.conftest import NODE_ID, START, is_error
@@ -78,6 +79,16 @@ def test_options_case_insensitive_and_last_wins(core):
     info = core.show(job_id)
     assert (info["ttl"], info["retry"], info["delay"]) == (200, 7, 3)
     assert info["state"] == b"active"  # delayed
+
+
+@pytest.mark.parametrize("name", [b"REPLICATE", b"TTL", b"RETRY", b"DELAY", b"MAXLEN",
+                                  b"ASYNC", b"PRIORITY", b"MAXDELIVERIES", b"IDEMPOTENCY"])
+def test_option_names_any_case(name):
+    # capitals are compared one by one; other spellings go through upper()
+    code = _addjob_option(name)
+    assert code == _ADDJOB_OPTIONS[name] != 0
+    assert _addjob_option(name.lower()) == _addjob_option(name.capitalize()) == code
+    assert _addjob_option(name + b"X") == _addjob_option(name[:-1]) == 0
 
 
 def test_binary_and_empty_body(core):

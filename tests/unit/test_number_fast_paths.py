@@ -8,6 +8,7 @@ import pytest
 
 from trisque.core.keyspace.numbers import parse_ll
 from trisque.core.keyspace.stream_ids import INVALID_ID, MAX_ID, _plain_id, parse_id
+from trisque.protocol.args import decimal
 from trisque.protocol.errors import CommandError
 
 
@@ -57,3 +58,13 @@ def test_parse_id_refusals(text: bytes) -> None:
     with pytest.raises(CommandError) as exc:
         parse_id(text, 0, True)
     assert exc.value.message == INVALID_ID
+
+
+def test_decimal_one_byte_and_longer() -> None:
+    # one byte takes its own path: a digit's value, anything else -1
+    for byte in range(256):
+        one = bytes((byte,))
+        assert decimal(one) == (byte - 48 if one.isdigit() else -1), one
+    for text, value in [(b"10", 10), (b"09", 9), (b"999999999999999999", 999999999999999999),
+                        (b"1234567890123456789", -1), (b"", -1), (b"1a", -1), (b"-1", -1)]:
+        assert decimal(text) == value, text

@@ -10,7 +10,11 @@ def decimal(arg: bytes) -> int:
     """The value of 1 to 18 decimal digits (never out of range), else -1:
     to_int's usual case, and ADDJOB's numbers.  A loop the compiler makes
     native, where int(arg) is a generic call."""
-    if not 0 < len(arg) < 19:
+    size = len(arg)
+    if size == 1:  # (one digit, the usual timeout, count or level: no loop)
+        digit = arg[0]
+        return digit - 48 if 48 <= digit <= 57 else -1
+    if not 0 < size < 19:
         return -1
     value = 0
     for digit in arg:

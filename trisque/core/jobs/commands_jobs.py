@@ -29,9 +29,8 @@ _ONLY_ME: Final[dict[str, tuple[str, ...]]] = {}  # node id -> (node id,): share
 RETRY_DEFAULT_MAX_S: Final = 300
 _RETRY_FOR_DEFAULT_TTL_S: Final = max(1, min(TTL_DEFAULT_S // 10, RETRY_DEFAULT_MAX_S))
 U32_MAX: Final = 2**32 - 1
-# ADDJOB's options read in its own loop, by name: a name as sent (clients
-# send them in capitals) is found without upper(), a generic method call
-# once compiled (~400 instructions); the others go to policy.parse_option.
+# ADDJOB's options read in its own loop (_addjob_option); the others go to
+# policy.parse_option.
 _REPLICATE: Final = 1
 _TTL: Final = 2
 _RETRY: Final = 3
@@ -52,6 +51,33 @@ _ADDJOB_OPTIONS: Final[dict[bytes, int]] = {
     b"MAXDELIVERIES": _MAXDELIVERIES,
     b"IDEMPOTENCY": _IDEMPOTENCY,
 }
+
+
+def _addjob_option(arg: bytes) -> int:
+    """The code of ADDJOB's option ``arg``, 0 if not one of these.  A name
+    as clients send it, in capitals, is found by comparing it with each
+    (compiled, a comparison of bytes stops at their lengths or first byte),
+    without hashing the request's new bytes object for a dict lookup or
+    upper(), a generic method call; other spellings go through both."""
+    if arg == b"REPLICATE":
+        return _REPLICATE
+    if arg == b"TTL":
+        return _TTL
+    if arg == b"RETRY":
+        return _RETRY
+    if arg == b"DELAY":
+        return _DELAY
+    if arg == b"MAXLEN":
+        return _MAXLEN
+    if arg == b"ASYNC":
+        return _ASYNC
+    if arg == b"PRIORITY":
+        return _PRIORITY
+    if arg == b"MAXDELIVERIES":
+        return _MAXDELIVERIES
+    if arg == b"IDEMPOTENCY":
+        return _IDEMPOTENCY
+    return _ADDJOB_OPTIONS.get(arg.upper(), 0)
 
 
 def parse_timeout_ms(arg: bytes) -> int:
@@ -99,9 +125,7 @@ def addjob(node: Node, client: Client, argv: list[bytes]) -> Any:
     external = node.memory_level() > 0 or node.leaving
     i, argc = 4, len(argv)
     while i < argc:
-        opt = _ADDJOB_OPTIONS.get(argv[i], 0)
-        if not opt:
-            opt = _ADDJOB_OPTIONS.get(argv[i].upper(), 0)
+        opt = _addjob_option(argv[i])
         has_value = i + 1 < argc
         if opt == _REPLICATE and has_value:
             replicate = _bounded(argv[i + 1], 1, 65535,

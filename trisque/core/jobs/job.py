@@ -259,12 +259,13 @@ class Job(Ordered):
                 self._rare = None
         shared: Policy | None = None
         level = DEFAULT_PRIORITY
-        if value is not None:
-            if value.serial:
-                shared = value
-                level = value.level()
+        given: Policy | None = value  # (typed: its fields read natively compiled)
+        if given is not None:
+            if given.serial:
+                shared = given
+                level = given.level()
             else:
-                _set_rare(self, "policy", value, None)
+                _set_rare(self, "policy", given, None)
         here = self._common
         if here.policy is shared and here.level == level:
             return
