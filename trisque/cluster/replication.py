@@ -30,7 +30,7 @@ from ..protocol.jobcodec import JobFields
 from ..core.jobs import policy as policy_codec
 from ..core.client import Client, PendingReply
 from ..core.jobs.job import (ACKED, ACTIVE, BCAST_QUEUED, BCAST_WILLQUEUE,
-                               WAIT_REPL, Job, serialize)
+                               CTIME_EPOCH_MS, WAIT_REPL, Job, serialize)
 from ..core.hooks import ReplicationHooks
 from ..core.jobs.lifecycle import WILLQUEUE_ADVANCE_MS
 from ..core.node import Node
@@ -165,6 +165,7 @@ class Replication(ReplicationHooks):
     add_timer: AddJobTimer
     holders_tuples: dict[tuple[str, ...], tuple[str, ...]]
     repl_latency: dict[str, ReplicationLatency]
+    just_me: tuple[str, ...]
 
     def __init__(self, node: Node, outbox: Outbox, membership: Membership,
                  tombstones: set[bytes]) -> None:
@@ -176,6 +177,9 @@ class Replication(ReplicationHooks):
         self.add_timer = AddJobTimer()  # their first 50 ms
         self.holders_tuples = {}  # nodes_delivered tuples shared between jobs
         self.repl_latency = {}  # node id -> ReplicationLatency (/metrics)
+        # (our ID,) as one object: a job's holders set to it take the
+        # Common remembered for it (Job.nodes_delivered) without a lookup.
+        self.just_me = (node.id,)
 
     def delete_everywhere(self, job: Job) -> None:
         """Best-effort delete of every copy (DELJOB), then ours.  The ADDJOB
@@ -196,7 +200,13 @@ class Replication(ReplicationHooks):
         node = self.node
         my_id = node.id
         others = job.repl if external else job.repl - 1
-        job.nodes_delivered = () if external else (my_id,)
+        if external:
+            job.nodes_delivered = ()
+        else:
+            just_me = self.just_me
+            if just_me[0] != my_id:  # (our ID changed: CLUSTER RESET)
+                just_me = self.just_me = (my_id,)
+            job.nodes_delivered = just_me
         if not asynchronous:
             confirmed = set() if external else {my_id}
             node.register(job)
@@ -295,6 +305,10 @@ class Replication(ReplicationHooks):
         # WILLQUEUE before it, when other nodes count) or its expiry.
         advance_ms = WILLQUEUE_ADVANCE_MS if self.membership.size() > 1 else 0
         got = []  # GOTJOB items, one message for the frame
+        # The records of a frame mostly share one holders tuple (jobcodec):
+        # the holders with us added, worked out once per distinct tuple.
+        last_nodes: tuple[str, ...] | None = None
+        holders: tuple[str, ...] = ()
         for (job_id, _state, flags, repl, ctime, ttl_ms, delay_s, retry_s, nacks,
              deliveries, queue_name, body, nodes, policy) in records:
             queue = queues.get(queue_name)
@@ -327,7 +341,10 @@ class Replication(ReplicationHooks):
                     job.deliveries = deliveries
                 if policy:
                     job.policy = policy_codec.decode_or_none(policy)
-                job.nodes_delivered = nodes if my_id in nodes else nodes + (my_id,)
+                if nodes is not last_nodes:
+                    last_nodes = nodes
+                    holders = nodes if my_id in nodes else nodes + (my_id,)
+                job.nodes_delivered = holders
                 node.register(job)
                 job_stored(job)
                 deadlines.set(job, wake_ms)
@@ -355,7 +372,8 @@ class Replication(ReplicationHooks):
             confirmed.add(sender_id)
             if latency is None:
                 latency = self.repl_latency[sender_id] = ReplicationLatency()
-            latency.record(now_ms - job.ctime // 1_000_000)
+            # (the creation ms from _ctime: job.ctime is past 64 bits, a big int)
+            latency.record(now_ms - job._ctime // 1_000_000 - CTIME_EPOCH_MS)
             if len(confirmed) >= job.repl:
                 self.achieved(job, now_ms)
 
@@ -363,9 +381,16 @@ class Replication(ReplicationHooks):
         """Rule 4.  Returns False if we kept no copy (external replication)."""
         node = self.node
         job.state = ACTIVE
-        rare = job._rare  # (job.waiter without its property: hot)
-        pending = rare.pop("waiter", None) if rare is not None else None
-        self.replicating.pop(job.id, None)
+        # (job.waiter without its property, and `in` + del: compiled,
+        # dict.pop is a generic method call)
+        rare = job._rare
+        pending: PendingReply | None = None
+        if rare is not None and "waiter" in rare:
+            pending = rare["waiter"]
+            del rare["waiter"]
+        replicating = self.replicating
+        if job.id in replicating:
+            del replicating[job.id]
         if pending is not None:
             node.resolve(pending, b"+%s\r\n" % job.id)
         if node.id not in job.nodes_delivered:
@@ -375,7 +400,8 @@ class Replication(ReplicationHooks):
             node.unregister(job)
             return False
         if rare is not None:
-            rare.pop("nodes_confirmed", None)
+            if "nodes_confirmed" in rare:
+                del rare["nodes_confirmed"]
             if not rare or not any(rare.values()):
                 job._rare = None  # every rare field back at its default (memory)
         node.log.job_stored(job)

@@ -18,8 +18,9 @@ from collections.abc import Collection
 from typing import Final
 
 _FIXED = struct.Struct("<40sBBHQqIIIIIIH")
+_UNPACK_FIXED: Final = _FIXED.unpack_from  # (compiled: a call, not a method lookup per record)
 _U32 = struct.Struct("<I")
-NODE_ID_LEN = 40
+NODE_ID_LEN: Final = 40
 HAS_POLICY: Final = 64  # in the flags byte: a policy follows the node IDs
 FIELDS = ("id", "state", "flags", "repl", "ctime", "etime_ms", "delay_s",
           "retry_s", "nacks", "deliveries", "queue", "body", "nodes", "policy")
@@ -96,12 +97,16 @@ def decode_many(data: bytes | bytearray | memoryview, offset: int,
     blen: int
     nnodes: int
     state: int
+    # Consecutive records mostly have the same holders: their bytes are
+    # compared with the last ones, not hashed for _node_ids' lookup.
+    last_raw = b""
+    nodes: tuple[str, ...] = ()
     for _ in range(count):
         end = offset + fixed
         if end > size:
             raise ValueError("truncated job record")
         (job_id, state, flags, repl, ctime, etime_ms, delay_s, retry_s, nacks,
-         deliveries, qlen, blen, nnodes) = _FIXED.unpack_from(raw, offset)
+         deliveries, qlen, blen, nnodes) = _UNPACK_FIXED(raw, offset)
         if state > 3:
             raise ValueError("bad job state")
         qend = end + qlen
@@ -109,7 +114,10 @@ def decode_many(data: bytes | bytearray | memoryview, offset: int,
         offset = bend + nnodes * NODE_ID_LEN
         if offset > size:
             raise ValueError("truncated job record")
-        nodes = _node_ids(raw[bend:offset])
+        block = raw[bend:offset]
+        if block != last_raw:
+            last_raw = block
+            nodes = _node_ids(block)
         policy = b""
         if flags & HAS_POLICY:
             flags &= ~HAS_POLICY

@@ -43,6 +43,7 @@ JOB_OVERHEAD: Final = 280
 
 
 CTIME_EPOCH: Final = 1577836800000 * 1000000  # 2020-01-01, in ctime units
+CTIME_EPOCH_MS: Final = 1577836800000  # the same, in ms (ctime // 1_000_000 of it)
 
 
 def _set_rare(job: "Job", name: str, value: Any, default: Any) -> None:
@@ -325,9 +326,9 @@ class Job(Ordered):
         return f"<Job {self.id.decode()} {STATE_NAMES[self.state]} q={self.queue!r}>"
 
 
-_pack_fixed = jobcodec._FIXED.pack
+_pack_fixed: Final = jobcodec._FIXED.pack
 _NOT_DUMMY: Final = ~DUMMY_ACK  # a dummy ack's flag stays here
-_ids_cache: dict[tuple[str, ...], bytes] = {}  # tuple of holder IDs -> their bytes (few distinct tuples)
+_ids_cache: Final[dict[tuple[str, ...], bytes]] = {}  # tuple of holder IDs -> their bytes (few distinct tuples)
 
 
 def serialize(job: Job, etime_ms: int) -> bytes:
