@@ -442,10 +442,7 @@ class JobLifecycle:
         policy = self._dying_policy(job, failed)
         if policy is None:
             return
-        if job.state == QUEUED:
-            self._remove_from_queue(job)
-        origin = job.queue
-        self._bury(job, policy, nack)
+        origin = self._bury(job, policy, nack)
         queue = self.queues.get(origin)
         if queue is not None:
             queue.dead_letters += 1
@@ -460,10 +457,7 @@ class JobLifecycle:
         policy = self._dying_policy(job, failed)
         if policy is None:
             return
-        if job.state == QUEUED:
-            self._remove_from_queue(job)
-        origin = job.queue
-        self._bury(job, policy, nack)
+        origin = self._bury(job, policy, nack)
         self.move_job(job, policy.dead_letter_queue(origin))
         job.flags &= ~(REQUEUE_DUE | NACK_DUE)
         self._hold_back(job)
@@ -481,17 +475,22 @@ class JobLifecycle:
             return None
         return policy
 
-    def _bury(self, job: Job, policy: Policy, nack: bool) -> None:
-        """The dying job keeps its history: the delivery that killed it
-        counted, ``policy`` copied with where and when it died."""
+    def _bury(self, job: Job, policy: Policy, nack: bool) -> bytes:
+        """The dying job leaves its queue and keeps its history: the
+        delivery that killed it counted, ``policy`` copied with where and
+        when it died.  Returns the queue it died in."""
+        if job.state == QUEUED:
+            self._remove_from_queue(job)
+        origin = job.queue
         if nack:
             job.nacks += 1
         else:
             job.deliveries += 1
         dead = policy.copy()
-        dead.dead_from = job.queue
+        dead.dead_from = origin
         dead.dead_ms = self.now_ms()
         self.set_policy(job, dead)
+        return origin
 
     def move_job(self, job: Job, queue: bytes) -> None:
         """``job`` now belongs to ``queue`` (dead-lettered, revived, the
