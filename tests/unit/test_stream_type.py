@@ -62,7 +62,7 @@ def test_node_arrays_room_is_counted_and_cut_when_the_next_node_opens():
     s = filled(150, max_entries=100)
     full, open_node = s.nodes
     assert len(full.offsets) == full.size() == 100  # (cut to its entries: no spare room)
-    assert open_node.size() == 50 and len(open_node.offsets) == 64
+    assert open_node.size() == 50 and len(open_node.offsets) == 100
     wide = filled(3)
     wide.append(10, 1 << 40, [b"f", b"v"], 4096, 100)  # (a seq past 32 bits: 'Q')
     assert wide.nodes[0].seq.typecode == "Q" and wide.get(sid(10, 1 << 40)) == [b"f", b"v"]

@@ -16,7 +16,7 @@ a node is found by bisecting ``keys``).  A node packs its entries:
 
 The three arrays have room for more entries than the node holds (zeros
 past ``size()``): an entry is written in place, a generic item store when
-compiled, where an append is a method call.  They double (up to
+compiled, where an append is a method call.  They grow fourfold (up to
 stream-node-max-entries) when full and are cut to the node's size when
 the next node opens, so a full node has no spare room.
 
@@ -285,18 +285,19 @@ class StreamNode:
             rel = _signed64(rel)
         lp = _lp_int(ms_delta) + _lp_int(rel) + 2
         # the entry is built as one bytes and added to the blob at once
-        # (each bytearray call is a generic method call when compiled)
+        # (each bytearray call is a generic method call when compiled;
+        # bytes + bytes is native, bytes += is not)
         if same:
             record = _SAMEFIELDS_FLAGS
             for j in range(1, len(fv), 2):
                 value = fv[j]
-                record += _varint_bytes(len(value)) + value
+                record = record + _varint_bytes(len(value)) + value
                 lp += _lp_str(value)
             lp += _lp_int(n + 3)
         else:
             record = _NO_FLAGS + _varint_bytes(n)
             for item in fv:
-                record += _varint_bytes(len(item)) + item
+                record = record + _varint_bytes(len(item)) + item
                 lp += _lp_str(item)
             lp += _lp_int(n) + _lp_int(2 * n + 4)
         blob += record
@@ -305,10 +306,10 @@ class StreamNode:
         return grew + len(record)
 
     def _grow(self, max_entries: int) -> int:
-        """Room for twice the entries (up to ``max_entries`` if set);
-        returns the bytes added."""
+        """Room for four times the entries (up to ``max_entries`` if set;
+        three steps to a default node's 100); returns the bytes added."""
         capacity = len(self.offsets)
-        new = max(2 * capacity, MIN_CAPACITY)
+        new = max(4 * capacity, MIN_CAPACITY)
         if 0 < max_entries < new:
             new = max(max_entries, capacity + 1)
         more = new - capacity
