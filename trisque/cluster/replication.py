@@ -213,13 +213,15 @@ class Replication(ReplicationHooks):
             node.schedule(job)  # its TTL runs while it waits, too
             now_ms = node.now_ms()
             pending = PendingAddJob(self, client, job, now_ms + timeout_ms if timeout_ms else 0, now_ms)
+            self.replicating[job.id] = job
+            # Sent before the rare fields below are set: a plain job's
+            # record is then built without reading them.
+            self._send_first(job, others, now_ms)
             if job._rare is None:  # (job.nodes_confirmed, job.waiter: in one step)
                 job._rare = {"nodes_confirmed": confirmed, "waiter": pending}
             else:
                 job.nodes_confirmed = confirmed
                 job.waiter = pending
-            self.replicating[job.id] = job
-            self._send_first(job, others, now_ms)
             self.add_timer.watch(node, pending, now_ms)
             return pending
         if external:
