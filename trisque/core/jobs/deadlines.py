@@ -96,8 +96,7 @@ def _find_in_run(items: list[Any], item: Scheduled, lo: int, hi: int) -> int:
                 return i
     # Identity, as list.index would find it (no Scheduled defines __eq__),
     # without its miss: the ValueError's message formats the item's repr
-    # (a Job's: its ID decoded, its state, its queue), ~5% of an origin's
-    # CPU in the end-to-end latency bench (bench/README.md, "Tails").
+    # (bench/README.md, "The end-to-end tail").
     for i in range(lo, hi):
         if items[i] is item:
             return i
