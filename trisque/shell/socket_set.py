@@ -144,8 +144,8 @@ class SocketSet:
         return [event for event in poll(0) if event[0] != trio_fd]
 
     # What trio.lowlevel.current_statistics() says, read from trio's
-    # runner: that builds two attrs objects and counts every registered fd
-    # (~19 us against ~2, once a turn; bench/README.md, "Tails").
+    # runner: that builds two attrs objects and counts every registered fd,
+    # once a turn (bench/README.md, "The end-to-end tail").
     def _trio_busy(self) -> bool:
         """Another task can run now, or a callback from a thread waits."""
         runner = self._runner

@@ -169,10 +169,10 @@ class Scripting:
         else:
             self.lua = self.sandbox
         # What ``with Atomic(node)`` does (transactions.py), inline: that
-        # class is interpreted, and entering and leaving it cost an FCALL
-        # ~7k instructions.  The script's records form one AOF block (the
-        # wrapper is reused: scripts never nest), blocking commands answer
-        # at once.
+        # class is interpreted, and entering and leaving it was a large
+        # share of an FCALL (bench/README.md, Functions).  The script's
+        # records form one AOF block (the wrapper is reused: scripts never
+        # nest), blocking commands answer at once.
         log = node.log
         wrapper: AtomicLog | None = None
         if type(log) is not AtomicLog and type(log) is not NoLog:
