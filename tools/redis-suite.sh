@@ -48,6 +48,8 @@ fi
 
 PROJECT=$(cd "$(dirname "$0")/.." && pwd)
 PYTHON=${PYTHON:-$PROJECT/.venv/bin/python}
+# (absolute: each node starts from its own directory; make passes .venv/bin/python)
+case $PYTHON in /*) ;; */*) PYTHON=$PWD/$PYTHON ;; esac
 [ -f "$SRC/runtest" ] && [ -d "$SRC/tests/unit" ] || {
     echo "error: $SRC has no runtest and tests/unit (a Redis 7.0.15 tree)" >&2; exit 2; }
 [ -x "$PYTHON" ] || { echo "error: $PYTHON not found (set PYTHON)" >&2; exit 2; }
