@@ -82,13 +82,19 @@ def test_dead_letter_and_revive_keep_the_count(c):
     assert used(c) == start
 
 
-def test_idempotency_keys_count_while_jobs_hold_them(c):
+def plain_cost(c):
+    """used_memory before, and what N plain jobs held take (given back)."""
     warm(c, "q")
     start = used(c)
     plain = add_and_take(c, N)
     plain_bytes = used(c) - start
     ack_all(c, plain)
     assert used(c) == start
+    return start, plain_bytes
+
+
+def test_idempotency_keys_count_while_jobs_hold_them(c):
+    start, plain_bytes = plain_cost(c)
     keyed = [c.execute_command("ADDJOB", "q", "x", 0, "TTL", 3, "IDEMPOTENCY", f"{i:01000}")
              for i in range(N)]
     assert taken(c, N) == set(keyed)
@@ -104,11 +110,7 @@ def test_idempotency_keys_count_while_jobs_hold_them(c):
 
 
 def test_a_dead_letter_queue_name_counts_per_job(c):
-    warm(c, "q")
-    start = used(c)
-    plain = add_and_take(c, N)
-    plain_bytes = used(c) - start
-    ack_all(c, plain)
+    start, plain_bytes = plain_cost(c)
     named = [c.execute_command("ADDJOB", "q", "x", 0, "RETRY", 60, "DEADLETTER",
                                f"{i:01000}") for i in range(N)]
     assert taken(c, N) == set(named)
