@@ -53,13 +53,16 @@ cluster: $(STAMP)
 # cores well; as many as the cores on a bigger machine, at most 4
 # (WORKERS=0: one process).  A test module, or a group of them that needs
 # something alone, is a unit of work: RUN_ALONE in tests/conftest.py.
+# A test marked solo measures a rate against its own: it runs after the
+# workers, with no other test beside it.
 WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ $$n -lt 2 ] && n=2; [ $$n -gt 4 ] && n=4; echo $$n)
 XDIST    = -n $(WORKERS) --dist loadgroup
 
 test: $(DEV) $(BUILT)
 	$(BIN)/ruff check --quiet .  # lint first: seconds, and a clear failure
 	$(BIN)/mypy  # [tool.mypy] in pyproject.toml: a type error fails the tests
-	$(BIN)/python -m pytest -q $(XDIST) $(ARGS)
+	$(BIN)/python -m pytest -q $(XDIST) $(if $(ARGS),$(ARGS),-m 'not solo')
+	$(if $(ARGS),,$(BIN)/python -m pytest -q -m solo)
 	$(if $(ARGS),,$(MAKE) test-pure)  # the whole suite: the interpreted form too (~40 s)
 
 # The same sources interpreted (what a machine without a C compiler runs):
