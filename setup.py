@@ -84,6 +84,8 @@ COMPILED = [
     "trisque/core/keyspace/scripting.py",
     "trisque/core/keyspace/lua_convert.py",
     "trisque/core/keyspace/functions.py",
+    # MULTI/EXEC's state and Atomic, which every script run enters
+    "trisque/core/keyspace/transactions.py",
 ]
 
 

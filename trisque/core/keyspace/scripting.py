@@ -37,8 +37,7 @@ from ..client import Client
 from ..command import Commands
 from .lua_convert import lua_to_reply, one_line, reply_to_lua, reply_value, to_integer
 from .lua_sandbox import Sandbox, ScriptCompileError, ScriptError, lua_type
-from .transactions import AtomicLog
-from ..hooks import NoLog
+from .transactions import Atomic
 
 if TYPE_CHECKING:
     from ..node import Node
@@ -114,7 +113,7 @@ class Scripting:
         self.functions: Functions | None = None  # FUNCTION's libraries (functions.py)
         self.client = Client(0)  # the scripts' own (redis.call runs on it)
         self.client.authenticated = True
-        self._atomic_log = AtomicLog(None)  # node.log while a script runs (see run)
+        self._atomic = Atomic(node)  # around every run (scripts never nest)
 
     def _new_sandbox(self) -> Sandbox:
         """A Lua state whose redis.call runs on this engine (EVAL's; the
@@ -168,20 +167,10 @@ class Scripting:
             self.lua = fcall
         else:
             self.lua = self.sandbox
-        # What ``with Atomic(node)`` does (transactions.py), inline: that
-        # class is interpreted, and entering and leaving it was a large
-        # share of an FCALL (bench/README.md, Functions).  The script's
-        # records form one AOF block (the wrapper is reused: scripts never
-        # nest), blocking commands answer at once.
-        log = node.log
-        wrapper: AtomicLog | None = None
-        if type(log) is not AtomicLog and type(log) is not NoLog:
-            wrapper = self._atomic_log
-            wrapper.real = log
-            wrapper.opened = False
-            node.log = wrapper
-        blocking = node.keyspace.blocking
-        blocking.atomic_depth += 1
+        # The script's records form one AOF block, blocking commands
+        # answer at once (transactions.Atomic, kept for every run).
+        atomic = self._atomic
+        atomic.begin()
         try:
             if fcall is not None:
                 ok, result, kind = fcall.lua_call_function(function, numkeys, *keys_and_args)
@@ -189,15 +178,9 @@ class Scripting:
                 ok, result, kind = self.sandbox.lua_run(function, numkeys, *keys_and_args)
         finally:
             self.running = None
-            blocking.atomic_depth -= 1
-            if wrapper is not None:
-                node.log = log
-                # killed although it wrote: SHUTDOWN NOSAVE, drop it on load
-                abandoned = run.killed and run.wrote
-                wrapper.close(abandoned)
-                wrapper.real = None
-                if abandoned:
-                    node.keyspace.aof_db = -1  # its SELECT is dropped on load too
+            # killed although it wrote: SHUTDOWN NOSAVE, drop it on load
+            atomic.abandoned = run.killed and run.wrote
+            atomic.end()
         if kind is not None:  # a status or an error table, read in Lua
             if kind == b"+":
                 return b"+%s\r\n" % one_line(result)

@@ -228,27 +228,48 @@ class Atomic:
     """``with Atomic(node):`` around commands that must be one: an EXEC's,
     a script's.  Their records form one AOF block, the clients they make
     ready are served after the whole, blocking commands answer at once.
-    Nested (EVAL inside EXEC) is one block."""
+    Nested (EVAL inside EXEC) is one block.  A script engine keeps one and
+    calls ``begin``/``end`` around every run: its ``AtomicLog`` is reused
+    (scripts never nest), so a run allocates nothing here."""
 
     def __init__(self, node: Node) -> None:
         self.node = node
-        self.log: AtomicLog | None = None
+        self.log: AtomicLog | None = None  # node.log while this block wraps it
         self.abandoned = False  # set by the owner: log DISCARD, not EXEC
+        self._wrapper: AtomicLog | None = None  # the AtomicLog begin() reuses
 
     def __enter__(self) -> Atomic:
-        node = self.node
-        if node.log.__class__ not in (AtomicLog, NoLog):
-            self.log = AtomicLog(node.log)
-            node.log = self.log
-        # blocking.atomic()'s depth, kept here without its generator (a
-        # script's FCALL pays for this on every call)
-        node.keyspace.blocking.atomic_depth += 1
+        self.begin()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.node.keyspace.blocking.atomic_depth -= 1
-        if self.log is not None:
-            self.node.log = self.log.real
-            self.log.close(self.abandoned)
+        self.end()
+
+    def begin(self) -> None:
+        node = self.node
+        log = node.log
+        if type(log) is not AtomicLog and type(log) is not NoLog:
+            wrapper = self._wrapper
+            if wrapper is None:
+                wrapper = self._wrapper = AtomicLog(log)
+            else:
+                wrapper.real = log
+                wrapper.opened = False
+            node.log = wrapper
+            self.log = wrapper
+        self.abandoned = False
+        # blocking.atomic()'s depth, kept here without its generator (a
+        # script's FCALL pays for this on every call)
+        node.keyspace.blocking.atomic_depth += 1
+
+    def end(self) -> None:
+        node = self.node
+        node.keyspace.blocking.atomic_depth -= 1
+        wrapper = self.log
+        if wrapper is not None:
+            self.log = None
+            node.log = wrapper.real
+            wrapper.close(self.abandoned)
+            wrapper.real = None  # (the log is not kept alive between runs)
             if self.abandoned:
-                self.node.keyspace.aof_db = -1  # its SELECT is dropped on load too
+                node.keyspace.aof_db = -1  # its SELECT is dropped on load too
