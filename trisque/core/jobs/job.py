@@ -6,6 +6,7 @@ replica), ``queued`` when in a local queue, ``acked`` while its ack is being
 garbage-collected across the cluster.
 """
 
+import struct
 from typing import Any, Final
 
 from mypy_extensions import i16, i32, mypyc_attr
@@ -79,7 +80,7 @@ class Common:
     Common is not)."""
 
     __slots__ = ("queue", "nodes_delivered", "retry_s", "policy", "level", "names",
-                 "next_nodes", "next", "with_policy")
+                 "next_nodes", "next", "with_policy", "wire")
     queue: bytes
     nodes_delivered: tuple[str, ...]
     retry_s: int
@@ -89,6 +90,7 @@ class Common:
     next_nodes: tuple[str, ...] | None
     next: "Common"
     with_policy: "Common"
+    wire: "_Wire | None"  # its part of a job record, made at the first serialize
 
     def __init__(self, queue: bytes, nodes_delivered: tuple[str, ...], retry_s: int,
                  policy: Policy | None = None, level: int = DEFAULT_PRIORITY) -> None:
@@ -101,6 +103,7 @@ class Common:
         self.next_nodes = None
         self.next = self  # (GC-tracked: these links may form cycles)
         self.with_policy = self
+        self.wire = None
 
 
 _commons: dict[tuple[bytes, tuple[str, ...], int, int, int], Common] = {}
@@ -326,49 +329,73 @@ class Job(Ordered):
         return f"<Job {self.id.decode()} {STATE_NAMES[self.state]} q={self.queue!r}>"
 
 
-_pack_fixed: Final = jobcodec._FIXED.pack
 _NOT_DUMMY: Final = ~DUMMY_ACK  # a dummy ack's flag stays here
-_ids_cache: Final[dict[tuple[str, ...], bytes]] = {}  # tuple of holder IDs -> their bytes (few distinct tuples)
+# jobcodec's fixed part (jobcodec._FIXED) up to the body's length, with
+# its four u32 fields before the queue's length (delay, retry, NACKs,
+# deliveries, queue length) as one 20-byte field: the Common's.
+_HEAD: Final = struct.Struct("<40sBBHQq20sI")
+_pack_head: Final = _HEAD.pack
+_pack_middle: Final = struct.Struct("<IIIII").pack
+_pack_nnodes: Final = struct.Struct("<H").pack
+assert _HEAD.size + 2 == jobcodec._FIXED.size
+
+
+class _Wire:
+    """What the records of a Common's jobs share, packed once: the fixed
+    part's middle for a job with no delay, NACK or delivery count, the
+    holders' count and queue name, the holders' IDs and the policy's
+    suffix, and the flag saying it has one."""
+
+    __slots__ = ("middle", "head", "tail", "flags")
+    middle: bytes
+    head: bytes
+    tail: bytes
+    flags: int
+
+    def __init__(self, shared: Common) -> None:
+        queue = shared.queue
+        held: tuple[Any, ...] = shared.nodes_delivered  # (bytes IDs too: the codec takes both)
+        self.middle = _pack_middle(0, shared.retry_s, 0, 0, len(queue))
+        self.head = _pack_nnodes(len(held)) + queue
+        self.tail = b"".join(n.encode() if n.__class__ is str else n for n in held)
+        self.flags = 0
+        if shared.policy is not None:
+            self.flags = jobcodec.HAS_POLICY
+            self.tail += jobcodec.policy_suffix(policy_codec.encode(shared.policy))
 
 
 def serialize(job: Job, etime_ms: int) -> bytes:
     """The job as bytes (protocol.jobcodec's layout; a test checks this
     against jobcodec.encode), with the given expiry field.  Every REPLJOB,
-    YOURJOBS and LOADJOB record is built here, in one step: the holders'
-    IDs encoded once per distinct set of holders, the job's slots read
-    rather than its properties (a Python call each)."""
+    YOURJOBS and LOADJOB record is built here, in one step: what jobs of
+    one Common share packed once for all of them (_Wire), the job's slots
+    read rather than its properties (a Python call each)."""
     shared = job._common
-    queue = shared.queue
+    wire = shared.wire
+    if wire is None:
+        wire = shared.wire = _Wire(shared)
     body = job.body
-    nodes = shared.nodes_delivered
-    ids = _ids_cache.get(nodes)
-    if ids is None:
-        held: tuple[Any, ...] = nodes  # (bytes IDs too: the codec takes both)
-        ids = b"".join(n.encode() if n.__class__ is str else n for n in held)
-        if len(_ids_cache) >= 4096:
-            _ids_cache.clear()
-        _ids_cache[nodes] = ids
     rare = job._rare
-    flags = job.flags & _NOT_DUMMY
-    policy = shared.policy
-    if rare is None:
-        delay_s = nacks = deliveries = 0
-    else:
+    flags = (job.flags & _NOT_DUMMY) | wire.flags
+    middle = wire.middle
+    tail = wire.tail
+    if rare is not None:
         delay_s = rare.get("delay_s", 0)
         nacks = rare.get("nacks", 0)
         deliveries = rare.get("deliveries", 0)
+        if delay_s or nacks or deliveries:
+            middle = _pack_middle(delay_s, shared.retry_s, nacks, deliveries,
+                                  len(shared.queue))
         own = rare.get("policy")
-        if own is not None:
-            policy = own
-    suffix = b""
-    if policy is not None:
-        flags |= jobcodec.HAS_POLICY
-        suffix = jobcodec.policy_suffix(policy_codec.encode(policy))
+        if own is not None:  # (its own policy, not the Common's)
+            flags |= jobcodec.HAS_POLICY
+            held: tuple[Any, ...] = shared.nodes_delivered
+            tail = b"".join([*(n.encode() if n.__class__ is str else n for n in held),
+                             jobcodec.policy_suffix(policy_codec.encode(own))])
     return b"".join((
-        _pack_fixed(job.id, job.state, flags, job.repl,
-                    job._ctime + CTIME_EPOCH, etime_ms, delay_s, shared.retry_s,
-                    nacks, deliveries, len(queue), len(body), len(nodes)),
-        queue, body, ids, suffix))
+        _pack_head(job.id, job.state, flags, job.repl, job._ctime + CTIME_EPOCH, etime_ms,
+                   middle, len(body)),
+        wire.head, body, tail))
 
 
 def deserialize(data: bytes, offset: int = 0) -> tuple[Job, int]:
