@@ -4,7 +4,8 @@ clock, joined by an in-memory bus that records every frame.
 No sockets and no gossip: peers are entered in each membership directly,
 links up.  ``net.deliver()`` flushes every outbox and hands each frame to
 its receiver until nothing moves (as the event loop would, turn by turn);
-``net.cron()`` runs the federation's 100 ms cron on every node.  Used for
+``net.cron()`` runs the federation's 100 ms cron on every node (and sends
+the lazy messages the outbox held, as the cluster's cron does).  Used for
 the exact federation rules (backoffs, counts, who answers); the real
 processes are in test_federation.py.
 """
@@ -96,6 +97,7 @@ class Net:
     def cron(self):
         for cluster in self.clusters:
             cluster.federation.cron(cluster.node.now_ms())
+            cluster.outbox.flush_held()  # (the cron's: lazy messages, outbox.py)
         self.deliver()
 
     # ------------------------------------------------------------- bus

@@ -78,7 +78,7 @@ class Acks(AckHooks):
         if not dummy and all(n in confirmed for n in job.nodes_delivered):
             self.free_acked(job)
             if len(job.nodes_delivered) > 1:
-                self.outbox.send_to_holders(job, bus.DELJOB)
+                self.outbox.send_to_holders(job, bus.DELJOB, lazy=True)
             return
         if dummy and self.membership.size() == 1:
             node.delete_job(job)
@@ -131,11 +131,13 @@ class Acks(AckHooks):
                     node.mark_acked(job)
             if job is None:
                 self.remember_freed(job_id)  # acked elsewhere: no late copy
+            # (GOTACK and the DELJOB after it only end the GC: lazy, outbox.py)
             if job is None or len(job.nodes_delivered) <= may_have:
-                self.outbox.send_jobid(sender.id, bus.GOTACK, job_id, 1 if job is not None else 0)
+                self.outbox.send_jobid(sender.id, bus.GOTACK, job_id, 1 if job is not None else 0,
+                                       lazy=True)
             else:
                 if may_have == 0:
-                    self.outbox.send_jobid(sender.id, bus.GOTACK, job_id, 1)
+                    self.outbox.send_jobid(sender.id, bus.GOTACK, job_id, 1, lazy=True)
                 self.retry_gc(job)
 
     def on_gotack(self, sender: ClusterNode, items: list[tuple[bytes, int]]) -> None:
@@ -162,7 +164,7 @@ class Acks(AckHooks):
                 continue
             if (not dummy and job.nodes_confirmed is not None
                     and all(n in job.nodes_confirmed for n in job.nodes_delivered)):
-                self.outbox.send_to_holders(job, bus.DELJOB)
+                self.outbox.send_to_holders(job, bus.DELJOB, lazy=True)
                 self.free_acked(job)
 
     def on_deljob(self, sender: ClusterNode, items: list[tuple[bytes, int]]) -> None:

@@ -275,6 +275,7 @@ class Cluster(ClusterHooks):
         return fields + self.federation.info_fields() + self.bus_guard.info_fields()
 
     def cron(self, now_ms: int) -> None:
+        self.outbox.flush_held()  # the lazy messages no other one took along
         self.acks.expire_tombstones(now_ms)
         self.membership.cron(now_ms)
         self.federation.cron(now_ms)

@@ -4,6 +4,13 @@ Job messages to one peer are coalesced: consecutive messages of the same
 type and flags travel in one frame, encoded when the turn ends (or early,
 in a long turn).  The frames go to a *transport*: the real one is
 cluster/tcp/transport.py, the simulator's is in memory.
+
+A message sent ``lazy`` (what only ends an acked job's garbage
+collection: GOTACK, the DELJOB once every holder confirmed) waits for the
+next message to the same peer that is not, and goes before it, in order;
+or for the next cron tick (``flush_held``).  No client waits on those, and
+each sent alone cost the peer a wake-up and us a send (bench/README.md,
+"Fewer wake-ups a job").
 """
 
 from typing import Any, Callable
@@ -85,7 +92,9 @@ class Outbox:
     transport: Any  # a Transport, or anything with its methods (duck-typed)
     membership: Membership
     batches: dict[str, list[Batch]]
+    due: set[str]
     _queued: int
+    _flush_asked: bool
     _push: Callable[[], None] | None
 
     def __init__(self, node: Node, transport: Any, membership: Membership) -> None:
@@ -93,13 +102,15 @@ class Outbox:
         self.transport = transport
         self.membership = membership
         self.batches = {}  # node id -> its batches, in order
+        self.due = set()  # peers with a message that is not lazy
         self._queued = 0  # messages in the outbox
+        self._flush_asked = False  # transport.flush_soon() called since the last encode
         # The transport's "write what is queued now", if it has one.
         self._push = getattr(transport, "push", None)
 
     def send_jobid(self, node_id: str, type_: int, job_id: bytes, aux: int = 0,
-                   mflags: int = 0) -> None:
-        self._enqueue(node_id, type_, mflags, (job_id, aux))
+                   mflags: int = 0, lazy: bool = False) -> None:
+        self._enqueue(node_id, type_, mflags, (job_id, aux), lazy)
 
     def send_jobids(self, node_id: str, type_: int, items: list[tuple[bytes, int]],
                     mflags: int = 0) -> None:
@@ -112,11 +123,12 @@ class Outbox:
     def send_job(self, node_id: str, type_: int, record: bytes, mflags: int = 0) -> None:
         self._enqueue(node_id, type_, mflags, record)
 
-    def send_to_holders(self, job: Job, type_: int, aux: int = 0, mflags: int = 0) -> None:
+    def send_to_holders(self, job: Job, type_: int, aux: int = 0, mflags: int = 0,
+                        lazy: bool = False) -> None:
         my_id = self.node.id
         for node_id in job.nodes_delivered:
             if node_id != my_id:
-                self._enqueue(node_id, type_, mflags, (job.id, aux))
+                self._enqueue(node_id, type_, mflags, (job.id, aux), lazy)
 
     def send_last_error(self, job: Job, text: bytes) -> None:
         """LASTERROR to the job's other holders that read policies: its own
@@ -141,10 +153,10 @@ class Outbox:
         self._count_queued(len(node_ids))
 
     def _enqueue(self, node_id: str, type_: int, mflags: int,
-                 item: bytes | tuple[bytes, int]) -> None:
+                 item: bytes | tuple[bytes, int], lazy: bool = False) -> None:
         if node_id == self.node.id:
             return
-        self._batch(node_id, type_, mflags).append(item)
+        self._batch(node_id, type_, mflags, lazy).append(item)
         self._count_queued(1)
 
     def _count_queued(self, n: int) -> None:
@@ -153,17 +165,21 @@ class Outbox:
         produced so far, so the peers work on it meanwhile."""
         self._queued += n
         if self._queued >= EARLY_FLUSH_ITEMS and self._push is not None:
-            self.encode()
+            self.encode(True)
             self._push()
 
-    def _batch(self, node_id: str, type_: int, mflags: int) -> list[Any]:
+    def _batch(self, node_id: str, type_: int, mflags: int, lazy: bool = False) -> list[Any]:
         """Where a message for ``node_id`` goes: the last batch to it if of
         the same type (one frame carries a run of them), else a new one."""
+        if not lazy:
+            if node_id not in self.due:
+                self.due.add(node_id)
+                if not self._flush_asked:
+                    self._flush_asked = True
+                    self.transport.flush_soon()
         outbox = self.batches
         batches = outbox.get(node_id)
         if batches is None:
-            if not outbox:
-                self.transport.flush_soon()
             batch = Batch(type_, mflags)
             outbox[node_id] = [batch]
             return batch.items
@@ -174,10 +190,29 @@ class Outbox:
         batches.append(batch)
         return batch.items
 
-    def encode(self) -> None:
-        """Encode every batch into frames and hand them to the transport."""
+    def flush_held(self) -> None:
+        """(Each cron tick.)  Send the lazy messages still waiting."""
+        if self.batches:
+            self.encode(True)
+
+    def encode(self, everything: bool = False) -> None:
+        """Encode every batch into frames and hand them to the transport;
+        a peer that has only lazy messages keeps them unless ``everything``."""
         self._queued = 0
+        self._flush_asked = False
         outbox, self.batches = self.batches, {}
+        due = self.due
+        if not everything and len(due) < len(outbox):
+            held = self.batches
+            for node_id, batches in outbox.items():
+                if node_id not in due:
+                    held[node_id] = batches
+                    for batch in batches:
+                        self._queued += len(batch.items)
+            for node_id in held:
+                del outbox[node_id]
+        if due:
+            self.due = set()
         header = self.membership.header()
         send = self.transport.send
         nodes = self.membership.nodes
