@@ -6,11 +6,11 @@ in a long turn).  The frames go to a *transport*: the real one is
 cluster/tcp/transport.py, the simulator's is in memory.
 
 A message sent ``lazy`` (what only ends an acked job's garbage
-collection: GOTACK, the DELJOB once every holder confirmed) waits for the
-next message to the same peer that is not, and goes before it, in order;
-or for the next cron tick (``flush_held``).  No client waits on those, and
-each sent alone cost the peer a wake-up and us a send (bench/README.md,
-"Fewer wake-ups a job").
+collection: GOTACK, the DELJOB once every holder confirmed; and WORKING,
+requeue.py) waits for the next message to the same peer that is not, and
+goes before it, in order; or for the next cron tick (``flush_held``).  No
+client waits on those, and each sent alone cost the peer a wake-up and us
+a send (bench/README.md, "Fewer wake-ups a job").
 """
 
 from typing import Any, Callable

@@ -28,7 +28,9 @@
   they got their copy, possibly long before; without this, a replica
   could requeue a job a consumer is processing right now, a duplicate
   delivery in a perfectly healthy cluster.  The messages are coalesced
-  per turn like all job messages.
+  like the GC's, lazily (outbox.py): they go with the next other message
+  to that holder (the job's SETACK, the next job's REPLJOB) or at the
+  next cron tick, not each in a send of its own.
 - ENQUEUE asks a holder to queue the job now (or after ``aux`` seconds):
   used when the node that took ADDJOB keeps no copy.
 - Ours (delivery policies, docs/lifecycle.md): a holder that finds a job
@@ -122,7 +124,10 @@ class Requeue(RequeueHooks):
             outbox.send_to_holders(job, bus.QUEUED, 0,
                                    bus.INCR_NACKS if nack else bus.INCR_DELIV)
         elif news == WORKING:
-            outbox.send_to_holders(job, bus.WORKING)
+            # Lazy (outbox.py): with the job's SETACK or the next job's
+            # REPLJOB, else the next cron tick (at the default hz, within the
+            # WILLQUEUE_ADVANCE_MS a replica waits before it requeues).
+            outbox.send_to_holders(job, bus.WORKING, lazy=True)
         elif news == REVIVED:
             outbox.send_to_holders(job, bus.REVIVE)
         else:  # DEAD_LETTERED, FAILED
