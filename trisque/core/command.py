@@ -21,7 +21,7 @@ H = TypeVar("H", bound=Callable[..., Any])
 
 
 class Command:
-    __slots__ = ("name", "lname", "arity", "flags", "handler", "deny_oom",
+    __slots__ = ("name", "lname", "arity", "flags", "handler", "deny_oom", "write",
                  "ok_loading", "calls", "ns", "hist", "rejected", "failed", "first_key", "last_key", "key_step",
                  "group", "summary", "syntax")
     name: str
@@ -30,6 +30,7 @@ class Command:
     flags: tuple[str, ...]
     handler: Handler
     deny_oom: bool
+    write: bool
     ok_loading: bool
     calls: int
     ns: int
@@ -52,6 +53,7 @@ class Command:
         self.flags = flags
         self.handler = handler
         self.deny_oom = "denyoom" in flags
+        self.write = "write" in flags  # (a script's redis.call asks on every call)
         self.ok_loading = "loading" in flags
         self.calls = 0
         self.ns = 0  # time spent running it (INFO commandstats)

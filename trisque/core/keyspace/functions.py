@@ -457,7 +457,9 @@ def _stats(node: Node, lib: Functions, proto: int) -> bytes:
 
 def _fcall(node: Node, client: Client, argv: list[bytes], readonly: bool) -> bytes:
     lib = functions(node)
-    function = lib.functions.get(argv[1].lower())
+    name = argv[1]
+    # (names are kept lower-case: most calls name one so, no lower() then)
+    function = lib.functions.get(name) or lib.functions.get(name.lower())
     if function is not None:
         # the flags make FCALL a write / denyoom command or not (script.c's
         # scriptFlagsToCmdFlags), checked as node.execute checks a command's

@@ -397,10 +397,11 @@ end
 
 -- Keys and arguments come as varargs (nkeys, keys..., args...): cheaper
 -- than two tables made by Python (lupa's table_from costs ~6 us each).
--- One table of them all becomes KEYS once the arguments moved out.
+-- One table of them all becomes KEYS once the arguments moved out (its
+-- length is the count: every item is a string, no nil holes).
 local function split(nkeys, ...)
   local keys, argv = {...}, {}
-  for i = nkeys + 1, select("#", ...) do
+  for i = nkeys + 1, #keys do
     argv[i - nkeys] = keys[i]
     keys[i] = nil
   end
@@ -429,7 +430,8 @@ end
 -- that was killed leaves it per instruction, the next run puts it back
 -- (both checks inline in run and call_function: a Lua call each cost
 -- ~400 instructions a run).  A result that is not a table needs no
--- outcome() look.
+-- outcome() look; a string or a number goes back alone (what most
+-- scripts return: lupa makes no tuple of three for it).
 
 local function run(f, nkeys, ...)
   local keys, argv = split(nkeys, ...)
@@ -438,7 +440,11 @@ local function run(f, nkeys, ...)
   if hook_fn ~= hook then set_hook(hook, __HOOK_EVERY__) end
   local ok, result = xpcall(f, handler)
   if hook_fn ~= hook then set_hook(nil, 0) end  -- killed: unhooked
-  if ok and type(result) ~= "table" then return ok, result, nil end
+  if ok then
+    local t = type(result)
+    if t == "string" or t == "number" then return result end
+    if t ~= "table" then return ok, result, nil end
+  end
   return outcome(ok, result)
 end
 
@@ -457,7 +463,11 @@ local function call_function(f, nkeys, ...)
   if hook_fn ~= hook then set_hook(hook, __HOOK_EVERY__) end
   local ok, result = xpcall(invoke, handler)
   if hook_fn ~= hook then set_hook(nil, 0) end  -- killed: unhooked
-  if ok and type(result) ~= "table" then return ok, result, nil end
+  if ok then
+    local t = type(result)
+    if t == "string" or t == "number" then return result end
+    if t ~= "table" then return ok, result, nil end
+  end
   return outcome(ok, result)
 end
 
@@ -564,8 +574,7 @@ class Sandbox:
         """``(ok, result, kind)``: kind b"+" (a status), b"-" (an error) or
         b"!" (redis.call's error, counted already) with the text as the
         result in place of the table the script returned; else None."""
-        outcome: tuple[bool, Any, Any] = self._run(f, len(keys), *keys, *argv)
-        return outcome
+        return _outcome(self._run(f, len(keys), *keys, *argv))
 
     def load_library(self, body: bytes, expired: Callable[[], bool]) -> list[Any]:
         """Run a library's body (FUNCTION LOAD): its registrations as
@@ -582,8 +591,7 @@ class Sandbox:
 
     def call_function(self, f: Any, keys: list[bytes], argv: list[bytes]) -> tuple[bool, Any, Any]:
         """A registered function's run, its outcome as ``run``'s."""
-        outcome: tuple[bool, Any, Any] = self._call_function(f, len(keys), *keys, *argv)
-        return outcome
+        return _outcome(self._call_function(f, len(keys), *keys, *argv))
 
     def table(self, items: Any) -> Any:
         return self.lua.table_from(items)
@@ -597,6 +605,15 @@ class Sandbox:
 
 
 OK_TABLES_AT_ONCE = 64
+
+
+def _outcome(out: Any) -> tuple[bool, Any, Any]:
+    """The Lua runner's answer as (ok, result, kind): a string or a number
+    the script returned comes alone."""
+    if type(out) is tuple:
+        outcome: tuple[bool, Any, Any] = out
+        return outcome
+    return True, out, None
 
 
 class ScriptError(Exception):

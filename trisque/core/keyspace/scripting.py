@@ -29,7 +29,7 @@ script_lua.c: Lua 5.1 scripts that run atomically against the keyspace
 from __future__ import annotations
 
 import hashlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from ...protocol import resp
 from ...protocol.errors import NOREPLICAS, OOM, CommandError, unknown_subcommand
@@ -58,7 +58,7 @@ UNKILLABLE = ("UNKILLABLE Sorry the script already executed write commands "
               "or kill the server in a hard way using the SHUTDOWN NOSAVE command.")
 # Commands a script may not call (Redis 7.0's noscript flag, and blocking
 # commands: a script cannot wait).
-NOT_FROM_SCRIPTS = frozenset((
+NOT_FROM_SCRIPTS: Final = frozenset((
     "AUTH", "HELLO", "CLIENT", "CONFIG", "DEBUG", "MONITOR", "SHUTDOWN", "QUIT",
     "RESET", "MULTI", "EXEC", "DISCARD", "WATCH", "UNWATCH", "EVAL", "EVALSHA",
     "EVAL_RO", "EVALSHA_RO", "SCRIPT", "BGREWRITEAOF", "SLOWLOG", "LATENCY",
@@ -74,7 +74,9 @@ LOG_LEVELS = ("debug", "verbose", "notice", "warning")
 # EVAL script's from its shebang (#!lua flags=no-writes,allow-oom).
 FLAG_NAMES = (b"no-writes", b"allow-oom", b"allow-stale", b"no-cluster",
               b"allow-cross-slot-keys")
-NO_WRITES, ALLOW_OOM = 1, 2
+# (Final: compiled code reads them as constants, not from the module's dict)
+NO_WRITES: Final = 1
+ALLOW_OOM: Final = 2
 
 
 class ScriptRun:
@@ -173,14 +175,25 @@ class Scripting:
         atomic.begin()
         try:
             if fcall is not None:
-                ok, result, kind = fcall.lua_call_function(function, numkeys, *keys_and_args)
+                out = fcall.lua_call_function(function, numkeys, *keys_and_args)
             else:
-                ok, result, kind = self.sandbox.lua_run(function, numkeys, *keys_and_args)
+                out = self.sandbox.lua_run(function, numkeys, *keys_and_args)
         finally:
             self.running = None
             # killed although it wrote: SHUTDOWN NOSAVE, drop it on load
             atomic.abandoned = run.killed and run.wrote
             atomic.end()
+        # A string or a number the script returned comes alone (the Lua
+        # runner's fast path); anything else as (ok, result, kind).
+        plain = type(out)
+        if plain is bytes:
+            return _bulk(out)
+        if plain is int:
+            return b":%d\r\n" % to_integer(out)
+        if plain is not tuple:  # (a float)
+            return lua_to_reply(out, caller.proto, run.resp, self.lua.rawget)
+        outcome: tuple[bool, Any, Any] = out
+        ok, result, kind = outcome
         if kind is not None:  # a status or an error table, read in Lua
             if kind == b"+":
                 return b"+%s\r\n" % one_line(result)
@@ -188,11 +201,6 @@ class Scripting:
                 node.error_counted = True
             return b"-%s\r\n" % one_line(result)  # (no code of its own: sent as is)
         if ok:
-            kind = type(result)
-            if kind is bytes:
-                return b"$%d\r\n%s\r\n" % (len(result), result)
-            if kind is int:  # (a plain value: no Lua table to read)
-                return b":%d\r\n" % to_integer(result)
             # (an error table it returned was read in Lua: kind above)
             return lua_to_reply(result, caller.proto, run.resp, self.lua.rawget)
         rawget = self.lua.rawget
@@ -223,7 +231,7 @@ class Scripting:
         refusal = self._refusal(run, argv)
         if type(refusal) is not bytes:
             command, args = refusal
-            if "write" in command.flags:
+            if command.write:
                 run.wrote = True
             return node.call(run.client, command, args)
         node.stats.error_reply(refusal)
@@ -310,7 +318,7 @@ def _refused(node: Node, run: ScriptRun, command: Command, args: list[bytes]) ->
     if command.name in NOT_FROM_SCRIPTS or (
             command.name == "CLUSTER" and len(args) > 1 and args[1].upper() == b"RESET"):
         return b"-ERR This Redis command is not allowed from script\r\n"
-    write = "write" in command.flags
+    write = command.write
     if run.readonly and (write or "may_replicate" in command.flags):
         # (may_replicate too: what CLIENT PAUSE WRITE holds, script.c says)
         return b"-ERR Write commands are not allowed from read-only scripts.\r\n"
@@ -323,6 +331,11 @@ def _refused(node: Node, run: ScriptRun, command: Command, args: list[bytes]) ->
             and node.used_memory >= node.config.maxmemory):
         return resp.error(OOM)
     return None
+
+
+def _bulk(data: bytes) -> bytes:
+    """A bulk reply (typed: compiled, the formatting is mypyc's own)."""
+    return b"$%d\r\n%s\r\n" % (len(data), data)
 
 
 def _sha1hex(data: bytes) -> bytes:
@@ -452,7 +465,7 @@ def _eval(node: Node, client: Client, argv: list[bytes], by_sha: bool,
                       allow_oom=allow_oom)
 
 
-WRITE_FLAG_ON_RO = "ERR Can not execute a script with write flag using *_ro command."
+WRITE_FLAG_ON_RO: Final = "ERR Can not execute a script with write flag using *_ro command."
 
 
 def check_flags(node: Node, flags: int, readonly: bool) -> None:
