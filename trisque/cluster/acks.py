@@ -86,9 +86,11 @@ class Acks(AckHooks):
         targets: Sequence[str] = (
             job.nodes_delivered if not dummy
             else [n.id for n in self.membership.others() if not n.handshake])
+        # Lazy (outbox.py): the ack is ours already; a holder about to
+        # requeue asks first (WILLQUEUE), and that answer is not lazy.
         for target in targets:
             if target not in confirmed:
-                self.outbox.send_setack(target, job)
+                self.outbox.send_setack(target, job, lazy=True)
 
     def dummy_ack(self, job_id: bytes) -> None:
         node = self.node

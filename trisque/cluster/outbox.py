@@ -5,12 +5,12 @@ type and flags travel in one frame, encoded when the turn ends (or early,
 in a long turn).  The frames go to a *transport*: the real one is
 cluster/tcp/transport.py, the simulator's is in memory.
 
-A message sent ``lazy`` (what only ends an acked job's garbage
-collection: GOTACK, the DELJOB once every holder confirmed; and WORKING,
-requeue.py) waits for the next message to the same peer that is not, and
-goes before it, in order; or for the next cron tick (``flush_held``).  No
-client waits on those, and each sent alone cost the peer a wake-up and us
-a send (bench/README.md, "Fewer wake-ups a job").
+A message sent ``lazy`` (the ack's garbage collection: SETACK, GOTACK,
+the DELJOB once every holder confirmed; and WORKING, requeue.py) waits
+for the next message to the same peer that is not, and goes before it,
+in order; or for the next cron tick (``flush_held``).  No client waits on
+those, and each sent alone cost the peer a wake-up and us a send
+(bench/README.md, "Fewer wake-ups a job").
 """
 
 from typing import Any, Callable
@@ -142,8 +142,8 @@ class Outbox:
             if peer is not None and peer.policies and not peer.myself:
                 self.transport.send(node_id, frame)
 
-    def send_setack(self, node_id: str, job: Job) -> None:
-        self._enqueue(node_id, bus.SETACK, 0, (job.id, len(job.nodes_delivered)))
+    def send_setack(self, node_id: str, job: Job, lazy: bool = False) -> None:
+        self._enqueue(node_id, bus.SETACK, 0, (job.id, len(job.nodes_delivered)), lazy)
 
     def send_to_all(self, node_ids: list[str], type_: int, mflags: int, item: bytes) -> None:
         """The same message to several other nodes (a REPLJOB record to
