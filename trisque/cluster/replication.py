@@ -24,6 +24,7 @@ ON REPLJOB: store the job ``active`` (or merge ``nodes_delivered`` if we
 """
 
 from collections import deque
+from typing import Any
 
 from ..protocol import bus, errors, resp
 from ..protocol.jobcodec import JobFields
@@ -196,7 +197,8 @@ class Replication(ReplicationHooks):
         return any(n.id not in delivered for n in self.membership.reachable)
 
     def replicate(self, job: Job, client: Client, timeout_ms: int,
-                  asynchronous: bool, external: bool) -> PendingAddJob | bytes:
+                  asynchronous: bool, external: bool, now_ms: int) -> PendingAddJob | bytes:
+        """``now_ms``: ADDJOB's clock reading (the job's creation time)."""
         node = self.node
         my_id = node.id
         others = job.repl if external else job.repl - 1
@@ -211,7 +213,6 @@ class Replication(ReplicationHooks):
             confirmed = set() if external else {my_id}
             node.register(job)
             node.schedule(job)  # its TTL runs while it waits, too
-            now_ms = node.now_ms()
             pending = PendingAddJob(self, client, job, now_ms + timeout_ms if timeout_ms else 0, now_ms)
             self.replicating[job.id] = job
             # Sent before the rare fields below are set: a plain job's
@@ -383,29 +384,35 @@ class Replication(ReplicationHooks):
         """Rule 4.  Returns False if we kept no copy (external replication)."""
         node = self.node
         job.state = ACTIVE
-        # (job.waiter without its property, and `in` + del: compiled,
-        # dict.pop is a generic method call)
+        # The waiter and the confirmations leave the job's rare fields
+        # (without their properties, and `in` + del: compiled, dict.pop is
+        # a generic method call).
         rare = job._rare
         pending: PendingReply | None = None
-        if rare is not None and "waiter" in rare:
-            pending = rare["waiter"]
-            del rare["waiter"]
+        confirmed: Any = None
+        if rare is not None:
+            pending = rare.get("waiter")
+            confirmed = rare.get("nodes_confirmed")
+            if len(rare) == 2 and pending is not None and confirmed is not None:
+                job._rare = None  # only replicate()'s two: a plain job again, in one step
+            else:
+                if "waiter" in rare:
+                    del rare["waiter"]
+                if "nodes_confirmed" in rare:
+                    del rare["nodes_confirmed"]
+                if not rare or not any(rare.values()):
+                    job._rare = None  # every rare field back at its default (memory)
         replicating = self.replicating
         if job.id in replicating:
             del replicating[job.id]
         if pending is not None:
             node.resolve(pending, b"+%s\r\n" % job.id)
         if node.id not in job.nodes_delivered:
-            if job.nodes_confirmed:
-                target = node.random.choice(sorted(job.nodes_confirmed))
+            if confirmed:
+                target = node.random.choice(sorted(confirmed))
                 self.outbox.send_jobid(target, bus.ENQUEUE, job.id, job.delay_s)
             node.unregister(job)
             return False
-        if rare is not None:
-            if "nodes_confirmed" in rare:
-                del rare["nodes_confirmed"]
-            if not rare or not any(rare.values()):
-                job._rare = None  # every rare field back at its default (memory)
         node.log.job_stored(job)
         if job.delay_s:
             node.schedule(job)

@@ -29,7 +29,7 @@ class ReplicationHooks:
     """Job replication (ADDJOB REPLICATE n > 1)."""
 
     def replicate(self, job: Job, client: Client, timeout_ms: int, asynchronous: bool,
-                  external: bool) -> PendingReply | bytes:
+                  external: bool, now_ms: int) -> PendingReply | bytes:
         """Copy the job to other nodes: the reply now, or one that waits."""
         raise AssertionError("no other node to replicate to")
 

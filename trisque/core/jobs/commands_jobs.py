@@ -242,7 +242,8 @@ def addjob(node: Node, client: Client, argv: list[bytes]) -> Any:
         # confirmed (or answers now, for ASYNC); see cluster/replication.py.
         # Inside EXEC or a script nothing waits: ADDJOB acts as ASYNC.
         asynchronous = asynchronous or node.blocking.atomic_depth > 0
-        return node.replication.replicate(job, client, timeout_ms, asynchronous, external)
+        return node.replication.replicate(job, client, timeout_ms, asynchronous, external,
+                                         now_ms)
     job.state = ACTIVE
     holders = _ONLY_ME.get(node.id)
     if holders is None:
