@@ -15,6 +15,9 @@ ID_LEN: Final = 40
 _RANDOM_POOL_BYTES: Final = 18 * 4096
 
 
+_NO_KEY: Final = -(1 << 62)
+
+
 class IdGenerator:
     """Makes unique IDs for one node; random bytes are fetched in bulk
     because one os.urandom call per job is a syscall we need not pay."""
@@ -24,6 +27,8 @@ class IdGenerator:
     _pool: bytes
     _at: int
     _suffixes: dict[int, bytes]
+    _last_key: int
+    _last_suffix: bytes
 
     def __init__(self, node_id: str, random_bytes: Callable[[int], bytes] = os.urandom) -> None:
         self.prefix = b"D-" + node_id[:8].encode() + b"-"
@@ -35,6 +40,10 @@ class IdGenerator:
         self._pool = b""
         self._at = 0
         self._suffixes = {}  # ttl_s, or -ttl_s without retry -> b"-hhhh"
+        # The last one used (most jobs have the TTL of the job before): a
+        # key no TTL makes until then.
+        self._last_key = _NO_KEY
+        self._last_suffix = b""
 
     def new(self, ttl_s: int, retry_s: int) -> bytes:
         at = self._at
@@ -44,11 +53,16 @@ class IdGenerator:
             at = 0
         self._at = at + 24
         key = ttl_s if retry_s > 0 else -ttl_s
-        suffix = self._suffixes.get(key)
-        if suffix is None:
-            if len(self._suffixes) >= 1024:
-                self._suffixes.clear()
-            suffix = self._suffixes[key] = b"-%04x" % ttl_digits(ttl_s, retry_s)
+        if key == self._last_key:
+            suffix = self._last_suffix
+        else:
+            found = self._suffixes.get(key)
+            if found is None:
+                if len(self._suffixes) >= 1024:
+                    self._suffixes.clear()
+                found = self._suffixes[key] = b"-%04x" % ttl_digits(ttl_s, retry_s)
+            suffix = self._last_suffix = found
+            self._last_key = key
         return b"%s%s%s" % (self.prefix, self._pool[at:at + 24], suffix)
 
 
