@@ -229,15 +229,17 @@ class Scripting:
         assert run is not None
         node = self.node
         refusal = self._refusal(run, argv)
-        if type(refusal) is not bytes:
-            command, args = refusal
-            if command.write:
-                run.wrote = True
-            return node.call(run.client, command, args)
-        node.stats.error_reply(refusal)
-        return refusal
+        if isinstance(refusal, bytes):
+            node.stats.error_reply(refusal)
+            return refusal
+        # (typed: compiled code unpacks it and reads Command.write natively)
+        command, args = refusal
+        if command.write:
+            run.wrote = True
+        return node.call(run.client, command, args)
 
-    def _refusal(self, run: ScriptRun, argv: tuple[Any, ...]) -> Any:
+    def _refusal(self, run: ScriptRun, argv: tuple[Any, ...]
+                 ) -> bytes | tuple[Command, list[bytes]]:
         """The error a script's command gets before running, or the
         command and its arguments."""
         node = self.node
