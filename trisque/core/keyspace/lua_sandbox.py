@@ -554,8 +554,12 @@ class Sandbox:
                                       lua_libs.error_text)
         self.rawget = self.lua.eval(b"rawget")  # (lua_convert reads results with it)
         self._ok_tables: list[Any] = []  # fresh {ok="OK"} tables (status_ok)
-        # ``run`` and ``call_function`` taking (f, nkeys, keys..., args...)
-        # straight (the request path calls these: no Python frame between)
+        # The Lua ``run`` and ``call_function``, taking (f, nkeys, keys...,
+        # args...) straight (no Python frame between).  Their answer: a
+        # string or a number the script returned, alone; else (ok, result,
+        # kind), kind b"+" (a status), b"-" (an error) or b"!" (redis.call's
+        # error, counted already) with the text as the result in place of
+        # the table the script returned, or None (Scripting.run reads it).
         self.lua_run = self._run
         self.lua_call_function = self._call_function
         # Nothing outside the sandbox's upvalues keeps these any more.
@@ -570,12 +574,6 @@ class Sandbox:
             raise ScriptCompileError(err)
         return f
 
-    def run(self, f: Any, keys: list[bytes], argv: list[bytes]) -> tuple[bool, Any, Any]:
-        """``(ok, result, kind)``: kind b"+" (a status), b"-" (an error) or
-        b"!" (redis.call's error, counted already) with the text as the
-        result in place of the table the script returned; else None."""
-        return _outcome(self._run(f, len(keys), *keys, *argv))
-
     def load_library(self, body: bytes, expired: Callable[[], bool]) -> list[Any]:
         """Run a library's body (FUNCTION LOAD): its registrations as
         ``(name, callback, description or None, flags)``; raises
@@ -589,10 +587,6 @@ class Sandbox:
             out.append((name, callback, None if desc is False else desc, int(flags)))
         return out
 
-    def call_function(self, f: Any, keys: list[bytes], argv: list[bytes]) -> tuple[bool, Any, Any]:
-        """A registered function's run, its outcome as ``run``'s."""
-        return _outcome(self._call_function(f, len(keys), *keys, *argv))
-
     def table(self, items: Any) -> Any:
         return self.lua.table_from(items)
 
@@ -605,15 +599,6 @@ class Sandbox:
 
 
 OK_TABLES_AT_ONCE = 64
-
-
-def _outcome(out: Any) -> tuple[bool, Any, Any]:
-    """The Lua runner's answer as (ok, result, kind): a string or a number
-    the script returned comes alone."""
-    if type(out) is tuple:
-        outcome: tuple[bool, Any, Any] = out
-        return outcome
-    return True, out, None
 
 
 class ScriptError(Exception):
