@@ -94,7 +94,6 @@ class Outbox:
     batches: dict[str, list[Batch]]
     due: set[str]
     _queued: int
-    _flush_asked: bool
     _push: Callable[[], None] | None
 
     def __init__(self, node: Node, transport: Any, membership: Membership) -> None:
@@ -104,7 +103,6 @@ class Outbox:
         self.batches = {}  # node id -> its batches, in order
         self.due = set()  # peers with a message that is not lazy
         self._queued = 0  # messages in the outbox
-        self._flush_asked = False  # transport.flush_soon() called since the last encode
         # The transport's "write what is queued now", if it has one.
         self._push = getattr(transport, "push", None)
 
@@ -172,11 +170,11 @@ class Outbox:
         """Where a message for ``node_id`` goes: the last batch to it if of
         the same type (one frame carries a run of them), else a new one."""
         if not lazy:
-            if node_id not in self.due:
-                self.due.add(node_id)
-                if not self._flush_asked:
-                    self._flush_asked = True
+            due = self.due
+            if node_id not in due:
+                if not due:  # the first since the last encode: ask for one
                     self.transport.flush_soon()
+                due.add(node_id)
         outbox = self.batches
         batches = outbox.get(node_id)
         if batches is None:
@@ -199,7 +197,6 @@ class Outbox:
         """Encode every batch into frames and hand them to the transport;
         a peer that has only lazy messages keeps them unless ``everything``."""
         self._queued = 0
-        self._flush_asked = False
         outbox, self.batches = self.batches, {}
         due = self.due
         if not everything and len(due) < len(outbox):
