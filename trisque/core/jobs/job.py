@@ -343,12 +343,14 @@ assert _HEAD.size + 2 == jobcodec._FIXED.size
 class _Wire:
     """What the records of a Common's jobs share, packed once: the fixed
     part's middle for a job with no delay, NACK or delivery count, the
-    holders' count and queue name, the holders' IDs and the policy's
-    suffix, and the flag saying it has one."""
+    holders' count and queue name, the holders' IDs (alone, for a job with
+    a policy of its own, and with the Common's policy suffix), and the flag
+    saying it has one."""
 
-    __slots__ = ("middle", "head", "tail", "flags")
+    __slots__ = ("middle", "head", "ids", "tail", "flags")
     middle: bytes
     head: bytes
+    ids: bytes
     tail: bytes
     flags: int
 
@@ -357,7 +359,8 @@ class _Wire:
         held: tuple[Any, ...] = shared.nodes_delivered  # (bytes IDs too: the codec takes both)
         self.middle = _pack_middle(0, shared.retry_s, 0, 0, len(queue))
         self.head = _pack_nnodes(len(held)) + queue
-        self.tail = b"".join(n.encode() if n.__class__ is str else n for n in held)
+        self.ids = b"".join(n.encode() if n.__class__ is str else n for n in held)
+        self.tail = self.ids
         self.flags = 0
         if shared.policy is not None:
             self.flags = jobcodec.HAS_POLICY
@@ -389,9 +392,7 @@ def serialize(job: Job, etime_ms: int) -> bytes:
         own = rare.get("policy")
         if own is not None:  # (its own policy, not the Common's)
             flags |= jobcodec.HAS_POLICY
-            held: tuple[Any, ...] = shared.nodes_delivered
-            tail = b"".join([*(n.encode() if n.__class__ is str else n for n in held),
-                             jobcodec.policy_suffix(policy_codec.encode(own))])
+            tail = wire.ids + jobcodec.policy_suffix(policy_codec.encode(own))
     return b"".join((
         _pack_head(job.id, job.state, flags, job.repl, job._ctime + CTIME_EPOCH, etime_ms,
                    middle, len(body)),
