@@ -1,6 +1,7 @@
 """What one unpipelined replicated job costs each node (issue 29, item 2).
 
     python -m bench.wakeups [-n N] [--replicate R] [--e2e] [--disque PATH]
+    python -m bench.wakeups --rate JOBS_PER_S [--seconds S] [--disque PATH]
 
 A 3-node cluster (trisque, or Disque C with ``--disque``); one client sends
 ``ADDJOB q <body> 0 REPLICATE R`` to the first node and waits for each
@@ -13,6 +14,13 @@ second client waits in ``GETJOB`` on the first node before each ADDJOB,
 and the time from the ADDJOB's send to the GETJOB's reply is reported
 (p50/p90/p99, closed loop: one job at a time).
 
+With ``--rate`` the jobs come instead on bench/latency.py's open-loop
+schedule, end to end on the first node (its ``e2e-local`` scenario: 16
+producers, 8 consumers in GETJOB, each job acked) at a fixed rate for
+``--seconds``: CPU and sleeps per job at a rate where several jobs may
+share a turn, with the latency of ``got`` (bench/README.md, "Fewer
+wake-ups a job").
+
 Run it under ``chrt -f 10`` on a shared machine: the figures are CPU per
 job, but a node preempted between its wake-ups finds its caches cold.
 """
@@ -23,7 +31,7 @@ import time
 
 import hiredis
 
-from . import client
+from . import client, latency
 from .cluster import start_cluster
 from .servers import start_disque, start_trisque
 
@@ -67,6 +75,32 @@ class _Conn:
         self.sock.close()
 
 
+def _per_node(pids, jobs, cpu_before, switches_before):
+    ticks = os.sysconf("SC_CLK_TCK")
+    per_node = []
+    for pid, (u0, s0), (v0, i0) in zip(pids, cpu_before, switches_before):
+        u1, s1 = _stat(pid)
+        v1, i1 = _switches(pid)
+        per_node.append(((u1 - u0) / ticks * 1e6 / jobs, (s1 - s0) / ticks * 1e6 / jobs,
+                         (v1 - v0) / jobs, (i1 - i0) / jobs))
+    return per_node
+
+
+def measure_at_rate(nodes, rate, seconds):
+    """Per node (as ``measure``) per job of an open-loop end-to-end run at
+    ``rate`` jobs/s, and the run (bench.latency.Run: its histograms)."""
+    port = nodes[0].port
+    latency.open_loop(port, rate, 1.0, "jobs", port)  # warm-up
+    latency.flush(nodes)
+    pids = [n.proc.pid for n in nodes]
+    cpu_before = [_stat(p) for p in pids]
+    switches_before = [_switches(p) for p in pids]
+    run = latency.open_loop(port, rate, seconds, "jobs", port)
+    if not run.produced:
+        raise RuntimeError("the open-loop run produced no job")
+    return _per_node(pids, run.produced, cpu_before, switches_before), run
+
+
 def measure(nodes, jobs, replicate, e2e=False):
     """Per node (user us, system us, voluntary, involuntary switches) per
     job, the wall time per job, and (``e2e``) the sorted latencies (s)."""
@@ -95,13 +129,7 @@ def measure(nodes, jobs, replicate, e2e=False):
         for _ in range(jobs):
             adder.call(request)
     wall = (time.perf_counter() - started) / jobs
-    ticks = os.sysconf("SC_CLK_TCK")
-    per_node = []
-    for pid, (u0, s0), (v0, i0) in zip(pids, cpu_before, switches_before):
-        u1, s1 = _stat(pid)
-        v1, i1 = _switches(pid)
-        per_node.append(((u1 - u0) / ticks * 1e6 / jobs, (s1 - s0) / ticks * 1e6 / jobs,
-                         (v1 - v0) / jobs, (i1 - i0) / jobs))
+    per_node = _per_node(pids, jobs, cpu_before, switches_before)
     adder.close()
     if getter is not None:
         getter.close()
@@ -116,21 +144,39 @@ def main(argv=None):
     parser.add_argument("--e2e", action="store_true",
                         help="time ADDJOB -> a GETJOB waiting on the same node")
     parser.add_argument("--disque", help="disque-server: measure Disque C instead")
+    parser.add_argument("--rate", type=float,
+                        help="jobs/s: end to end on an open-loop schedule instead")
+    parser.add_argument("--seconds", type=float, default=4.0,
+                        help="the --rate run's length (default 4)")
     args = parser.parse_args(argv)
     start = (lambda: start_disque(args.disque)) if args.disque else start_trisque
     nodes = start_cluster(3, start)
+    latencies = []
     try:
-        per_node, wall, latencies = measure(nodes, args.jobs, args.replicate, args.e2e)
+        if args.rate:
+            per_node, run = measure_at_rate(nodes, args.rate, args.seconds)
+        else:
+            per_node, wall, latencies = measure(nodes, args.jobs, args.replicate, args.e2e)
     finally:
         for n in nodes:
             n.stop()
     server = "Disque C" if args.disque else "trisque"
-    print(f"{server}, 3 nodes, ADDJOB REPLICATE {args.replicate}, {args.jobs} jobs one at "
-          f"a time: {wall * 1e6:.0f} us a job (load {os.getloadavg()[0]:.1f})")
+    if args.rate:
+        print(f"{server}, 3 nodes, end to end (ADDJOB, GETJOB, ACKJOB) at "
+              f"{args.rate:.0f} jobs/s for {args.seconds:.0f} s: {run.produced} jobs "
+              f"(load {os.getloadavg()[0]:.1f})")
+    else:
+        print(f"{server}, 3 nodes, ADDJOB REPLICATE {args.replicate}, {args.jobs} jobs one "
+              f"at a time: {wall * 1e6:.0f} us a job (load {os.getloadavg()[0]:.1f})")
     for i, (user, system, voluntary, involuntary) in enumerate(per_node):
         role = "origin " if i == 0 else "replica"
         print(f"  {role} user {user:6.1f} us  system {system:6.1f} us  "
               f"sleeps {voluntary:4.2f}  preempted {involuntary:4.2f}  a job")
+    if args.rate and "got" in run.histograms:
+        got = run.histograms["got"]
+        print("  ADDJOB -> a waiting GETJOB has it: " + "  ".join(
+            f"p{q:g} {got.get_value_at_percentile(q) / 1000:.0f} us"
+            for q in latency.PERCENTILES))
     if latencies:
         def at(q):
             return latencies[min(len(latencies) - 1, int(len(latencies) * q))] * 1e6

@@ -18,3 +18,15 @@ def test_each_node_spends_cpu_on_replicated_jobs_and_the_waiter_gets_them():
     # round to nothing, the origin's does not)
     assert per_node[0][0] + per_node[0][1] > 0, per_node
     assert len(latencies) == 200 and latencies[0] > 0
+
+
+def test_an_open_loop_run_at_a_fixed_rate_counts_each_nodes_cpu_per_job():
+    nodes = start_cluster(3, start_trisque)
+    try:
+        per_node, run = wakeups.measure_at_rate(nodes, 300, 1.0)
+    finally:
+        for n in nodes:
+            n.stop()
+    assert run.produced > 0 and run.errors == 0 and run.lost == 0
+    assert run.histograms["got"].get_total_count() == run.produced
+    assert per_node[0][0] + per_node[0][1] > 0, per_node
