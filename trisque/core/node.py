@@ -6,6 +6,7 @@ Nothing here blocks or awaits: the shell feeds the node commands and the
 time, and carries out what it asks for (replies to send, timers to wake).
 """
 
+import math
 import os
 import random as _random
 from collections import deque
@@ -39,6 +40,8 @@ if TYPE_CHECKING:
 
 
 _INF: Final = float("inf")
+# memory_level without maxmemory: more bytes than a node ever counts
+_NO_LIMIT: Final = (1 << 62) - 1
 _PERF_NS: Final = time.perf_counter_ns  # (a static: no globals lookup per command)
 MAX_TIMERS_PER_RUN: Final = 10000  # bounded work per timer turn
 
@@ -47,6 +50,10 @@ MAX_TIMERS_PER_RUN: Final = 10000  # bounded work per timer turn
 class Node(JobLifecycle):
     config: Config
     table: dict[bytes, Command]
+    # the last name execute() looked up, and its entry (never changes:
+    # a node's table is made once)
+    _last_name: bytes
+    _last_command: Command | None
     keyspace: Keyspace
     blocking: KeyBlocking
     clients: dict[int, Client]
@@ -62,7 +69,11 @@ class Node(JobLifecycle):
     slowlog: list[Any]
     slowlog_next_id: int
     slowlog_ns: float
-    _memory_limits: tuple[Any, float, float]
+    # memory_level's thresholds for maxmemory _memory_for, in whole bytes:
+    # above _memory_warn (75%), above _memory_high (95%)
+    _memory_for: int
+    _memory_warn: int
+    _memory_high: int
     next_client_id: int
     loading: bool
     # The shell's hooks (None: no shell, as in tests and the simulator)
@@ -81,6 +92,8 @@ class Node(JobLifecycle):
         super().__init__(node_id, clock, rng, random_bytes or os.urandom)
         self.config = config
         self.table = table  # name -> Command (table.COMMANDS): the node imports no command
+        self._last_name = b""
+        self._last_command = None
         self.keyspace = Keyspace(self, config.databases)  # Redis's keys, node-local
         self.blocking = self.keyspace.blocking  # (read after every command)
         self.clients = {}  # id -> Client
@@ -102,7 +115,8 @@ class Node(JobLifecycle):
         self.slowlog_ns = _INF
         self._set_slowlog_threshold(config.slowlog_log_slower_than)
         config.on_change["slowlog-log-slower-than"] = self._set_slowlog_threshold
-        self._memory_limits = (None, 0.0, 0.0)  # maxmemory, 95%, 75% of it
+        self._memory_for = -1  # (none computed yet)
+        self._memory_warn = self._memory_high = 0
         self.next_client_id = 1
         self.loading = False
         self.on_wake = None  # shell hook: a client has output to flush
@@ -223,15 +237,21 @@ class Node(JobLifecycle):
 
     def execute(self, client: Client, argv: list[bytes]) -> None:
         """Run one request; its reply (if any) is appended to client.out."""
-        table = self.table
         name = argv[0]
-        command = table.get(name)
-        if command is None:
-            command = table.get(name.upper())
+        command = self._last_command
+        if command is None or name != self._last_name:
+            # (a pipeline repeats its command: comparing the name's bytes
+            # costs less than hashing them for the table, ~400 instructions)
+            table = self.table
+            command = table.get(name)
             if command is None:
-                self._reply_error(client, errors.unknown_command(
-                    name.decode("utf-8", "replace")))
-                return
+                command = table.get(name.upper())
+                if command is None:
+                    self._reply_error(client, errors.unknown_command(
+                        name.decode("utf-8", "replace")))
+                    return
+            self._last_name = name
+            self._last_command = command
         arity = command.arity
         if (arity > 0 and len(argv) != arity) or len(argv) < -arity:
             self._reply_error(client, errors.wrong_arity(command.lname), command)
@@ -319,7 +339,10 @@ class Node(JobLifecycle):
         elapsed_ns = _PERF_NS() - start
         command.calls += 1
         command.ns += elapsed_ns
-        command.hist[elapsed_ns.bit_length()] += 1
+        hist = command.hist
+        slot = elapsed_ns.bit_length()
+        count: int = hist[slot]  # (unboxed: += on the item is a generic add)
+        hist[slot] = count + 1
         if elapsed_ns >= self.slowlog_ns:
             self._slowlog(client, argv, elapsed_ns // 1000)
         return reply
@@ -372,19 +395,28 @@ class Node(JobLifecycle):
         """Disque's warning levels: 0 fine, 1 above 75%, 2 above 95% of
         maxmemory, 3 at or above it."""
         maxmemory = self.config.maxmemory
-        limits = self._memory_limits
-        if limits[0] != maxmemory:  # the float products, cached (hot: ADDJOB)
-            limits = self._memory_limits = (
-                (maxmemory, maxmemory * 0.95, maxmemory * 0.75) if maxmemory
-                else (maxmemory, _INF, _INF))
+        if self._memory_for != maxmemory:
+            self._set_memory_thresholds(maxmemory)
         used = self.used_memory
-        if used <= limits[2]:
+        if used <= self._memory_warn:
             return 0
         if used >= maxmemory:
             return 3
-        if used > limits[1]:
+        if used > self._memory_high:
             return 2
         return 1
+
+    def _set_memory_thresholds(self, maxmemory: int) -> None:
+        """75% and 95% of maxmemory, rounded down to whole bytes: for a
+        whole number of bytes, above x is above floor(x).  Compared as
+        ints (hot: every ADDJOB), where the float products cost a boxed
+        int and a generic comparison (~300 instructions)."""
+        self._memory_for = maxmemory
+        if maxmemory:
+            self._memory_warn = math.floor(maxmemory * 0.75)
+            self._memory_high = math.floor(maxmemory * 0.95)
+        else:  # no limit: level 0 whatever is used
+            self._memory_warn = self._memory_high = _NO_LIMIT
 
     def settle_waits(self, job_id: bytes, state: int) -> None:
         self.waits.settled(job_id, state)
