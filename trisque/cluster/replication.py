@@ -167,6 +167,9 @@ class Replication(ReplicationHooks):
     holders_tuples: dict[tuple[str, ...], tuple[str, ...]]
     repl_latency: dict[str, ReplicationLatency]
     just_me: tuple[str, ...]
+    first_from: tuple[str, ...] | None
+    first_to: list[str]
+    first_holders: tuple[str, ...]
 
     def __init__(self, node: Node, outbox: Outbox, membership: Membership,
                  tombstones: set[bytes]) -> None:
@@ -181,6 +184,10 @@ class Replication(ReplicationHooks):
         # (our ID,) as one object: a job's holders set to it take the
         # Common remembered for it (Job.nodes_delivered) without a lookup.
         self.just_me = (node.id,)
+        # _send_first's last holders: from these first ones, to these nodes.
+        self.first_from = None
+        self.first_to = []
+        self.first_holders = ()
 
     def delete_everywhere(self, job: Job) -> None:
         """Best-effort delete of every copy (DELJOB), then ours.  The ADDJOB
@@ -281,12 +288,21 @@ class Replication(ReplicationHooks):
             del candidates[count:]
         if not candidates:
             return
-        holders = job.nodes_delivered + tuple(candidates)
-        # Jobs replicated to the same nodes share one tuple (memory).
-        shared = self.holders_tuples
-        if len(shared) >= MAX_SHARED_HOLDERS:
-            shared.clear()
-        job.nodes_delivered = shared.setdefault(holders, holders)
+        first = job.nodes_delivered
+        if first is self.first_from and candidates == self.first_to:
+            # The same holders as the last job's (REPLICATE n to every
+            # other node): its shared tuple, without building and hashing one.
+            job.nodes_delivered = self.first_holders
+        else:
+            holders = first + tuple(candidates)
+            # Jobs replicated to the same nodes share one tuple (memory).
+            shared = self.holders_tuples
+            if len(shared) >= MAX_SHARED_HOLDERS:
+                shared.clear()
+            job.nodes_delivered = holders = shared.setdefault(holders, holders)
+            self.first_from = first
+            self.first_to = candidates
+            self.first_holders = holders
         record = serialize(job, max(1, job.etime_ms - now_ms))
         self.outbox.send_to_all(candidates, bus.REPLJOB, 0, record)
 
@@ -308,6 +324,12 @@ class Replication(ReplicationHooks):
         # WILLQUEUE before it, when other nodes count) or its expiry.
         advance_ms = WILLQUEUE_ADVANCE_MS if self.membership.size() > 1 else 0
         got = []  # GOTJOB items, one message for the frame
+        # One jitter draw for the copies of a frame (made together, so they
+        # may requeue together): their deadlines then share a millisecond,
+        # an append where a draw each made a bucket each (bench/README.md,
+        # "Issue 29 point 4").  Holders still draw apart from each other.
+        jitter = 0
+        drawn = False
         # The records of a frame mostly share one holders tuple (jobcodec):
         # the holders with us added, worked out once per distinct tuple.
         last_nodes: tuple[str, ...] | None = None
@@ -332,7 +354,10 @@ class Replication(ReplicationHooks):
                 # answer QUEUED and keep it from being queued twice.
                 if retry_s:
                     job.flags = BCAST_QUEUED | BCAST_WILLQUEUE
-                    job.qtime_ms = qtime = now_ms + (delay_s + retry_s) * 1000 + node.jitter_ms()
+                    if not drawn:
+                        jitter = node.jitter_ms()
+                        drawn = True
+                    job.qtime_ms = qtime = now_ms + (delay_s + retry_s) * 1000 + jitter
                     qtime -= advance_ms
                     wake_ms = qtime if qtime < etime_ms else etime_ms
                 else:
@@ -363,6 +388,9 @@ class Replication(ReplicationHooks):
         sender_id = sender.id
         now_ms = self.node.now_ms()
         latency = self.repl_latency.get(sender_id)  # (made at its first GOTJOB that counts)
+        # Jobs made in the same ms have the same latency: recorded once a run.
+        run_ms = 0
+        run = 0
         for job_id, _aux in items:
             # Every job waiting for copies is in ``replicating`` (registered,
             # in wait-repl) until it is answered one way or another.
@@ -373,12 +401,21 @@ class Replication(ReplicationHooks):
             assert rare is not None
             confirmed: set[str] = rare["nodes_confirmed"]
             confirmed.add(sender_id)
-            if latency is None:
-                latency = self.repl_latency[sender_id] = ReplicationLatency()
             # (the creation ms from _ctime: job.ctime is past 64 bits, a big int)
-            latency.record(now_ms - job._ctime // 1_000_000 - CTIME_EPOCH_MS)
+            took_ms = now_ms - job._ctime // 1_000_000 - CTIME_EPOCH_MS
+            if took_ms != run_ms and run:
+                if latency is None:
+                    latency = self.repl_latency[sender_id] = ReplicationLatency()
+                latency.record(run_ms, run)
+                run = 0
+            run_ms = took_ms
+            run += 1
             if len(confirmed) >= job.repl:
                 self.achieved(job, now_ms)
+        if run:
+            if latency is None:
+                latency = self.repl_latency[sender_id] = ReplicationLatency()
+            latency.record(run_ms, run)
 
     def achieved(self, job: Job, now_ms: int | None = None) -> bool:
         """Rule 4.  Returns False if we kept no copy (external replication)."""

@@ -18,12 +18,13 @@ class ReplicationLatency:
         self.count = 0
         self.sum_ms = 0
 
-    def record(self, latency_ms: int) -> None:
+    def record(self, latency_ms: int, times: int = 1) -> None:
+        """``times`` GOTJOBs that came ``latency_ms`` after their ADDJOB."""
         if latency_ms < 0:
             latency_ms = 0  # the clock stepped back
         if latency_ms < 2:  # 0 or 1 ms, most on loopback: their own bit lengths
-            self.hist[latency_ms] += 1  # (compiled, bit_length is a method call)
+            self.hist[latency_ms] += times  # (compiled, bit_length is a method call)
         else:
-            self.hist[min(latency_ms.bit_length(), BUCKETS - 1)] += 1
-        self.count += 1
-        self.sum_ms += latency_ms
+            self.hist[min(latency_ms.bit_length(), BUCKETS - 1)] += times
+        self.count += times
+        self.sum_ms += latency_ms * times
