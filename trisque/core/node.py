@@ -339,10 +339,7 @@ class Node(JobLifecycle):
         elapsed_ns = _PERF_NS() - start
         command.calls += 1
         command.ns += elapsed_ns
-        hist = command.hist
-        slot = elapsed_ns.bit_length()
-        count: int = hist[slot]  # (unboxed: += on the item is a generic add)
-        hist[slot] = count + 1
+        command.hist[elapsed_ns.bit_length()] += 1
         if elapsed_ns >= self.slowlog_ns:
             self._slowlog(client, argv, elapsed_ns // 1000)
         return reply

@@ -7,12 +7,17 @@ jobs.  Any node can tell from the ID alone whether a job it never saw may
 still need an ack, and until when.
 """
 
-import binascii
 import os
 from typing import Callable, Final
 
 ID_LEN: Final = 40
-_RANDOM_POOL_BYTES: Final = 18 * 4096
+_RANDOM_POOL_BYTES: Final = 24 * 4096
+# Each random byte becomes one character of the base64 alphabet, its low 6
+# bits (uniform, as 64 divides 256): one translate() of the pool, ~3x
+# fewer instructions than base64-encoding 18 bytes per ID (binascii's
+# b2a_base64, ~300 instructions an ID).
+_ALPHABET: Final = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+_CHAR_OF_BYTE: Final = bytes([_ALPHABET[byte & 63] for byte in range(256)])
 
 
 _NO_KEY: Final = -(1 << 62)
@@ -33,10 +38,10 @@ class IdGenerator:
     def __init__(self, node_id: str, random_bytes: Callable[[int], bytes] = os.urandom) -> None:
         self.prefix = b"D-" + node_id[:8].encode() + b"-"
         self.random_bytes = random_bytes
-        # The random middles of 4096 IDs as one base64 text (18 random
-        # bytes are 24 characters, and the encoding of the pool is the
-        # concatenation of theirs): new() cuts the next 24 characters and
-        # joins prefix, middle and TTL suffix in one allocation.
+        # The random middles of 4096 IDs as one text of the base64
+        # alphabet (144 random bits an ID): new() cuts the next 24
+        # characters and joins prefix, middle and TTL suffix in one
+        # allocation.
         self._pool = b""
         self._at = 0
         self._suffixes = {}  # ttl_s, or -ttl_s without retry -> b"-hhhh"
@@ -48,8 +53,7 @@ class IdGenerator:
     def new(self, ttl_s: int, retry_s: int) -> bytes:
         at = self._at
         if at >= len(self._pool):
-            self._pool = binascii.b2a_base64(self.random_bytes(_RANDOM_POOL_BYTES),
-                                             newline=False)
+            self._pool = self.random_bytes(_RANDOM_POOL_BYTES).translate(_CHAR_OF_BYTE)
             at = 0
         self._at = at + 24
         key = ttl_s if retry_s > 0 else -ttl_s

@@ -38,10 +38,10 @@ from typing import Any, Final
 
 from mypy_extensions import mypyc_attr
 
-MAX_LANES = 8
-STALE_MIN = 64  # stale bucket keys in the heap before it is worth rebuilding
-COMPACT_MIN = 64  # holes in a lane before it is worth squeezing them out
-NEAR_HEAD = 32  # a removal this close to the head shifts instead of a hole
+MAX_LANES: Final = 8
+STALE_MIN: Final = 64  # stale bucket keys in the heap before it is worth rebuilding
+COMPACT_MIN: Final = 64  # holes in a lane before it is worth squeezing them out
+NEAR_HEAD: Final = 32  # a removal this close to the head shifts instead of a hole
 _WAKE = attrgetter("wake_ms")
 
 

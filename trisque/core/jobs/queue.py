@@ -4,27 +4,27 @@ highest level first), and the clients waiting on it."""
 from collections import deque
 from itertools import chain, islice
 from operator import attrgetter
-from typing import Any, Iterator
+from typing import Any, Final, Iterator
 
 from sortedcontainers import SortedKeyList
 
 from .job import Job
 from .policy import DEFAULT_PRIORITY, MAX_PRIORITY
 
-PAUSED_IN = 1
-PAUSED_OUT = 2
-PAUSED_ALL = PAUSED_IN | PAUSED_OUT
+PAUSED_IN: Final = 1  # (Final: compiled, a constant, not a globals lookup)
+PAUSED_OUT: Final = 2
+PAUSED_ALL: Final = PAUSED_IN | PAUSED_OUT
 PAUSE_NAMES = {0: "none", PAUSED_IN: "in", PAUSED_OUT: "out", PAUSED_ALL: "all"}
 
 # What a queue of one job costs beyond the job, by RSS, compiled (python -m
 # bench scale --part queues; bench/README.md "Scale"): maxmemory counts it
 # with the name.
-QUEUE_OVERHEAD = 600
+QUEUE_OVERHEAD: Final = 600
 
 
 _CTIME = attrgetter("_ctime")  # ctime less a constant (see Job): same order
-SMALL_FIFO = 1024  # remove from the middle of a FIFO this short in place
-SMALL_LIST = 32  # a FIFO this short is a list (pop(0) moves at most 256 bytes)
+SMALL_FIFO: Final = 1024  # remove from the middle of a FIFO this short in place
+SMALL_LIST: Final = 32  # a FIFO this short is a list (pop(0) moves at most 256 bytes)
 
 
 class JobList:
