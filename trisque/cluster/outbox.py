@@ -95,6 +95,12 @@ class Outbox:
     due: set[str]
     _queued: int
     _push: Callable[[], None] | None
+    _epoch: int
+    _all_epoch: int
+    _all_ids: list[str]
+    _all_type: int
+    _all_mflags: int
+    _all_lists: list[list[Any]]
 
     def __init__(self, node: Node, transport: Any, membership: Membership) -> None:
         self.node = node  # (its id: nothing goes to myself)
@@ -105,6 +111,14 @@ class Outbox:
         self._queued = 0  # messages in the outbox
         # The transport's "write what is queued now", if it has one.
         self._push = getattr(transport, "push", None)
+        # Counts the batches started and the encodes: send_to_all's last
+        # lists are still the last batches of their peers while it stays.
+        self._epoch = 0
+        self._all_epoch = -1
+        self._all_ids = []
+        self._all_type = -1
+        self._all_mflags = 0
+        self._all_lists = []
 
     def send_jobid(self, node_id: str, type_: int, job_id: bytes, aux: int = 0,
                    mflags: int = 0, lazy: bool = False) -> None:
@@ -145,9 +159,23 @@ class Outbox:
 
     def send_to_all(self, node_ids: list[str], type_: int, mflags: int, item: bytes) -> None:
         """The same message to several other nodes (a REPLJOB record to
-        each new holder): _enqueue's work, one call for all."""
-        for node_id in node_ids:
-            self._batch(node_id, type_, mflags).append(item)
+        each new holder): _enqueue's work, one call for all.  The lists it
+        appended to last time are used again while no batch was started or
+        sent since (pipelined ADDJOBs replicate to the same nodes in a row)."""
+        lists = self._all_lists
+        if (self._all_epoch == self._epoch and type_ == self._all_type
+                and mflags == self._all_mflags and node_ids == self._all_ids):
+            for items in lists:
+                items.append(item)
+        else:
+            lists = [self._batch(node_id, type_, mflags) for node_id in node_ids]
+            for items in lists:
+                items.append(item)
+            self._all_lists = lists
+            self._all_ids = node_ids
+            self._all_type = type_
+            self._all_mflags = mflags
+            self._all_epoch = self._epoch
         self._count_queued(len(node_ids))
 
     def _enqueue(self, node_id: str, type_: int, mflags: int,
@@ -178,12 +206,14 @@ class Outbox:
         outbox = self.batches
         batches = outbox.get(node_id)
         if batches is None:
+            self._epoch += 1
             batch = Batch(type_, mflags)
             outbox[node_id] = [batch]
             return batch.items
         last = batches[-1]
         if last.type == type_ and last.mflags == mflags:
             return last.items
+        self._epoch += 1
         batch = Batch(type_, mflags)
         batches.append(batch)
         return batch.items
@@ -197,6 +227,7 @@ class Outbox:
         """Encode every batch into frames and hand them to the transport;
         a peer that has only lazy messages keeps them unless ``everything``."""
         self._queued = 0
+        self._epoch += 1
         outbox, self.batches = self.batches, {}
         due = self.due
         if not everything and len(due) < len(outbox):

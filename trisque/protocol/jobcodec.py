@@ -97,6 +97,7 @@ def decode_many(data: bytes | bytearray | memoryview, offset: int,
     blen: int
     nnodes: int
     state: int
+    flags: int
     # Consecutive records mostly have the same holders: their bytes are
     # compared with the last ones, not hashed for _node_ids' lookup.
     last_raw = b""
