@@ -43,12 +43,16 @@ ROWS = {"NOP": [b"FCALL", b"nop", b"1", b"key:1"],
         "FCALL_WRITE": [b"FCALL", b"bench_set", b"1", b"key:1", b"xxx"],
         "EVALSHA_READ": [b"EVALSHA", _sha(GET_SCRIPT), b"1", b"key:1"],
         "EVALSHA_WRITE": [b"EVALSHA", _sha(SET_SCRIPT), b"1", b"key:1", b"xxx"],
-        "GET": [b"GET", b"key:1"]}
+        "GET": [b"GET", b"key:1"],
+        "SET": [b"SET", b"key:1", b"xxx"]}
 
 
-def run(row: str, n: int) -> None:
+def run(row: str, n: int, server_log: bool = False) -> None:
     node = Node(Config(), "a" * 40, time.time, table=COMMANDS)
     Cluster(node, Transport(), "127.0.0.1", 7711, 17711)
+    if server_log:  # the server's log, off (appendonly no), not the core's NoLog
+        from trisque.server.aof.append_only_log import attach_log
+        attach_log(node)
     client = node.add_client()
     execute = node.execute
     for setup in ([b"FUNCTION", b"LOAD", LIBRARY.encode()], [b"FUNCTION", b"LOAD", NOP_LIBRARY],
@@ -72,9 +76,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rows", default=",".join(ROWS))
     parser.add_argument("--run", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--calls", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--server-log", action="store_true",
+                        help="the node gets the server's AOF log, off (as a server "
+                             "run with --appendonly no), rather than the core's NoLog")
     args = parser.parse_args(argv)
     if args.run is not None:  # one run under callgrind
-        run(args.run, args.calls if args.calls is not None else args.n)
+        run(args.run, args.calls if args.calls is not None else args.n, args.server_log)
         return
     rows = args.rows.split(",")
     unknown = set(rows) - set(ROWS)
@@ -83,8 +90,10 @@ def main(argv: list[str] | None = None) -> None:
 
     def total(row: str, calls: int) -> int:
         return instructions([sys.executable, "-m", "bench.functions_instructions",
-                             "--run", row, "--calls", str(calls)])
-    print(f"instructions per call through Node.execute, {args.n} of each")
+                             "--run", row, "--calls", str(calls)]
+                            + (["--server-log"] if args.server_log else []))
+    print(f"instructions per call through Node.execute, {args.n} of each"
+          + (", the server's log (off)" if args.server_log else ""))
     for row in rows:
         print(f"  {row:14} {(total(row, args.n) - total(row, 0)) / args.n:10,.0f}")
 

@@ -201,6 +201,13 @@ class JobLifecycle:
         self._log = log
         self.log_active = getattr(log, "records_jobs", True)
 
+    def swap_log(self, log: Any) -> None:
+        """Put ``log`` in place: an ``AtomicLog`` for the log it wraps, or
+        back.  Both record the same (the wrapper's ``records_jobs`` is its
+        log's), so ``log_active`` stays: no look-up of it on the
+        interpreted AOF for every EXEC and script run."""
+        self._log = log
+
     # ------------------------------------------------------ job registry
 
     def create_job(self, queue: bytes, body: bytes, repl: int, ttl_s: int, retry_s: int,

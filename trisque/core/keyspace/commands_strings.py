@@ -77,7 +77,10 @@ def set_(node: Node, client: Client, argv: list[bytes]) -> bytes | None:
         if ks.notify_flags:
             ks.created.append((db.id, key))  # (Keyspace.store's "new", inline)
     else:
-        delta = STRING_OVERHEAD + len(value) - memory_of(old)
+        if type(old) is bytes:  # (a string's memory_of, without the type's lookup)
+            delta = len(value) - len(old)
+        else:
+            delta = STRING_OVERHEAD + len(value) - memory_of(old)
         if db.expires and db.remove_expire(key):
             delta -= EXPIRE_OVERHEAD
     keys[key] = value

@@ -477,8 +477,9 @@ def _fcall(node: Node, client: Client, argv: list[bytes], readonly: bool) -> byt
     if not flags & NO_WRITES and readonly:
         raise CommandError(WRITE_FLAG_ON_RO)
     engine = scripting(node)
-    return engine.run(client, function.name, function.callback, numkeys, argv[3:],
-                      readonly or bool(flags & NO_WRITES), fcall=lib.sandbox, allow_oom=bool(flags & ALLOW_OOM), command=argv)
+    return engine.run(client, function.name, function.callback, numkeys, argv,
+                      readonly or bool(flags & NO_WRITES), fcall=lib.sandbox,
+                      allow_oom=bool(flags & ALLOW_OOM))
 
 
 @command("FCALL", -3, "may_replicate", "Invoke a function", "function numkeys [key ...] [arg ...]")

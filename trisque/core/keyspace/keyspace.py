@@ -174,11 +174,15 @@ class Keyspace:
         if self.replaying:
             return
         self.changes += 1
-        log = self.node.log
+        node = self.node
         if db.id != self.aof_db:
             self.aof_db = db.id
-            log.append_command(b"SELECT", b"%d" % db.id)
-        log.append_command(*argv)
+            if node.log_active:
+                node.log.append_command(b"SELECT", b"%d" % db.id)
+        # (a log that records nothing now, the AOF off and no rewrite, is
+        # not called: it would return at once, after an interpreted call)
+        if node.log_active:
+            node.log.append_command(*argv)
 
     def replay(self, client: Client, argv: list[bytes]) -> None:
         """Apply one logged record (``client`` carries the SELECTed db).

@@ -111,8 +111,21 @@ def reply_value(data: bytes, sandbox: Sandbox) -> Any:
     if kind == 58:  # :
         return int(data[1:-2])
     if data == b"+OK\r\n":
-        return sandbox.status_ok()
+        return status_ok(sandbox)
     return _Reader(data, sandbox).value()
+
+
+OK_TABLES_AT_ONCE: Final = 64
+
+
+def status_ok(sandbox: Sandbox) -> Any:
+    """A new ``{ok="OK"}`` table (a script may change what it gets),
+    taken from the ones the sandbox's Lua made n at a time (one crossing
+    into Lua per n)."""
+    tables: list[Any] = sandbox.ok_tables
+    if not tables:
+        tables.extend(sandbox.status_tables(OK_TABLES_AT_ONCE, b"OK"))
+    return tables.pop()
 
 
 def to_integer(number: float) -> int:

@@ -69,20 +69,24 @@ local function nonexistent(name)
 end
 local function globals_index(_, name)
   local v
-  if loading then v = LIB[name] else v = G[name] end
+  if loading then v = rawget(LIB, name) else v = rawget(G, name) end
   if v == nil then nonexistent(name) end
   return v
 end
+-- A script's global read is a table look-up (env's __index is G, or LIB
+-- while a library loads), not a Lua call per read; only a missing one
+-- reaches a function, at the same depth as globals_index (the error's
+-- level 3 is the script).
+local function missing(_, name) nonexistent(name) end
+setmetatable(G, {__index = missing})
+setmetatable(LIB, {__index = missing})
 -- What getmetatable(_G) shows: a read-only table (Redis's globals'
 -- metatable is protected; changing it is "Attempt to modify...").
 local shown_metatable = setmetatable({}, {__index = {__index = globals_index},
                                           __newindex = refuse, __metatable = false})
 readonly[shown_metatable] = true
-local env = setmetatable({}, {
-  __index = globals_index,
-  __newindex = refuse,
-  __metatable = shown_metatable,
-})
+local env_meta = {__index = G, __newindex = refuse, __metatable = shown_metatable}
+local env = setmetatable({}, env_meta)
 readonly[env] = true
 
 for _, name in ipairs{"assert", "error", "ipairs", "next", "pairs", "pcall",
@@ -371,12 +375,14 @@ local function load_library(body, expired)
   if not f then return nil, "Error compiling function: " .. err end
   setfenv(f, env)
   loading = {names = {}, functions = {}}
+  env_meta.__index = LIB
   set_hook(function() if expired() then set_hook(load_timeout, 1) load_timeout() end end,
            __HOOK_EVERY__)
   local ok, result = pcall(f)
   set_hook(nil, 0)
   local registered = loading.functions
   loading = nil
+  env_meta.__index = G
   if not ok then
     local msg
     if type(result) == "table" and type(result.err) == "string" then
@@ -431,7 +437,10 @@ end
 -- (both checks inline in run and call_function: a Lua call each cost
 -- ~400 instructions a run).  A result that is not a table needs no
 -- outcome() look; a string or a number goes back alone (what most
--- scripts return: lupa makes no tuple of three for it).
+-- scripts return: lupa makes no tuple of three for it), and a status
+-- table of "OK" (what ``return redis.call('set', ...)`` returns) as a
+-- lone true (never returned alone otherwise: a boolean result comes as
+-- the three values).
 
 local function run(f, nkeys, ...)
   local keys, argv = split(nkeys, ...)
@@ -444,6 +453,9 @@ local function run(f, nkeys, ...)
     local t = type(result)
     if t == "string" or t == "number" then return result end
     if t ~= "table" then return ok, result, nil end
+    if rawget(result, "ok") == "OK" and type(rawget(result, "err")) ~= "string" then
+      return true
+    end
   end
   return outcome(ok, result)
 end
@@ -467,6 +479,9 @@ local function call_function(f, nkeys, ...)
     local t = type(result)
     if t == "string" or t == "number" then return result end
     if t ~= "table" then return ok, result, nil end
+    if rawget(result, "ok") == "OK" and type(rawget(result, "err")) ~= "string" then
+      return true
+    end
   end
   return outcome(ok, result)
 end
@@ -546,20 +561,23 @@ class Sandbox:
         cjson = lua_libs.CJson(self.lua, null)
         cmsgpack = lua_libs.CMsgpack(self.lua)
         (self._compile, self._run, self._load_library, self._call_function,
-         self._status_tables) = chunk(call, pcall, _error_text, check, log, sha1, setresp,
+         self.status_tables) = chunk(call, pcall, _error_text, check, log, sha1, setresp,
                                       _bit_ops(self.lua), REDIS_VERSION.encode(),
                                       (major << 16) | (minor << 8) | patch,
                                       self.lua.table_from(cjson.functions()),
                                       self.lua.table_from(cmsgpack.functions()), null,
                                       lua_libs.error_text)
         self.rawget = self.lua.eval(b"rawget")  # (lua_convert reads results with it)
-        self._ok_tables: list[Any] = []  # fresh {ok="OK"} tables (status_ok)
+        # fresh {ok="OK"} tables, made n at a time by status_tables(n, text)
+        # (lua_convert.status_ok: compiled, this class is not)
+        self.ok_tables: list[Any] = []
         # The Lua ``run`` and ``call_function``, taking (f, nkeys, keys...,
         # args...) straight (no Python frame between).  Their answer: a
         # string or a number the script returned, alone; else (ok, result,
         # kind), kind b"+" (a status), b"-" (an error) or b"!" (redis.call's
         # error, counted already) with the text as the result in place of
-        # the table the script returned, or None (Scripting.run reads it).
+        # the table the script returned, or None (Scripting.run reads it);
+        # True alone for a status table of "OK".
         self.lua_run = self._run
         self.lua_call_function = self._call_function
         # Nothing outside the sandbox's upvalues keeps these any more.
@@ -590,15 +608,6 @@ class Sandbox:
     def table(self, items: Any) -> Any:
         return self.lua.table_from(items)
 
-    def status_ok(self) -> Any:
-        """A new ``{ok="OK"}`` table (a script may change what it gets)."""
-        tables = self._ok_tables
-        if not tables:
-            tables.extend(self._status_tables(OK_TABLES_AT_ONCE, b"OK"))
-        return tables.pop()
-
-
-OK_TABLES_AT_ONCE = 64
 
 
 class ScriptError(Exception):

@@ -81,7 +81,8 @@ ALLOW_OOM: Final = 2
 
 class ScriptRun:
     """The script running now (``Scripting.running``): an EVAL's, or a
-    function's (FCALL: ``function`` set, its name in ``sha``)."""
+    function's (FCALL: ``function`` set, its name in ``sha``).  An engine
+    keeps one and resets it for every run."""
 
     __slots__ = ("sha", "client", "caller", "start_s", "busy", "killed",
                  "wrote", "readonly", "resp", "function", "allow_oom", "argv")
@@ -116,6 +117,11 @@ class Scripting:
         self.client = Client(0)  # the scripts' own (redis.call runs on it)
         self.client.authenticated = True
         self._atomic = Atomic(node)  # around every run (scripts never nest)
+        self._record = ScriptRun(b"", self.client, self.client, 0.0, False)
+        # the table's commands by their lower-case names too (scripts
+        # mostly call them so: one look-up, no upper())
+        self._lower: dict[bytes, Command] = {
+            name.lower(): command for name, command in node.table.items()}
 
     def _new_sandbox(self) -> Sandbox:
         """A Lua state whose redis.call runs on this engine (EVAL's; the
@@ -147,11 +153,12 @@ class Scripting:
     # --------------------------------------------------------------- run
 
     def run(self, caller: Client, sha: bytes, function: Any, numkeys: int,
-            keys_and_args: list[bytes], readonly: bool, fcall: Sandbox | None = None,
-            allow_oom: bool = False, command: list[bytes] | None = None) -> bytes:
-        """Run an EVAL's script, or (``fcall``: the functions' sandbox) a
-        registered function named ``sha``, with the first ``numkeys`` of
-        ``keys_and_args`` as its keys, the rest as its arguments."""
+            argv: list[bytes], readonly: bool, fcall: Sandbox | None = None,
+            allow_oom: bool = False) -> bytes:
+        """Run the script of an EVAL/EVALSHA request ``argv``, or
+        (``fcall``: the functions' sandbox) the registered function named
+        ``sha`` an FCALL ``argv`` calls, with the first ``numkeys`` of
+        ``argv[3:]`` as its keys, the rest as its arguments."""
         node = self.node
         # One client for every run, as Redis's script client: the caller's
         # db and address, RESP2 until redis.setresp.
@@ -161,37 +168,56 @@ class Scripting:
         client.proto = 2
         if client.out:
             client.out.clear()  # (what a command sent it itself: nobody reads it)
-        run = self.running = ScriptRun(sha, client, caller, node.clock(), readonly)
+        # One run record, reset for every run (scripts never nest)
+        run = self._record
+        run.sha = sha
+        run.caller = caller
+        run.start_s = node.clock()
+        run.busy = run.killed = run.wrote = False
+        run.readonly = readonly
+        run.resp = 2
         run.allow_oom = allow_oom
+        run.argv = argv
         if fcall is not None:
             run.function = True
-            run.argv = command or []
-            self.lua = fcall
+            self.lua = lua = fcall
+            call = fcall.lua_call_function
         else:
-            self.lua = self.sandbox
+            run.function = False
+            self.lua = lua = self.sandbox
+            call = lua.lua_run
+        self.running = run
         # The script's records form one AOF block, blocking commands
         # answer at once (transactions.Atomic, kept for every run).
         atomic = self._atomic
         atomic.begin()
         try:
-            if fcall is not None:
-                out = fcall.lua_call_function(function, numkeys, *keys_and_args)
+            # (one key, with or without one argument, the common calls:
+            # no list slice and no tuple made of it)
+            n = len(argv)
+            if n == 4:
+                out = call(function, numkeys, argv[3])
+            elif n == 5:
+                out = call(function, numkeys, argv[3], argv[4])
             else:
-                out = self.sandbox.lua_run(function, numkeys, *keys_and_args)
+                out = call(function, numkeys, *argv[3:])
         finally:
             self.running = None
             # killed although it wrote: SHUTDOWN NOSAVE, drop it on load
             atomic.abandoned = run.killed and run.wrote
             atomic.end()
         # A string or a number the script returned comes alone (the Lua
-        # runner's fast path); anything else as (ok, result, kind).
+        # runner's fast path), a status table of "OK" as True; anything
+        # else as (ok, result, kind).
         plain = type(out)
         if plain is bytes:
             return _bulk(out)
         if plain is int:
             return b":%d\r\n" % to_integer(out)
+        if plain is bool:  # a status table of "OK", read in Lua
+            return b"+OK\r\n"
         if plain is not tuple:  # (a float)
-            return lua_to_reply(out, caller.proto, run.resp, self.lua.rawget)
+            return lua_to_reply(out, caller.proto, run.resp, lua.rawget)
         outcome: tuple[bool, Any, Any] = out
         ok, result, kind = outcome
         if kind is not None:  # a status or an error table, read in Lua
@@ -202,8 +228,8 @@ class Scripting:
             return b"-%s\r\n" % one_line(result)  # (no code of its own: sent as is)
         if ok:
             # (an error table it returned was read in Lua: kind above)
-            return lua_to_reply(result, caller.proto, run.resp, self.lua.rawget)
-        rawget = self.lua.rawget
+            return lua_to_reply(result, caller.proto, run.resp, lua.rawget)
+        rawget = lua.rawget
         if lua_type(result) == "table" and rawget(result, b"ignore_error_stats_update") is True:
             # an error of redis.call/pcall, counted when it was answered
             node.error_counted = type(rawget(result, b"err")) is bytes
@@ -253,7 +279,7 @@ class Scripting:
                     args[i] = _number_arg(arg)
                 else:
                     return b"-ERR Lua redis lib command arguments must be strings or integers\r\n"
-        command = command_of(node, args[0])
+        command = self._lower.get(args[0]) or command_of(node, args[0])
         if command is None:
             return b"-ERR Unknown Redis command called from script\r\n"
         refused = _refused(node, run, command, args)
@@ -463,7 +489,7 @@ def _eval(node: Node, client: Client, argv: list[bytes], by_sha: bool,
             raise CommandError(WRITE_FLAG_ON_RO)
         readonly = readonly or bool(flags & NO_WRITES)
         allow_oom = bool(flags & ALLOW_OOM)
-    return engine.run(client, sha, function, n, argv[3:], readonly,
+    return engine.run(client, sha, function, n, argv, readonly,
                       allow_oom=allow_oom)
 
 

@@ -255,7 +255,7 @@ class Atomic:
             else:
                 wrapper.real = log
                 wrapper.opened = False
-            node.log = wrapper
+            node.swap_log(wrapper)
             self.log = wrapper
         self.abandoned = False
         # blocking.atomic()'s depth, kept here without its generator (a
@@ -268,7 +268,7 @@ class Atomic:
         wrapper = self.log
         if wrapper is not None:
             self.log = None
-            node.log = wrapper.real
+            node.swap_log(wrapper.real)
             wrapper.close(self.abandoned)
             wrapper.real = None  # (the log is not kept alive between runs)
             if self.abandoned:
