@@ -23,7 +23,6 @@ ON REPLJOB: store the job ``active`` (or merge ``nodes_delivered`` if we
   queue is paused IN.
 """
 
-from collections import deque
 from typing import Any
 
 from ..protocol import bus, errors, resp
@@ -110,23 +109,28 @@ class AddJobTimer(PendingReply):
     cancelling a deadline per ADDJOB was a measurable part of its cost.
     ADDJOBs are watched in the order they came, each due 50 ms after it
     came (its ``sent_ms``, which stays put while it is watched here), so a
-    deque holds them in deadline order; an answered one (its reply known)
+    list holds them in deadline order; an answered one (its reply known)
     stays in it until its time and is then dropped unseen.  One still
     waiting at its time goes on with a deadline of its own
     (PendingAddJob.fire)."""
 
-    __slots__ = ("waiting",)
-    waiting: deque[PendingAddJob]  # due in order
+    __slots__ = ("waiting", "head")
+    # Due in order from ``head`` (a list and an index: compiled, a deque's
+    # append and popleft are generic method calls, a list's are native).
+    waiting: list[PendingAddJob]
+    head: int
 
     def __init__(self) -> None:
         super().__init__(None)
-        self.waiting = deque()
+        self.waiting = []
+        self.head = 0
 
     def watch(self, node: Node, pending: PendingAddJob, now_ms: int) -> None:
         due = now_ms + ADD_NODE_PERIOD_MS
         waiting = self.waiting
         if ((pending.deadline_ms and pending.deadline_ms < due)
-                or (waiting and waiting[-1].sent_ms > now_ms)):  # the clock went back
+                or (len(waiting) > self.head
+                    and waiting[-1].sent_ms > now_ms)):  # the clock went back
             pending.schedule(node, now_ms)
             return
         waiting.append(pending)
@@ -136,18 +140,26 @@ class AddJobTimer(PendingReply):
 
     def fire(self, node: Node) -> None:
         waiting = self.waiting
+        head = self.head
         now_ms = node.now_ms()
-        while waiting:
-            pending = waiting[0]
+        while head < len(waiting):
+            pending = waiting[head]
             if pending.data is None:  # no reply yet (or its client left: fire checks)
                 if pending.sent_ms + ADD_NODE_PERIOD_MS > now_ms:
                     break
-                waiting.popleft()
+                head += 1
                 pending.fire(node)
             else:
-                waiting.popleft()  # answered meanwhile
-        if waiting:
-            due = waiting[0].sent_ms + ADD_NODE_PERIOD_MS
+                head += 1  # answered meanwhile
+        if head == len(waiting):
+            waiting.clear()
+            head = 0
+        elif head >= 64 and head * 2 >= len(waiting):
+            del waiting[:head]  # (the ones passed, out of memory)
+            head = 0
+        self.head = head
+        if head < len(waiting):
+            due = waiting[head].sent_ms + ADD_NODE_PERIOD_MS
             node.deadlines.set(self, due)
             node.timers_changed(due)
 
