@@ -399,7 +399,6 @@ class Replication(ReplicationHooks):
             return
         sender_id = sender.id
         now_ms = self.node.now_ms()
-        latency = self.repl_latency.get(sender_id)  # (made at its first GOTJOB that counts)
         # Jobs made in the same ms have the same latency: recorded once a run.
         run_ms = 0
         run = 0
@@ -416,18 +415,22 @@ class Replication(ReplicationHooks):
             # (the creation ms from _ctime: job.ctime is past 64 bits, a big int)
             took_ms = now_ms - job._ctime // 1_000_000 - CTIME_EPOCH_MS
             if took_ms != run_ms and run:
-                if latency is None:
-                    latency = self.repl_latency[sender_id] = ReplicationLatency()
-                latency.record(run_ms, run)
+                self._record_latency(sender_id, run_ms, run)
                 run = 0
             run_ms = took_ms
             run += 1
             if len(confirmed) >= job.repl:
                 self.achieved(job, now_ms)
         if run:
-            if latency is None:
-                latency = self.repl_latency[sender_id] = ReplicationLatency()
-            latency.record(run_ms, run)
+            self._record_latency(sender_id, run_ms, run)
+
+    def _record_latency(self, sender_id: str, took_ms: int, times: int) -> None:
+        """``times`` of ``sender_id``'s GOTJOBs came ``took_ms`` after their
+        ADDJOB (its histogram made at its first GOTJOB that counts)."""
+        latency = self.repl_latency.get(sender_id)
+        if latency is None:
+            latency = self.repl_latency[sender_id] = ReplicationLatency()
+        latency.record(took_ms, times)
 
     def achieved(self, job: Job, now_ms: int | None = None) -> bool:
         """Rule 4.  Returns False if we kept no copy (external replication)."""
