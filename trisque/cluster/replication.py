@@ -178,7 +178,6 @@ class Replication(ReplicationHooks):
     add_timer: AddJobTimer
     holders_tuples: dict[tuple[str, ...], tuple[str, ...]]
     repl_latency: dict[str, ReplicationLatency]
-    just_me: tuple[str, ...]
     first_from: tuple[str, ...] | None
     first_to: list[str]
     first_holders: tuple[str, ...]
@@ -193,9 +192,6 @@ class Replication(ReplicationHooks):
         self.add_timer = AddJobTimer()  # their first 50 ms
         self.holders_tuples = {}  # nodes_delivered tuples shared between jobs
         self.repl_latency = {}  # node id -> ReplicationLatency (/metrics)
-        # (our ID,) as one object: a job's holders set to it take the
-        # Common remembered for it (Job.nodes_delivered) without a lookup.
-        self.just_me = (node.id,)
         # _send_first's last holders: from these first ones, to these nodes.
         self.first_from = None
         self.first_to = []
@@ -224,10 +220,7 @@ class Replication(ReplicationHooks):
         if external:
             job.nodes_delivered = ()
         else:
-            just_me = self.just_me
-            if just_me[0] != my_id:  # (our ID changed: CLUSTER RESET)
-                just_me = self.just_me = (my_id,)
-            job.nodes_delivered = just_me
+            job.nodes_delivered = node.just_me()
         if not asynchronous:
             confirmed = set() if external else {my_id}
             node.register(job)

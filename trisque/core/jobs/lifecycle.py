@@ -88,10 +88,12 @@ class JobLifecycle:
     waited: dict[bytes, Any]
     clock_seen_ms: int
     clock_steps_back: int
+    _just_me: tuple[str, ...]
 
     def __init__(self, node_id: str, clock: Callable[[], float],
                  rng: _random.Random | None, random_bytes: Callable[[int], bytes]) -> None:
         self.id = node_id  # 40 hex chars, str
+        self._just_me = (node_id,)  # see just_me
         self.clock = clock  # () -> seconds as float
         self.random = rng or _random.Random()
         self._jitter_bytes = b""  # see jitter_ms
@@ -229,6 +231,16 @@ class JobLifecycle:
                   ctime, etime_ms, delay_s, retry_s)
         job.qtime_ms = now_ms + (delay_s or retry_s) * 1000
         return job
+
+    def just_me(self) -> tuple[str, ...]:
+        """(our ID,) as one object: the holders of a job only we hold yet.
+        Such jobs share it (48 bytes less each) and the Common remembered
+        for it; made again once our ID changed (CLUSTER RESET).
+        (tuple[str, ...]: a compiled tuple[str] is unboxed, a new one each.)"""
+        mine = self._just_me
+        if mine[0] is not self.id:
+            mine = self._just_me = (self.id,)
+        return mine
 
     def register(self, job: Job) -> bool:
         """Make ``job`` known here.  Returns False if its ID already is."""
