@@ -2,10 +2,26 @@
 and however they are split into reads, it returns requests or raises
 ProtocolError, nothing else; valid requests round-trip, in any chunking."""
 
+import pytest
 from hypothesis import example, given, strategies as st
 
 from tests.fuzz_settings import FUZZ
 from trisque.protocol.resp import ProtocolError, RequestParser
+
+
+# Each test reads both ways: hiredis after the large-count check (the
+# interpreted default) and the parser's own walk of plain requests first
+# (the compiled default, resp.PLAIN_WALK).
+_WALK = [False]
+
+
+@pytest.fixture(autouse=True, params=[False, True], ids=["hiredis", "plain-walk"])
+def _both_ways(request):
+    _WALK[0] = request.param
+
+
+def new_parser(max_bulk_len=512 * 1024 * 1024):
+    return RequestParser(max_bulk_len, plain_walk=_WALK[0])
 
 args = st.lists(st.binary(max_size=40), min_size=1, max_size=6)
 requests = st.lists(args, min_size=1, max_size=8)
@@ -35,7 +51,7 @@ def feed_all(parser, data, cuts):
 @given(requests, st.lists(st.integers(min_value=0), max_size=10))
 def test_valid_requests_round_trip_in_any_chunking(reqs, cuts):
     data = b"".join(encode(r) for r in reqs)
-    parser = RequestParser(max_bulk_len=1024)
+    parser = new_parser(max_bulk_len=1024)
     assert feed_all(parser, data, cuts) == reqs
     assert parser.buffered() == 0
 
@@ -46,14 +62,14 @@ def test_valid_requests_round_trip_in_any_chunking(reqs, cuts):
        st.lists(st.integers(min_value=0), max_size=6))
 def test_inline_requests_round_trip(lines, cuts):
     data = b"".join(" ".join(words).encode() + b"\r\n" for words in lines)
-    assert feed_all(RequestParser(), data, cuts) == [
+    assert feed_all(new_parser(), data, cuts) == [
         [w.encode() for w in words] for words in lines]
 
 
 @FUZZ
 @given(st.binary(max_size=600), st.lists(st.integers(min_value=0), max_size=10))
 def test_random_bytes_only_protocol_errors(data, cuts):
-    parser = RequestParser(max_bulk_len=256)
+    parser = new_parser(max_bulk_len=256)
     try:
         for request in feed_all(parser, data, cuts):
             assert request and all(isinstance(a, bytes) for a in request)
@@ -80,7 +96,7 @@ def test_mutated_requests_only_protocol_errors(reqs, mutations, cuts):
             data[pos:pos] = token
         else:
             del data[pos:pos + len(token)]
-    parser = RequestParser(max_bulk_len=1024)
+    parser = new_parser(max_bulk_len=1024)
     try:
         for request in feed_all(parser, bytes(data), cuts):
             assert request and all(isinstance(a, bytes) for a in request)
@@ -93,7 +109,7 @@ def _one_request_at_a_time(data, max_bulk_len):
     falls back to): each array by its headers, each inline line by itself;
     (requests, Redis's error or None)."""
     from trisque.protocol.resp import split_inline
-    scanner = RequestParser(max_bulk_len=max_bulk_len)
+    scanner = new_parser(max_bulk_len=max_bulk_len)
     out = []
     pos = 0
     try:
@@ -122,7 +138,10 @@ def _one_request_at_a_time(data, max_bulk_len):
 _PIECES = [encode([b"PING"]), encode([b"SET", b"k", b"v" * 30]), encode([b"ECHO", b"x" * 300]),
            encode([b"ECHO", b"*1234567\r\n$1\r\n"]), encode([b"A", b""]), b"*0\r\n", b"*-1\r\n",
            b"PING\r\n", b"\r\n", b"*2\r\n$4\r\nECHO\r\n:5\r\n", b"*1234567\r\n",
-           b"*1\r\n$04\r\nPING\r\n", b"*2\r\n*1\r\n$1\r\na\r\n$1\r\nb\r\n", b"*1\r\n$x\r\n"]
+           b"*1\r\n$04\r\nPING\r\n", b"*2\r\n*1\r\n$1\r\na\r\n$1\r\nb\r\n", b"*1\r\n$x\r\n",
+           # (the parser's own walk of plain requests must leave these to hiredis)
+           b"*01\r\n$4\r\nPING\r\n", b"*1\r\n$-1\r\n", b"*1\r\n$4\r\nPINGxy",
+           b"*1\r\n$11\r\n$4\r\nPING\r\n\r\n", encode([b"ECHO", b"y" * 12])]
 
 
 @FUZZ
@@ -135,7 +154,7 @@ def test_any_chunking_reads_as_one_request_at_a_time(pieces, cuts, max_bulk_len)
     requests, and refuses at the same place with the same error, as
     reading it one request at a time."""
     data = b"".join(pieces)
-    parser = RequestParser(max_bulk_len=max_bulk_len)
+    parser = new_parser(max_bulk_len=max_bulk_len)
     out = []
     error = None
     try:

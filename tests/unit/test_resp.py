@@ -9,6 +9,21 @@ from trisque.protocol import resp
 from trisque.protocol.resp import ProtocolError, RequestParser, split_inline
 
 
+# Each test reads both ways: hiredis after the large-count check (the
+# interpreted default) and the parser's own walk of plain requests first
+# (the compiled default, resp.PLAIN_WALK).
+_WALK = [False]
+
+
+@pytest.fixture(autouse=True, params=[False, True], ids=["hiredis", "plain-walk"])
+def _both_ways(request):
+    _WALK[0] = request.param
+
+
+def new_parser(max_bulk_len=512 * 1024 * 1024):
+    return RequestParser(max_bulk_len, plain_walk=_WALK[0])
+
+
 def mb(*args):
     out = b"*%d\r\n" % len(args)
     for a in args:
@@ -18,14 +33,14 @@ def mb(*args):
 
 
 def test_multibulk_and_pipelining():
-    p = RequestParser()
+    p = new_parser()
     data = mb("PING") + mb("ADDJOB", "q", b"a\r\nb", 0) + mb("GETJOB", "FROM", "q")
     assert p.feed(data) == [[b"PING"], [b"ADDJOB", b"q", b"a\r\nb", b"0"],
                             [b"GETJOB", b"FROM", b"q"]]
 
 
 def test_byte_by_byte():
-    p = RequestParser()
+    p = new_parser()
     data = mb("ADDJOB", "q", "x" * 100, 0) + b"PING\r\n" + mb("QLEN", "q")
     out = []
     for i in range(len(data)):
@@ -39,11 +54,11 @@ def test_split_at_every_element_boundary():
     data = mb("ADDJOB", "q", "body", 0) + mb("ECHO", "hi")
     cuts = [i for i in range(1, len(data)) if data[i - 2:i] == b"\r\n"]
     for cut in cuts:
-        p = RequestParser()
+        p = new_parser()
         out = p.feed(data[:cut]) + p.feed(data[cut:])
         assert out == [[b"ADDJOB", b"q", b"body", b"0"], [b"ECHO", b"hi"]], cut
     # and then inline again
-    p = RequestParser()
+    p = new_parser()
     assert p.feed(b"*2\r\n$4\r\nECHO\r\n") == []
     assert p.feed(b"$2\r\nhi\r\n") == [[b"ECHO", b"hi"]]
     assert p.feed(b"PING\r\n") == [[b"PING"]]
@@ -56,7 +71,7 @@ def test_every_split_of_a_pipeline():
                 [b""], [b"X", b"y" * 20], [b"+OK"]]
     for i in range(len(data)):
         for j in range(i, len(data)):
-            p = RequestParser()
+            p = new_parser()
             out = p.feed(data[:i]) + p.feed(data[i:j]) + p.feed(data[j:])
             assert out == expected, (i, j)
 
@@ -64,7 +79,7 @@ def test_every_split_of_a_pipeline():
 def test_inline_after_arrays_in_one_read():
     """Redis decides per request: what follows a request array without a
     '*' is inline text, whatever RESP type its first byte would be."""
-    p = RequestParser()
+    p = new_parser()
     assert p.feed(mb("PING") + b"PING\r\n" + mb("ECHO", "a")) == \
         [[b"PING"], [b"PING"], [b"ECHO", b"a"]]
     assert p.feed(mb("PING") + b"\r\n\r\n" + mb("PING")) == [[b"PING"], [b"PING"]]
@@ -85,7 +100,7 @@ def test_inline_after_arrays_in_one_read():
     (mb("PING") + b"*1\r\n$4\r\nPING\r\n*x\r\n", "invalid multibulk length"),
 ])
 def test_errors_after_complete_requests(data, message):
-    p = RequestParser()
+    p = new_parser()
     with pytest.raises(ProtocolError, match=re.escape(message)) as info:
         kept = p.feed(data)  # (some only with the next read: see test_malformed_multibulk)
         assert kept == [[b"PING"]]
@@ -94,7 +109,7 @@ def test_errors_after_complete_requests(data, message):
 
 
 def test_inline_forms():
-    p = RequestParser()
+    p = new_parser()
     assert p.feed(b"PING\r\n") == [[b"PING"]]
     assert p.feed(b"PING\r\n\n") == [[b"PING"]]  # Disque's harness probe
     assert p.feed(b"\r\n\r\n  \r\n") == []
@@ -115,11 +130,11 @@ def test_unbalanced_quotes(line):
     with pytest.raises(ProtocolError, match="unbalanced quotes"):
         split_inline(line)
     with pytest.raises(ProtocolError):
-        RequestParser().feed(line + b"\r\n")
+        new_parser().feed(line + b"\r\n")
 
 
 def test_requests_before_a_protocol_error_are_kept():
-    p = RequestParser()
+    p = new_parser()
     with pytest.raises(ProtocolError) as info:
         p.feed(b"PING\r\n" + mb("QLEN", "q") + b"*1\r\n$x\r\n")
     assert info.value.requests == [[b"PING"], [b"QLEN", b"q"]]
@@ -135,7 +150,7 @@ def test_requests_before_a_protocol_error_are_kept():
     (b"*1\r\n$-5\r\n", "Protocol error"),
 ])
 def test_malformed_multibulk(data, message):
-    p = RequestParser()
+    p = new_parser()
     with pytest.raises(ProtocolError, match=message):
         # (a chunk ending right after a header may only be judged with
         # the next one: hiredis has consumed it all)
@@ -153,7 +168,7 @@ def test_malformed_multibulk(data, message):
 def test_huge_count_refused_before_hiredis_sees_it(chunks):
     """hiredis reserves room for the announced elements: 2e9 costs 13 s of
     CPU when the reader is freed, so such a header must never reach it."""
-    p = RequestParser()
+    p = new_parser()
     with pytest.raises(ProtocolError):
         for chunk in chunks:
             p.feed(chunk)
@@ -161,7 +176,7 @@ def test_huge_count_refused_before_hiredis_sees_it(chunks):
 
 
 def test_large_count_text_inside_a_body_is_fine():
-    p = RequestParser()
+    p = new_parser()
     body = b"*1234567\r\n*9999999999\r\n"
     assert p.feed(mb("ADDJOB", "q", body, 0)) == [[b"ADDJOB", b"q", body, b"0"]]
     assert p.feed(mb("ADDJOB", "q", body)[:20]) == []
@@ -170,20 +185,20 @@ def test_large_count_text_inside_a_body_is_fine():
 
 
 def test_bulk_longer_than_limit_refused_from_header():
-    p = RequestParser(max_bulk_len=100)
+    p = new_parser(max_bulk_len=100)
     assert p.feed(mb("x" * 100)) == [[b"x" * 100]]
     with pytest.raises(ProtocolError, match="invalid bulk length"):
         p.feed(b"*1\r\n$101\r\n")  # refused before the body arrives
 
 
 def test_inline_too_long():
-    p = RequestParser()
+    p = new_parser()
     with pytest.raises(ProtocolError, match="too big inline request"):
         p.feed(b"A" * (resp.MAX_INLINE + 10))
 
 
 def test_empty_multibulk_ignored():
-    assert RequestParser().feed(b"*0\r\n*-1\r\n" + mb("PING")) == [[b"PING"]]
+    assert new_parser().feed(b"*0\r\n*-1\r\n" + mb("PING")) == [[b"PING"]]
 
 
 def test_encode():
@@ -217,7 +232,7 @@ def test_a_large_request_over_many_reads_is_not_copied_per_read():
     data = mb("ECHO", body)
     chunks = [data[i:i + 16384] for i in range(0, len(data), 16384)]
     del data
-    p = RequestParser()
+    p = new_parser()
     out = []
     tracemalloc.start()
     try:
