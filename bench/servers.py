@@ -23,14 +23,14 @@ def trisque_command():
 class Server:
     """One server process in a private temporary directory."""
 
-    def __init__(self, kind, argv, port, directory):
+    def __init__(self, kind, argv, port, directory, timeout=15):
         self.kind = kind
         self.port = port
         self.dir = directory
         self.proc = subprocess.Popen(argv, cwd=directory, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL)
         self.client = redis.Redis(port=port, protocol=2)
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + timeout
         while True:
             try:
                 if self.client.ping():

@@ -17,6 +17,7 @@ from ..core.admin.config import Config, ConfigError
 from ..core.node import Node
 from .commands import COMMANDS
 from ..shell import collector, heap, log, open_files
+from ..shell.ticks import next_tick_s
 from .clients.connection import ClientServer
 from ..shell.tls import bus_tls, client_tls, reload_on_change
 
@@ -250,7 +251,6 @@ async def timer_loop(node, server):
     cluster pings, no key expiry), and it is where the node sees the step
     (Node.watch_clock)."""
     next_cron_s = trio.current_time()
-    woken = trio.CancelScope
     state = {"scope": None}
 
     def wake_timers():
@@ -261,7 +261,8 @@ async def timer_loop(node, server):
         next_job_ms = node.run_timers()
         if trio.current_time() >= next_cron_s:
             node.cron()
-            next_cron_s = trio.current_time() + 1 / node.config.hz
+            # on the period's multiples: with the other periodic tasks (ticks.py)
+            next_cron_s = next_tick_s(1 / node.config.hz)
         server.flush_dirty()
         now_ms = node.now_ms()
         delay_s = max(0.0, next_cron_s - trio.current_time())
@@ -269,8 +270,9 @@ async def timer_loop(node, server):
             delay_s = min(delay_s, (next_job_ms - now_ms) / 1000)
         delay_s = max(0.001, delay_s)
         node.timer_wake_ms = now_ms + int(delay_s * 1000)
-        with woken() as state["scope"]:
-            await trio.sleep(delay_s)
+        # One cancel scope, the sleep's own (trio.sleep would add one).
+        with trio.CancelScope(deadline=trio.current_time() + delay_s) as state["scope"]:
+            await trio.sleep_forever()
         state["scope"] = None
 
 

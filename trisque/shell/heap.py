@@ -26,10 +26,9 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
-import trio
-
 from ..core.admin.info import rss_bytes
 from . import log
+from .ticks import sleep_to_tick
 
 if TYPE_CHECKING:
     from ..core.node import Node
@@ -78,7 +77,7 @@ async def give_back_after_drains(node: "Node") -> None:
         return
     high = node.used_memory
     while True:
-        await trio.sleep(GIVE_BACK_PERIOD_S)
+        await sleep_to_tick(GIVE_BACK_PERIOD_S)  # (with the other periodic tasks)
         used = node.used_memory
         if used > high:
             high = used

@@ -649,13 +649,17 @@ class ClusterService:
     async def _save_loop(self):
         """Save nodes.conf as soon as the node table changed (a node killed
         right after it learned a peer must know it when it restarts), at
-        most every SAVE_MIN_PERIOD_S, and retry while saving fails."""
+        most every SAVE_MIN_PERIOD_S, and retry while saving fails.  (No
+        wake-up otherwise: each is a pass through trio, shell/ticks.py.)"""
         membership = self.cluster.membership
         changed = trio.Event()
         membership.on_dirty = changed.set
         warned_ms = None
         while True:
-            with trio.move_on_after(SAVE_RETRY_PERIOD_S):
+            if membership.dirty:  # a save failed, or a change came meanwhile
+                with trio.move_on_after(SAVE_RETRY_PERIOD_S):
+                    await changed.wait()
+            else:
                 await changed.wait()
             changed = trio.Event()
             membership.on_dirty = changed.set

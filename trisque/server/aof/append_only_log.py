@@ -49,6 +49,7 @@ from ...core.admin.config import ConfigError
 
 from . import keys as aof_keys, load as aof_load, rewrite as aof_rewrite  # noqa: F401 (aof_keys registers)
 from ...shell import log
+from ...shell.ticks import sleep_to_tick
 from .job_record import loadjob_record
 from .load_progress import LoadProgress
 
@@ -489,7 +490,7 @@ class AppendOnlyLog:
             self._nursery = nursery
             nursery.start_soon(self._sync_loop)
             while True:
-                await trio.sleep(CRON_S)
+                await sleep_to_tick(CRON_S)  # (with the other periodic tasks)
                 self.cron()
 
     async def close(self, rewrite=False):

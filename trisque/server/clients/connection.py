@@ -163,6 +163,7 @@ class ClientServer:
     pubsub_limit: OutputLimit  # for subscribed clients (Redis's pubsub class)
     pubsub_cap: int
     over_soft: dict[Connection, None]
+    soft_watch: trio.Event  # set once over_soft has a client
 
     def __init__(self, node: Node) -> None:
         self.node = node
@@ -184,6 +185,7 @@ class ClientServer:
         self._set_output_limit(config.client_output_buffer_limit)
         config.on_change["client-output-buffer-limit"] = self._set_output_limit
         self.over_soft = {}  # Connection -> None: over the soft output limit
+        self.soft_watch = trio.Event()
 
     # ----------------------------------------------------------- output
 
@@ -206,6 +208,7 @@ class ClientServer:
             if conn.soft_since_ms is None:
                 conn.soft_since_ms = now_ms
                 self.over_soft[conn] = None
+                self.soft_watch.set()  # (_soft_limit_cron)
         elif conn.soft_since_ms is not None:
             self._below_soft(conn)
         why = output_limit.verdict(limit, unsent, conn.soft_since_ms, now_ms)
@@ -227,8 +230,13 @@ class ClientServer:
 
     async def _soft_limit_cron(self) -> None:
         """A client may sit over the soft limit without any output event
-        (it reads nothing, we send nothing): look at those 4 times a second."""
+        (it reads nothing, we send nothing): look at those 4 times a second.
+        (Asleep while there are none: a wake-up is a pass through trio,
+        shell/ticks.py.)"""
         while True:
+            if not self.over_soft:
+                self.soft_watch = trio.Event()
+                await self.soft_watch.wait()
             await trio.sleep(0.25)
             for conn in list(self.over_soft):
                 if conn.closed:
