@@ -88,6 +88,10 @@ COMPILED = [
     "trisque/core/keyspace/transactions.py",
 ]
 
+# Hand-written C beside the mypyc group: a script run's two crossings
+# between Python and lupa's Lua state (lua_sandbox.py says when it is used).
+LUA_CALL = Extension("trisque.core.keyspace._lua_call", ["trisque/core/keyspace/lua_call.c"])
+
 
 def why_pure() -> str | None:
     """Why the core cannot be compiled here, or None if it can."""
@@ -114,6 +118,7 @@ def remove_stale_builds() -> None:
         (here / source).with_suffix(suffix).unlink(missing_ok=True)
     for shared in here.glob("*__mypyc" + suffix):
         shared.unlink()
+    (here / "trisque/core/keyspace" / ("_lua_call" + suffix)).unlink(missing_ok=True)
 
 
 class BuildOrFallBack(build_ext):
@@ -128,6 +133,18 @@ class BuildOrFallBack(build_ext):
                   file=sys.stderr)
             remove_stale_builds()
             self.extensions = []
+
+    def build_extension(self, ext: Extension) -> None:
+        """lua_call.c failing alone leaves the compiled core and lupa's
+        path for scripts (the sandbox falls back without the module)."""
+        if ext is not LUA_CALL:
+            super().build_extension(ext)
+            return
+        try:
+            super().build_extension(ext)
+        except Exception as exc:
+            print(f"trisque: scripts run through lupa alone (lua_call.c failed: {exc})",
+                  file=sys.stderr)
 
     def copy_file(self, infile, outfile, *args, **kwargs):  # type: ignore[no-untyped-def]
         """An in-place build replaces a library by renaming a new file over
@@ -153,7 +170,7 @@ def compiled_extensions() -> list[Extension]:
 reason = why_pure()
 if reason is None:
     try:
-        ext_modules = compiled_extensions()
+        ext_modules = [*compiled_extensions(), LUA_CALL]
     except SystemExit:  # mypyc refused the sources (its errors are printed above)
         reason = "mypyc found errors"
 if reason is not None:

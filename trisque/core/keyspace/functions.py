@@ -69,7 +69,7 @@ class Function:
     def __init__(self, name: bytes, callback: Any, description: bytes | None,
                  flags: int, library: Library) -> None:
         self.name = name
-        self.callback = callback  # the Lua function
+        self.callback = callback  # (the Lua function, its handle: Sandbox.compile)
         self.description = description
         self.flags = flags  # FLAG_NAMES bits
         # its library's name, not the library: a pointer back would make a

@@ -16,10 +16,17 @@ tables as Redis's read-only table flag does.
 bootstrap only: the hook counts instructions and asks Python (``check``)
 whether the script was killed; the error handler (Redis's
 ``__redis__err__handler``) adds the script's source and line to an error.
+
+A run's two crossings (Python calls the runner; ``redis.call`` calls
+Python) go through the C binding of lua_call.c (``_lua_call``) when it
+is built and ``TRISQUE_LUA_BINDING`` is not ``0``: it works on this same
+Lua state (lupa's own Lua 5.1), so only the crossings change; without it
+lupa makes them (the interpreted install, ``make test-pure``).
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any, Callable
 
 import lupa.lua51 as lua51
@@ -27,13 +34,27 @@ import lupa.lua51 as lua51
 from ..admin.version import REDIS_VERSION
 from . import lua_libs
 
+try:
+    from . import _lua_call
+except ImportError:  # not built (an interpreted install), or lupa's Lua lacks a symbol
+    _lua_call = None  # type: ignore[assignment]
+
+
+def binding_available() -> bool:
+    """Whether new sandboxes run scripts through the C binding."""
+    return _lua_call is not None and os.environ.get("TRISQUE_LUA_BINDING") != "0"
+
 # Instructions between two calls of the time-limit hook (Redis's value):
 # about 1 ms of a tight Lua loop here.
 HOOK_EVERY = 100000
 
 _BOOTSTRAP = r"""
 local pycall, pypcall, pyerror, pycheck, pylog, pysha1, pysetresp, bitops,
-      version, version_num, pycjson, pycmsgpack, null, pylib_error = ...
+      version, version_num, pycjson, pycmsgpack, null, pylib_error, copen, pyreply = ...
+-- The C binding (lua_call.c), when Python found it: its redis.call and
+-- redis.pcall, and keep() to hand it the runners below.
+local ccall, cpcall, keep
+if copen then ccall, cpcall, keep = copen() end
 local sethook, getinfo = debug.sethook, debug.getinfo
 -- The hook the script runs under. Lua 5.1 keeps a hook per thread: every
 -- coroutine the script creates gets it too (coroutine.create/wrap below),
@@ -172,8 +193,8 @@ G.cmsgpack = freeze(lib_of(pycmsgpack, {_NAME = "cmsgpack", _VERSION = "lua-cmsg
 -- (and its line in the error), as Redis's C functions do.  Python raises
 -- ScriptError for redis.call's errors: the handler turns it into a table.
 local redis = {
-  call = pycall,
-  pcall = pypcall,
+  call = ccall or pycall,
+  pcall = cpcall or pypcall,
   sha1hex = function(s)
     if select('#', s) == 0 or (type(s) ~= "string" and type(s) ~= "number") then
       error("wrong number of arguments", 2)
@@ -260,6 +281,17 @@ local function hook()
   end
 end
 
+-- Every compiled script and registered function has a number (its handle:
+-- what the C binding's runners take); weak values: the entry goes with
+-- the function once Python no longer holds it.
+local FN = setmetatable({}, {__mode = "v"})
+local last_handle = 0
+local function handle_of(f)
+  last_handle = last_handle + 1
+  FN[last_handle] = f
+  return last_handle
+end
+
 -- ------------------------------------------------------------ functions
 -- redis.register_function, as function_lua.c: the positional form
 -- (name, callback) or one table of named arguments (function_name,
@@ -340,7 +372,7 @@ local function register_function(...)
   if loading.names[name] then fail("Function already exists in the library") end
   loading.names[name] = true
   local registered = loading.functions
-  registered[#registered + 1] = {name, callback, desc or false, flags}
+  registered[#registered + 1] = {name, callback, desc or false, flags, handle_of(callback)}
 end
 
 -- The library API: globals while a library's body runs.  Its ``redis``
@@ -397,8 +429,9 @@ end
 
 local function compile(body)
   local f, err = loadstring(body, "@user_script")
-  if f then setfenv(f, env) end
-  return f, err
+  if not f then return nil, err end
+  setfenv(f, env)
+  return f, handle_of(f)
 end
 
 -- Keys and arguments come as varargs (nkeys, keys..., args...): cheaper
@@ -494,7 +527,45 @@ local function status_tables(n, text)
   return unpack(made, 1, n)
 end
 
-return compile, run, load_library, call_function, status_tables
+-- The C binding's runners: the same runs, taking a handle and the KEYS
+-- and ARGV tables (made in C).  A string, a number or a status "OK"
+-- (true) comes back alone, converted in C; anything else is held for
+-- Python to read through lupa (held()).
+local held_ok, held_result, held_kind
+local function finish(ok, result)
+  if ok then
+    local t = type(result)
+    if t == "string" or t == "number" then return result end
+    if t == "table" and rawget(result, "ok") == "OK"
+        and type(rawget(result, "err")) ~= "string" then
+      return true
+    end
+  end
+  held_ok, held_result, held_kind = outcome(ok, result)
+end
+local function held()
+  local ok, result, kind = held_ok, held_result, held_kind
+  held_ok, held_result, held_kind = nil, nil, nil
+  return ok, result, kind
+end
+local function run_c(handle, keys, argv)
+  G.KEYS = keys
+  G.ARGV = argv
+  if hook_fn ~= hook then set_hook(hook, __HOOK_EVERY__) end
+  local ok, result = xpcall(FN[handle], handler)
+  if hook_fn ~= hook then set_hook(nil, 0) end  -- killed: unhooked
+  return finish(ok, result)
+end
+local function call_function_c(handle, keys, argv)
+  current_f, current_keys, current_argv = FN[handle], keys, argv
+  if hook_fn ~= hook then set_hook(hook, __HOOK_EVERY__) end
+  local ok, result = xpcall(invoke, handler)
+  if hook_fn ~= hook then set_hook(nil, 0) end  -- killed: unhooked
+  return finish(ok, result)
+end
+if keep then keep(run_c, call_function_c, pyreply) end
+
+return compile, run, load_library, call_function, status_tables, held
 """
 
 
@@ -547,7 +618,8 @@ class Sandbox:
 
     def __init__(self, call: Callable[..., Any], pcall: Callable[..., Any],
                  check: Callable[[], bool], log: Callable[[int, bytes], None],
-                 sha1: Callable[[bytes], bytes], setresp: Callable[[int], None]) -> None:
+                 sha1: Callable[[bytes], bytes], setresp: Callable[[int], None],
+                 command: Callable[[tuple[Any, ...]], bytes] | None = None) -> None:
         # Lua sees Python objects (redis.call, a ScriptError caught by a
         # pcall) as userdata: attribute access would reach the host
         # (``f.__globals__``), so only a ScriptError's ``err`` is readable.
@@ -560,13 +632,36 @@ class Sandbox:
         null = self.lua.eval(b"newproxy(false)")  # cjson.null
         cjson = lua_libs.CJson(self.lua, null)
         cmsgpack = lua_libs.CMsgpack(self.lua)
+        # The C binding: package.loadlib of lua_call.c's entry gives the
+        # bootstrap its redis.call/pcall (``command``, Scripting._command,
+        # runs the command) and takes its runners.
+        opener = None
+        if command is not None and binding_available():
+            opened = self.lua.eval(b"package.loadlib")(_lua_call.__file__.encode(),
+                                                       b"trisque_lua_open")
+            opener = opened if lua_type(opened) == "function" else None
+        from .lua_convert import reply_value  # (lua_convert imports this module)
+
+        def reply(data: bytes) -> Any:
+            """A redis.call reply the C binding does not convert (an
+            array, RESP3's) as a Lua value; an error raised as lupa's
+            path raises it."""
+            if data[0] == 45:  # -
+                raise ScriptError(data[1:-2])
+            return reply_value(data, self)
         (self._compile, self._run, self._load_library, self._call_function,
-         self.status_tables) = chunk(call, pcall, _error_text, check, log, sha1, setresp,
-                                      _bit_ops(self.lua), REDIS_VERSION.encode(),
-                                      (major << 16) | (minor << 8) | patch,
-                                      self.lua.table_from(cjson.functions()),
-                                      self.lua.table_from(cmsgpack.functions()), null,
-                                      lua_libs.error_text)
+         self.status_tables, self.held) = chunk(call, pcall, _error_text, check, log, sha1,
+                                                 setresp, _bit_ops(self.lua),
+                                                 REDIS_VERSION.encode(),
+                                                 (major << 16) | (minor << 8) | patch,
+                                                 self.lua.table_from(cjson.functions()),
+                                                 self.lua.table_from(cmsgpack.functions()),
+                                                 null, lua_libs.error_text, opener, reply)
+        # run(fcall, handle, numkeys, argv) in C: bytes, an int, a float,
+        # True (a status "OK"), or None: read the outcome with held(),
+        # (ok, result, kind) as the Lua runners below answer it
+        self.binding: Any = (_lua_call.Binding(command)
+                             if opener is not None and command is not None else None)
         self.rawget = self.lua.eval(b"rawget")  # (lua_convert reads results with it)
         # fresh {ok="OK"} tables, made n at a time by status_tables(n, text)
         # (lua_convert.status_ok: compiled, this class is not)
@@ -586,23 +681,25 @@ class Sandbox:
                      b"loadfile", b"python", b"module", b"newproxy", b"print"):
             globals_[name] = None
 
-    def compile(self, body: bytes) -> Any:
+    def compile(self, body: bytes) -> tuple[Any, int]:
+        """The script's function and its handle (the C binding's name for it)."""
         f, err = self._compile(body)
         if f is None:
             raise ScriptCompileError(err)
-        return f
+        return f, int(err)
 
     def load_library(self, body: bytes, expired: Callable[[], bool]) -> list[Any]:
         """Run a library's body (FUNCTION LOAD): its registrations as
-        ``(name, callback, description or None, flags)``; raises
+        ``(name, (callback, handle), description or None, flags)``; raises
         ``ScriptCompileError`` with Redis's text if it fails."""
         registered, err = self._load_library(body, expired)
         if registered is None:
             raise ScriptCompileError(err)
         out = []
         for i in range(1, len(registered) + 1):
-            name, callback, desc, flags = (registered[i][j] for j in (1, 2, 3, 4))
-            out.append((name, callback, None if desc is False else desc, int(flags)))
+            name, callback, desc, flags, handle = (registered[i][j] for j in (1, 2, 3, 4, 5))
+            out.append((name, (callback, int(handle)), None if desc is False else desc,
+                        int(flags)))
         return out
 
     def table(self, items: Any) -> Any:

@@ -108,7 +108,7 @@ class Scripting:
 
     def __init__(self, node: Node) -> None:
         self.node = node
-        # sha -> (body, function, shebang flags or None)
+        # sha -> (body, (function, handle): Sandbox.compile, shebang flags or None)
         self.scripts: dict[bytes, tuple[bytes, Any, int | None]] = {}
         self.running: ScriptRun | None = None
         self.sandbox = self._new_sandbox()
@@ -127,7 +127,7 @@ class Scripting:
         """A Lua state whose redis.call runs on this engine (EVAL's; the
         functions have one of their own, see functions.py)."""
         return Sandbox(self._call, self._pcall, self._check, self._log, _sha1hex,
-                       self._setresp)
+                       self._setresp, self._command)
 
     def flush(self) -> None:
         """SCRIPT FLUSH: a new Lua state, an empty cache (as Redis)."""
@@ -181,26 +181,33 @@ class Scripting:
         if fcall is not None:
             run.function = True
             self.lua = lua = fcall
-            call = fcall.lua_call_function
         else:
             run.function = False
             self.lua = lua = self.sandbox
-            call = lua.lua_run
         self.running = run
         # The script's records form one AOF block, blocking commands
         # answer at once (transactions.Atomic, kept for every run).
         atomic = self._atomic
         atomic.begin()
         try:
-            # (one key, with or without one argument, the common calls:
-            # no list slice and no tuple made of it)
-            n = len(argv)
-            if n == 4:
-                out = call(function, numkeys, argv[3])
-            elif n == 5:
-                out = call(function, numkeys, argv[3], argv[4])
+            binding = lua.binding
+            if binding is not None:
+                # the C binding (lua_call.c): a plain result, or None (held)
+                out = binding.run(fcall is not None, function[1], numkeys, argv)
+                if out is None:
+                    out = lua.held()
             else:
-                out = call(function, numkeys, *argv[3:])
+                call = lua.lua_run if fcall is None else lua.lua_call_function
+                # (one key, with or without one argument, the common calls:
+                # no list slice and no tuple made of it)
+                f = function[0]
+                n = len(argv)
+                if n == 4:
+                    out = call(f, numkeys, argv[3])
+                elif n == 5:
+                    out = call(f, numkeys, argv[3], argv[4])
+                else:
+                    out = call(f, numkeys, *argv[3:])
         finally:
             self.running = None
             # killed although it wrote: SHUTDOWN NOSAVE, drop it on load

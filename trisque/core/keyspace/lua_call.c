@@ -1,0 +1,495 @@
+/* trisque.core.keyspace._lua_call: the two crossings of a script run, in C
+ * (bench/README.md, "Functions": lupa's were ~3.5k and ~4k instructions).
+ *
+ * - Binding.run: Python -> Lua.  Calls the sandbox's runner (run_c or
+ *   call_function_c of lua_sandbox.py's bootstrap) with the script's
+ *   handle and KEYS/ARGV tables made here, and converts the common results
+ *   (a string, a number, the lone true of a status "OK"); anything else the
+ *   runner holds for Python to read through lupa (Sandbox.held).
+ * - redis.call / redis.pcall: lua_CFunctions calling Scripting._command
+ *   (the encoded reply) and turning a bulk, an integer, a status or an
+ *   pcall's error into Lua values here; other replies and redis.call's
+ *   errors go through lupa (a Python function of the sandbox's, called
+ *   from here).
+ *
+ * It runs on lupa.lua51's own Lua state with lupa's own copy of Lua 5.1:
+ * the functions are looked up in lupa's extension (dlsym; it exports the C
+ * API) and the state comes from package.loadlib of this file's
+ * trisque_lua_open (a lua_CFunction gets the lua_State).  No Lua headers:
+ * the few prototypes and constants of Lua 5.1 below.  A missing symbol
+ * makes the import fail, and the sandbox keeps lupa's path.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <dlfcn.h>
+#include <stddef.h>
+
+/* ------------------------------------------------------- Lua 5.1's API */
+
+typedef struct lua_State lua_State;
+typedef double lua_Number;
+typedef int (*lua_CFunction)(lua_State *L);
+
+#define LUA_REGISTRYINDEX (-10000)
+#define LUA_GLOBALSINDEX (-10002)
+#define lua_upvalueindex(i) (LUA_GLOBALSINDEX - (i))
+#define LUA_MULTRET (-1)
+#define LUA_TNIL 0
+#define LUA_TBOOLEAN 1
+#define LUA_TNUMBER 3
+#define LUA_TSTRING 4
+
+static struct {
+    int (*gettop)(lua_State *);
+    void (*settop)(lua_State *, int);
+    void (*pushvalue)(lua_State *, int);
+    int (*type)(lua_State *, int);
+    const char *(*tolstring)(lua_State *, int, size_t *);
+    lua_Number (*tonumber)(lua_State *, int);
+    int (*toboolean)(lua_State *, int);
+    void *(*touserdata)(lua_State *, int);
+    void (*pushnumber)(lua_State *, lua_Number);
+    void (*pushlstring)(lua_State *, const char *, size_t);
+    void (*pushboolean)(lua_State *, int);
+    void (*pushlightuserdata)(lua_State *, void *);
+    void (*pushcclosure)(lua_State *, lua_CFunction, int);
+    void (*createtable)(lua_State *, int, int);
+    void (*setfield)(lua_State *, int, const char *);
+    void (*rawgeti)(lua_State *, int, int);
+    void (*rawseti)(lua_State *, int, int);
+    int (*pcall)(lua_State *, int, int, int);
+    void (*call)(lua_State *, int, int);
+    int (*error)(lua_State *);
+    int (*checkstack)(lua_State *, int);
+    int (*ref)(lua_State *, int);
+} lua;
+
+static const char *const lua_names[] = {
+    "lua_gettop", "lua_settop", "lua_pushvalue", "lua_type", "lua_tolstring",
+    "lua_tonumber", "lua_toboolean", "lua_touserdata", "lua_pushnumber",
+    "lua_pushlstring", "lua_pushboolean", "lua_pushlightuserdata",
+    "lua_pushcclosure", "lua_createtable", "lua_setfield", "lua_rawgeti",
+    "lua_rawseti", "lua_pcall", "lua_call", "lua_error", "lua_checkstack",
+    "luaL_ref",
+};
+
+/* ------------------------------------------------------------ the state */
+
+/* One per sandbox (Lua state).  Never freed: the Lua closures of
+ * redis.call point at it and may outlive the Python object; the state
+ * itself (and its registry, which holds the refs) belongs to lupa. */
+typedef struct {
+    lua_State *L;  /* the main state, as lupa calls it */
+    int run_ref, call_function_ref, reply_ref;
+    int kept;  /* the refs above are set */
+    PyObject *command;  /* Scripting._command, or NULL once the Binding is gone */
+} binding_t;
+
+/* The state trisque_lua_open saw last, until a Binding takes it (sandboxes
+ * are made one at a time, on the node's thread). */
+static binding_t *pending = NULL;
+
+static PyObject *error_text(void)
+{
+    /* the current Python exception as bytes ("ERR <text>"), cleared */
+    PyObject *type, *value, *tb, *text = NULL, *out;
+    PyErr_Fetch(&type, &value, &tb);
+    if (value != NULL)
+        text = PyObject_Str(value);
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(tb);
+    if (text == NULL) {
+        PyErr_Clear();
+        return PyBytes_FromString("ERR error during Python call");
+    }
+    out = PyUnicode_FromFormat("ERR %U", text);
+    Py_DECREF(text);
+    if (out != NULL)
+        Py_SETREF(out, PyUnicode_AsEncodedString(out, "utf-8", "replace"));
+    if (out == NULL)
+        PyErr_Clear();
+    return out;
+}
+
+/* redis.call (protected = 0) and redis.pcall (1). */
+static int redis_command(lua_State *L, int protected)
+{
+    binding_t *b = (binding_t *)lua.touserdata(L, lua_upvalueindex(1));
+    int argc = lua.gettop(L), i, slow = 0;
+    PyGILState_STATE gil = PyGILState_Ensure();
+    PyObject *args = NULL, *reply = NULL, *failure;
+    const char *s;
+    Py_ssize_t n;
+
+    if (b->command == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "the script engine is gone");
+        goto python_error;
+    }
+    args = PyTuple_New(argc);
+    if (args == NULL)
+        goto python_error;
+    for (i = 0; i < argc; i++) {
+        PyObject *arg;
+        int t = lua.type(L, i + 1);
+        if (t == LUA_TSTRING) {
+            size_t len;
+            const char *text = lua.tolstring(L, i + 1, &len);
+            arg = PyBytes_FromStringAndSize(text, (Py_ssize_t)len);
+        } else if (t == LUA_TNUMBER) {
+            /* as lupa: an integral number is an int (Scripting writes it) */
+            lua_Number d = lua.tonumber(L, i + 1);
+            if (d >= -9223372036854775808.0 && d < 9223372036854775808.0
+                    && d == (lua_Number)(long long)d)
+                arg = PyLong_FromLongLong((long long)d);
+            else
+                arg = PyFloat_FromDouble(d);
+        } else {
+            /* neither: Scripting._refusal answers Redis's error for it */
+            arg = Py_NewRef(Py_None);
+        }
+        if (arg == NULL)
+            goto python_error;
+        PyTuple_SET_ITEM(args, i, arg);
+    }
+    reply = PyObject_CallOneArg(b->command, args);
+    Py_CLEAR(args);
+    if (reply == NULL)
+        goto python_error;
+    if (!PyBytes_Check(reply) || PyBytes_GET_SIZE(reply) < 3) {
+        PyErr_SetString(PyExc_TypeError, "a command's reply is not RESP");
+        goto python_error;
+    }
+    s = PyBytes_AS_STRING(reply);
+    n = PyBytes_GET_SIZE(reply);
+    switch (s[0]) {
+    case '$':
+        if (s[1] == '-') {
+            lua.pushboolean(L, 0);
+        } else {
+            Py_ssize_t p = 1;
+            while (p < n && s[p] != '\r')
+                p++;
+            if (p + 4 > n) {
+                slow = 1;
+                break;
+            }
+            lua.pushlstring(L, s + p + 2, (size_t)(n - p - 4));
+        }
+        break;
+    case ':':
+        /* (bytes objects end with a NUL: strtoll stops at the CR) */
+        lua.pushnumber(L, (lua_Number)strtoll(s + 1, NULL, 10));
+        break;
+    case '+':
+        lua.createtable(L, 0, 1);
+        lua.pushlstring(L, s + 1, (size_t)(n - 3));
+        lua.setfield(L, -2, "ok");
+        break;
+    case '-':
+        if (!protected) {
+            /* raised by the Python reply function: the same ScriptError
+             * object as lupa's path gives a script's pcall */
+            slow = 1;
+            break;
+        }
+        /* counted in INFO errorstats when it was answered (Scripting) */
+        lua.createtable(L, 0, 2);
+        lua.pushlstring(L, s + 1, (size_t)(n - 3));
+        lua.setfield(L, -2, "err");
+        lua.pushboolean(L, 1);
+        lua.setfield(L, -2, "ignore_error_stats_update");
+        break;
+    default:
+        slow = 1;
+    }
+    if (slow) {
+        /* arrays, RESP3..., redis.call's errors: Python's reply function,
+         * through lupa */
+        lua.rawgeti(L, LUA_REGISTRYINDEX, b->reply_ref);
+        lua.pushlstring(L, s, (size_t)n);
+    }
+    Py_DECREF(reply);
+    PyGILState_Release(gil);
+    if (slow)
+        lua.call(L, 1, 1);  /* (a Python error in it is lupa's Lua error) */
+    return 1;
+
+python_error:
+    /* a Python exception: a Lua error, nothing of Python's held */
+    Py_XDECREF(args);
+    Py_XDECREF(reply);
+    failure = error_text();
+    lua.createtable(L, 0, 2);
+    if (failure != NULL) {
+        lua.pushlstring(L, PyBytes_AS_STRING(failure), (size_t)PyBytes_GET_SIZE(failure));
+        Py_DECREF(failure);
+    } else {
+        lua.pushlstring(L, "ERR error during Python call", 28);
+    }
+    lua.setfield(L, -2, "err");
+    PyGILState_Release(gil);
+    return lua.error(L);
+}
+
+static int redis_call(lua_State *L) { return redis_command(L, 0); }
+static int redis_pcall(lua_State *L) { return redis_command(L, 1); }
+
+/* keep(run_c, call_function_c, reply): the bootstrap's functions C
+ * calls, kept in the registry. */
+static int keep(lua_State *L)
+{
+    binding_t *b = (binding_t *)lua.touserdata(L, lua_upvalueindex(1));
+    lua.settop(L, 3);
+    lua.pushvalue(L, 1);
+    b->run_ref = lua.ref(L, LUA_REGISTRYINDEX);
+    lua.pushvalue(L, 2);
+    b->call_function_ref = lua.ref(L, LUA_REGISTRYINDEX);
+    lua.pushvalue(L, 3);
+    b->reply_ref = lua.ref(L, LUA_REGISTRYINDEX);
+    b->kept = 1;
+    return 0;
+}
+
+/* What package.loadlib finds: returns redis.call, redis.pcall and keep
+ * for the bootstrap, and leaves the state for the next Binding().  (Called
+ * through lupa, which has let go of the GIL: no Python here.) */
+__attribute__((visibility("default"))) int trisque_lua_open(lua_State *L)
+{
+    binding_t *b = (binding_t *)calloc(1, sizeof(binding_t));
+    if (b == NULL) {
+        lua.pushlstring(L, "out of memory", 13);
+        return lua.error(L);
+    }
+    b->L = L;
+    lua.pushlightuserdata(L, b);
+    lua.pushcclosure(L, redis_call, 1);
+    lua.pushlightuserdata(L, b);
+    lua.pushcclosure(L, redis_pcall, 1);
+    lua.pushlightuserdata(L, b);
+    lua.pushcclosure(L, keep, 1);
+    pending = b;
+    return 3;
+}
+
+/* ------------------------------------------------------- the Binding type */
+
+typedef struct {
+    PyObject_HEAD
+    binding_t *b;
+} Binding;
+
+static int Binding_init(Binding *self, PyObject *args, PyObject *kwargs)
+{
+    PyObject *command;
+    if (!PyArg_ParseTuple(args, "O:Binding", &command))
+        return -1;
+    if (pending == NULL || !pending->kept) {
+        PyErr_SetString(PyExc_RuntimeError, "no Lua state opened (trisque_lua_open, keep)");
+        return -1;
+    }
+    self->b = pending;
+    pending = NULL;
+    Py_XSETREF(self->b->command, Py_NewRef(command));
+    return 0;
+}
+
+static int Binding_traverse(Binding *self, visitproc visit, void *arg)
+{
+    if (self->b != NULL)
+        Py_VISIT(self->b->command);
+    return 0;
+}
+
+static int Binding_clear(Binding *self)
+{
+    if (self->b != NULL)
+        Py_CLEAR(self->b->command);
+    return 0;
+}
+
+static void Binding_dealloc(Binding *self)
+{
+    PyObject_GC_UnTrack(self);
+    Binding_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* run(function, handle, numkeys, argv): the script (handle) run by
+ * run_c (function false: EVAL's) or call_function_c (FCALL's) with
+ * argv[3:3+numkeys] as keys and the rest of argv[3:] as arguments.
+ * Returns bytes, an int, a float, True, or None: the runner holds the
+ * outcome for Sandbox.held. */
+static PyObject *Binding_run(Binding *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    binding_t *b = self->b;
+    lua_State *L;
+    long handle, numkeys;
+    Py_ssize_t argc, i;
+    PyObject *argv, *out;
+    int base, status, count, t;
+
+    if (nargs != 4 || !PyList_Check(args[3])) {
+        PyErr_SetString(PyExc_TypeError, "run(function, handle, numkeys, argv: list)");
+        return NULL;
+    }
+    handle = PyLong_AsLong(args[1]);
+    numkeys = PyLong_AsLong(args[2]);
+    if (PyErr_Occurred())
+        return NULL;
+    argv = args[3];
+    argc = PyList_GET_SIZE(argv) - 3;
+    if (numkeys < 0 || argc < numkeys) {
+        PyErr_SetString(PyExc_ValueError, "numkeys out of range");
+        return NULL;
+    }
+    for (i = 3; i < argc + 3; i++)
+        if (!PyBytes_Check(PyList_GET_ITEM(argv, i))) {
+            PyErr_SetString(PyExc_TypeError, "arguments must be bytes");
+            return NULL;
+        }
+    L = b->L;
+    if (!lua.checkstack(L, 8)) {
+        PyErr_SetString(PyExc_MemoryError, "Lua stack");
+        return NULL;
+    }
+    base = lua.gettop(L);
+    lua.rawgeti(L, LUA_REGISTRYINDEX,
+                PyObject_IsTrue(args[0]) ? b->call_function_ref : b->run_ref);
+    lua.pushnumber(L, (lua_Number)handle);
+    lua.createtable(L, (int)numkeys, 0);
+    for (i = 0; i < numkeys; i++) {
+        PyObject *item = PyList_GET_ITEM(argv, 3 + i);
+        lua.pushlstring(L, PyBytes_AS_STRING(item), (size_t)PyBytes_GET_SIZE(item));
+        lua.rawseti(L, -2, (int)i + 1);
+    }
+    lua.createtable(L, (int)(argc - numkeys), 0);
+    for (i = numkeys; i < argc; i++) {
+        PyObject *item = PyList_GET_ITEM(argv, 3 + i);
+        lua.pushlstring(L, PyBytes_AS_STRING(item), (size_t)PyBytes_GET_SIZE(item));
+        lua.rawseti(L, -2, (int)(i - numkeys) + 1);
+    }
+    status = lua.pcall(L, 3, LUA_MULTRET, 0);
+    if (status != 0) {
+        /* (the runner's xpcall catches the script's errors: this is Lua's
+         * own, e.g. an error in the error handler) */
+        size_t len = 0;
+        const char *text = lua.tolstring(L, -1, &len);
+        if (text == NULL)
+            PyErr_SetString(PyExc_RuntimeError, "Lua error (not a string)");
+        else
+            PyErr_Format(PyExc_RuntimeError, "Lua error: %s", text);
+        lua.settop(L, base);
+        return NULL;
+    }
+    count = lua.gettop(L) - base;
+    out = NULL;
+    if (count == 1) {
+        t = lua.type(L, -1);
+        if (t == LUA_TSTRING) {
+            size_t len;
+            const char *text = lua.tolstring(L, -1, &len);
+            out = PyBytes_FromStringAndSize(text, (Py_ssize_t)len);
+        } else if (t == LUA_TNUMBER) {
+            lua_Number d = lua.tonumber(L, -1);
+            if (d >= -9223372036854775808.0 && d < 9223372036854775808.0
+                    && d == (lua_Number)(long long)d)
+                out = PyLong_FromLongLong((long long)d);
+            else
+                out = PyFloat_FromDouble(d);
+        } else if (t == LUA_TBOOLEAN) {
+            out = PyBool_FromLong(lua.toboolean(L, -1));
+        } else {
+            out = Py_NewRef(Py_None);
+        }
+    } else {
+        out = Py_NewRef(Py_None);
+    }
+    lua.settop(L, base);
+    return out;
+}
+
+static PyMethodDef Binding_methods[] = {
+    {"run", (PyCFunction)(void (*)(void))Binding_run, METH_FASTCALL,
+     "run(function, handle, numkeys, argv): a script run's plain result, or None"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject BindingType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "trisque.core.keyspace._lua_call.Binding",
+    .tp_basicsize = sizeof(Binding),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "Binding(command): the Lua state trisque_lua_open saw last, run from C",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Binding_init,
+    .tp_traverse = (traverseproc)Binding_traverse,
+    .tp_clear = (inquiry)Binding_clear,
+    .tp_dealloc = (destructor)Binding_dealloc,
+    .tp_methods = Binding_methods,
+};
+
+/* ------------------------------------------------------------ the module */
+
+static int resolve(void)
+{
+    /* lupa's lua51 extension, already loaded by importing it */
+    PyObject *module = PyImport_ImportModule("lupa.lua51"), *file;
+    const char *path;
+    void *handle, **slots = (void **)&lua;
+    size_t i;
+
+    if (module == NULL)
+        return -1;
+    file = PyObject_GetAttrString(module, "__file__");
+    Py_DECREF(module);
+    if (file == NULL)
+        return -1;
+    path = PyUnicode_AsUTF8(file);
+    if (path == NULL) {
+        Py_DECREF(file);
+        return -1;
+    }
+    handle = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
+    if (handle == NULL) {
+        PyErr_Format(PyExc_ImportError, "lupa.lua51 is not loaded: %s", dlerror());
+        Py_DECREF(file);
+        return -1;
+    }
+    Py_DECREF(file);
+    for (i = 0; i < sizeof(lua_names) / sizeof(lua_names[0]); i++) {
+        slots[i] = dlsym(handle, lua_names[i]);
+        if (slots[i] == NULL) {
+            PyErr_Format(PyExc_ImportError, "lupa.lua51 does not export %s", lua_names[i]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT, "_lua_call",
+    "Script runs and redis.call in C, on lupa.lua51's Lua state (lua_call.c).",
+    -1, NULL, NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__lua_call(void)
+{
+    PyObject *module;
+    if (sizeof(lua) != sizeof(lua_names) / sizeof(lua_names[0]) * sizeof(void *)) {
+        PyErr_SetString(PyExc_ImportError, "lua_call.c: the symbol table is out of step");
+        return NULL;
+    }
+    if (resolve() < 0)
+        return NULL;
+    if (PyType_Ready(&BindingType) < 0)
+        return NULL;
+    module = PyModule_Create(&module_def);
+    if (module == NULL)
+        return NULL;
+    if (PyModule_AddObjectRef(module, "Binding", (PyObject *)&BindingType) < 0) {
+        Py_DECREF(module);
+        return NULL;
+    }
+    return module;
+}
