@@ -156,3 +156,33 @@ def test_expected_builds_have_the_binding():
     if os.environ.get("TRISQUE_EXPECT_BUILD") != "compiled":
         pytest.skip("not asked for the compiled build")
     assert lua_sandbox._lua_call is not None
+
+
+@pytest.mark.parametrize("binding", [True, False], ids=["binding", "lupa"])
+def test_a_killed_run_leaves_the_hook_for_the_next(monkeypatch, binding):
+    # the kill turns the hook on for every instruction and the run takes
+    # it off; the next run (and a coroutine it makes) must be hooked again
+    monkeypatch.setenv("TRISQUE_LUA_BINDING", "1" if binding else "0")
+    now = [1000.0]
+
+    def clock():
+        now[0] += 0.05  # every read 50 ms later: busy after a few hook calls
+        return now[0]
+    node = Node(Config(), "a" * 40, clock, table=COMMANDS)
+    node.config.busy_reply_threshold = 1000
+    looper, other = node.add_client(), node.add_client()
+    kills = []
+
+    def on_busy():
+        node.execute(other, [b"SCRIPT", b"KILL"])
+        kills.append(b"".join(other.out))
+        other.out.clear()
+    node.on_busy = on_busy
+    loops = ("local i = 0 while true do i = i + 1 end",
+             "local co = coroutine.wrap(function() while true do end end) co()",
+             "local i = 0 while true do pcall(function() i = i + 1 end) end")
+    for body in loops:
+        reply = _run(node, looper, "EVAL", body, 0)
+        assert reply.startswith(b"-ERR Script killed by user with SCRIPT KILL... script: ")
+        assert _run(node, looper, "EVAL", "return redis.call('ping')", 0) == b"+PONG\r\n"
+    assert kills == [b"+OK\r\n"] * 3

@@ -1,11 +1,13 @@
 /* trisque.core.keyspace._lua_call: the two crossings of a script run, in C
  * (bench/README.md, "Functions": lupa's were ~3.5k and ~4k instructions).
  *
- * - Binding.run: Python -> Lua.  Calls the sandbox's runner (run_c or
- *   call_function_c of lua_sandbox.py's bootstrap) with the script's
- *   handle and KEYS/ARGV tables made here, and converts the common results
- *   (a string, a number, the lone true of a status "OK"); anything else the
- *   runner holds for Python to read through lupa (Sandbox.held).
+ * - Binding.run: Python -> Lua.  Calls the script (its handle's function
+ *   in the bootstrap's FN) under the bootstrap's error handler, as its
+ *   Lua runner does with xpcall: KEYS/ARGV made here (a function's two
+ *   arguments; a script's globals), the time-limit hook armed, and the
+ *   common results converted here (a string, a number, a status "OK" as
+ *   True); anything else the bootstrap's hold() keeps for Python to read
+ *   through lupa (Sandbox.held).
  * - redis.call / redis.pcall: lua_CFunctions calling Scripting._command
  *   (the encoded reply) and turning a bulk, an integer, a status or an
  *   pcall's error into Lua values here; other replies and redis.call's
@@ -38,6 +40,7 @@ typedef int (*lua_CFunction)(lua_State *L);
 #define LUA_TBOOLEAN 1
 #define LUA_TNUMBER 3
 #define LUA_TSTRING 4
+#define LUA_TTABLE 5
 
 static struct {
     int (*gettop)(lua_State *);
@@ -62,6 +65,10 @@ static struct {
     int (*error)(lua_State *);
     int (*checkstack)(lua_State *, int);
     int (*ref)(lua_State *, int);
+    void (*replace)(lua_State *, int);
+    void (*rawget)(lua_State *, int);
+    int (*gethookmask)(lua_State *);
+    int (*gethookcount)(lua_State *);
 } lua;
 
 static const char *const lua_names[] = {
@@ -70,7 +77,7 @@ static const char *const lua_names[] = {
     "lua_pushlstring", "lua_pushboolean", "lua_pushlightuserdata",
     "lua_pushcclosure", "lua_createtable", "lua_setfield", "lua_rawgeti",
     "lua_rawseti", "lua_pcall", "lua_call", "lua_error", "lua_checkstack",
-    "luaL_ref",
+    "luaL_ref", "lua_replace", "lua_rawget", "lua_gethookmask", "lua_gethookcount",
 };
 
 /* ------------------------------------------------------------ the state */
@@ -80,7 +87,11 @@ static const char *const lua_names[] = {
  * itself (and its registry, which holds the refs) belongs to lupa. */
 typedef struct {
     lua_State *L;  /* the main state, as lupa calls it */
-    int run_ref, call_function_ref, reply_ref;
+    /* the bootstrap's FN (handles), G (a script's globals), error
+     * handler, hold(ok, result), arm() and disarm() of the hook, and
+     * Python's reply function */
+    int fn_ref, globals_ref, handler_ref, hold_ref, arm_ref, disarm_ref, reply_ref;
+    int hook_every;  /* the hook's count while armed (HOOK_EVERY) */
     int kept;  /* the refs above are set */
     PyObject *command;  /* Scripting._command, or NULL once the Binding is gone */
 } binding_t;
@@ -235,18 +246,20 @@ python_error:
 static int redis_call(lua_State *L) { return redis_command(L, 0); }
 static int redis_pcall(lua_State *L) { return redis_command(L, 1); }
 
-/* keep(run_c, call_function_c, reply): the bootstrap's functions C
- * calls, kept in the registry. */
+/* keep(FN, G, handler, hold, arm, disarm, reply, hook_every): the
+ * bootstrap's values C uses, kept in the registry. */
 static int keep(lua_State *L)
 {
     binding_t *b = (binding_t *)lua.touserdata(L, lua_upvalueindex(1));
-    lua.settop(L, 3);
-    lua.pushvalue(L, 1);
-    b->run_ref = lua.ref(L, LUA_REGISTRYINDEX);
-    lua.pushvalue(L, 2);
-    b->call_function_ref = lua.ref(L, LUA_REGISTRYINDEX);
-    lua.pushvalue(L, 3);
-    b->reply_ref = lua.ref(L, LUA_REGISTRYINDEX);
+    int *refs[] = {&b->fn_ref, &b->globals_ref, &b->handler_ref, &b->hold_ref,
+                   &b->arm_ref, &b->disarm_ref, &b->reply_ref};
+    int i;
+    lua.settop(L, 8);
+    b->hook_every = (int)lua.tonumber(L, 8);
+    for (i = 0; i < 7; i++) {
+        lua.pushvalue(L, i + 1);
+        *refs[i] = lua.ref(L, LUA_REGISTRYINDEX);
+    }
     b->kept = 1;
     return 0;
 }
@@ -315,11 +328,11 @@ static void Binding_dealloc(Binding *self)
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-/* run(function, handle, numkeys, argv): the script (handle) run by
- * run_c (function false: EVAL's) or call_function_c (FCALL's) with
- * argv[3:3+numkeys] as keys and the rest of argv[3:] as arguments.
- * Returns bytes, an int, a float, True, or None: the runner holds the
- * outcome for Sandbox.held. */
+/* run(function, handle, numkeys, argv): the script (handle) run with
+ * argv[3:3+numkeys] as its keys and the rest of argv[3:] as its
+ * arguments: a function's two arguments (function true: FCALL's), or
+ * KEYS and ARGV (EVAL's).  Returns bytes, an int, a float, True, or None:
+ * hold() kept the outcome for Sandbox.held. */
 static PyObject *Binding_run(Binding *self, PyObject *const *args, Py_ssize_t nargs)
 {
     binding_t *b = self->b;
@@ -327,7 +340,7 @@ static PyObject *Binding_run(Binding *self, PyObject *const *args, Py_ssize_t na
     long handle, numkeys;
     Py_ssize_t argc, i;
     PyObject *argv, *out;
-    int base, status, count, t;
+    int base, status, t, fcall;
 
     if (nargs != 4 || !PyList_Check(args[3])) {
         PyErr_SetString(PyExc_TypeError, "run(function, handle, numkeys, argv: list)");
@@ -354,56 +367,85 @@ static PyObject *Binding_run(Binding *self, PyObject *const *args, Py_ssize_t na
         return NULL;
     }
     base = lua.gettop(L);
-    lua.rawgeti(L, LUA_REGISTRYINDEX,
-                PyObject_IsTrue(args[0]) ? b->call_function_ref : b->run_ref);
-    lua.pushnumber(L, (lua_Number)handle);
+    lua.rawgeti(L, LUA_REGISTRYINDEX, b->handler_ref);  /* base + 1 */
+    lua.rawgeti(L, LUA_REGISTRYINDEX, b->fn_ref);
+    lua.rawgeti(L, -1, (int)handle);
+    lua.replace(L, -2);  /* base + 2: the script's function */
+    fcall = PyObject_IsTrue(args[0]);
+    if (!fcall)
+        lua.rawgeti(L, LUA_REGISTRYINDEX, b->globals_ref);
     lua.createtable(L, (int)numkeys, 0);
     for (i = 0; i < numkeys; i++) {
         PyObject *item = PyList_GET_ITEM(argv, 3 + i);
         lua.pushlstring(L, PyBytes_AS_STRING(item), (size_t)PyBytes_GET_SIZE(item));
         lua.rawseti(L, -2, (int)i + 1);
     }
+    if (!fcall)
+        lua.setfield(L, -2, "KEYS");
     lua.createtable(L, (int)(argc - numkeys), 0);
     for (i = numkeys; i < argc; i++) {
         PyObject *item = PyList_GET_ITEM(argv, 3 + i);
         lua.pushlstring(L, PyBytes_AS_STRING(item), (size_t)PyBytes_GET_SIZE(item));
         lua.rawseti(L, -2, (int)(i - numkeys) + 1);
     }
-    status = lua.pcall(L, 3, LUA_MULTRET, 0);
-    if (status != 0) {
-        /* (the runner's xpcall catches the script's errors: this is Lua's
-         * own, e.g. an error in the error handler) */
-        size_t len = 0;
-        const char *text = lua.tolstring(L, -1, &len);
-        if (text == NULL)
-            PyErr_SetString(PyExc_RuntimeError, "Lua error (not a string)");
-        else
-            PyErr_Format(PyExc_RuntimeError, "Lua error: %s", text);
-        lua.settop(L, base);
-        return NULL;
+    if (!fcall) {
+        lua.setfield(L, -2, "ARGV");
+        lua.settop(L, base + 2);  /* (G off: a script takes no arguments) */
     }
-    count = lua.gettop(L) - base;
+    /* The hook stays armed between runs; a killed run (the hook then on
+     * every instruction) leaves it off, this puts it back. */
+    if (lua.gethookmask(L) == 0 || lua.gethookcount(L) != b->hook_every) {
+        lua.rawgeti(L, LUA_REGISTRYINDEX, b->arm_ref);
+        lua.pcall(L, 0, 0, 0);  /* (cannot fail; pcall: no panic if it did) */
+        lua.settop(L, base + (fcall ? 4 : 2));
+    }
+    status = lua.pcall(L, fcall ? 2 : 0, 1, base + 1);
+    if (lua.gethookcount(L) != b->hook_every) {  /* killed: unhooked */
+        lua.rawgeti(L, LUA_REGISTRYINDEX, b->disarm_ref);
+        lua.pcall(L, 0, 0, 0);
+        lua.settop(L, base + 2);
+    }
+    /* base + 2: the result, or the handler's error table */
     out = NULL;
-    if (count == 1) {
-        t = lua.type(L, -1);
-        if (t == LUA_TSTRING) {
-            size_t len;
+    t = lua.type(L, base + 2);
+    if (status == 0 && t == LUA_TSTRING) {
+        size_t len;
+        const char *text = lua.tolstring(L, base + 2, &len);
+        out = PyBytes_FromStringAndSize(text, (Py_ssize_t)len);
+    } else if (status == 0 && t == LUA_TNUMBER) {
+        lua_Number d = lua.tonumber(L, base + 2);
+        if (d >= -9223372036854775808.0 && d < 9223372036854775808.0
+                && d == (lua_Number)(long long)d)
+            out = PyLong_FromLongLong((long long)d);
+        else
+            out = PyFloat_FromDouble(d);
+    } else if (status == 0 && t == LUA_TTABLE) {
+        /* {ok="OK"} without a string err (the runner's rawgets) */
+        size_t len = 0;
+        const char *ok;
+        lua.pushlstring(L, "ok", 2);
+        lua.rawget(L, base + 2);
+        ok = lua.type(L, -1) == LUA_TSTRING ? lua.tolstring(L, -1, &len) : NULL;
+        if (ok != NULL && len == 2 && ok[0] == 'O' && ok[1] == 'K') {
+            lua.pushlstring(L, "err", 3);
+            lua.rawget(L, base + 2);
+            if (lua.type(L, -1) != LUA_TSTRING)
+                out = Py_NewRef(Py_True);
+        }
+        lua.settop(L, base + 2);
+    }
+    if (out == NULL && !PyErr_Occurred()) {
+        /* anything else: hold(ok, result) for Sandbox.held */
+        lua.rawgeti(L, LUA_REGISTRYINDEX, b->hold_ref);
+        lua.pushboolean(L, status == 0);
+        lua.pushvalue(L, base + 2);
+        if (lua.pcall(L, 2, 0, 0) != 0) {
+            size_t len = 0;
             const char *text = lua.tolstring(L, -1, &len);
-            out = PyBytes_FromStringAndSize(text, (Py_ssize_t)len);
-        } else if (t == LUA_TNUMBER) {
-            lua_Number d = lua.tonumber(L, -1);
-            if (d >= -9223372036854775808.0 && d < 9223372036854775808.0
-                    && d == (lua_Number)(long long)d)
-                out = PyLong_FromLongLong((long long)d);
-            else
-                out = PyFloat_FromDouble(d);
-        } else if (t == LUA_TBOOLEAN) {
-            out = PyBool_FromLong(lua.toboolean(L, -1));
+            PyErr_Format(PyExc_RuntimeError, "Lua error: %s", text ? text : "?");
         } else {
             out = Py_NewRef(Py_None);
         }
-    } else {
-        out = Py_NewRef(Py_None);
     }
     lua.settop(L, base);
     return out;

@@ -527,20 +527,13 @@ local function status_tables(n, text)
   return unpack(made, 1, n)
 end
 
--- The C binding's runners: the same runs, taking a handle and the KEYS
--- and ARGV tables (made in C).  A string, a number or a status "OK"
--- (true) comes back alone, converted in C; anything else is held for
--- Python to read through lupa (held()).
+-- The C binding's run (lua_call.c) is run's and call_function's, made in
+-- C: it calls FN[handle] under handler with KEYS/ARGV (G's, or a
+-- function's two arguments) and reads a string, a number or a status "OK"
+-- result itself; anything else it hands to hold() for Python (held()).
+-- arm() and disarm(): the hook, as run puts it back and takes it off.
 local held_ok, held_result, held_kind
-local function finish(ok, result)
-  if ok then
-    local t = type(result)
-    if t == "string" or t == "number" then return result end
-    if t == "table" and rawget(result, "ok") == "OK"
-        and type(rawget(result, "err")) ~= "string" then
-      return true
-    end
-  end
+local function hold(ok, result)
   held_ok, held_result, held_kind = outcome(ok, result)
 end
 local function held()
@@ -548,22 +541,9 @@ local function held()
   held_ok, held_result, held_kind = nil, nil, nil
   return ok, result, kind
 end
-local function run_c(handle, keys, argv)
-  G.KEYS = keys
-  G.ARGV = argv
-  if hook_fn ~= hook then set_hook(hook, __HOOK_EVERY__) end
-  local ok, result = xpcall(FN[handle], handler)
-  if hook_fn ~= hook then set_hook(nil, 0) end  -- killed: unhooked
-  return finish(ok, result)
-end
-local function call_function_c(handle, keys, argv)
-  current_f, current_keys, current_argv = FN[handle], keys, argv
-  if hook_fn ~= hook then set_hook(hook, __HOOK_EVERY__) end
-  local ok, result = xpcall(invoke, handler)
-  if hook_fn ~= hook then set_hook(nil, 0) end  -- killed: unhooked
-  return finish(ok, result)
-end
-if keep then keep(run_c, call_function_c, pyreply) end
+local function arm() set_hook(hook, __HOOK_EVERY__) end
+local function disarm() set_hook(nil, 0) end
+if keep then keep(FN, G, handler, hold, arm, disarm, pyreply, __HOOK_EVERY__) end
 
 return compile, run, load_library, call_function, status_tables, held
 """
