@@ -17,11 +17,14 @@ Per node and per job produced:
 - user and system CPU (/proc/PID/stat) and sleeps (voluntary switches);
 - with ``--callgrind N``: node N runs under valgrind's callgrind,
   instrumented only for the measured run, and its user-space instructions
-  a job are counted; the same length of idle time right after is counted
-  too and given apart (the cron's ticks, gossip).  Callgrind slows the
-  node some 50 times: use a rate where it is still idle most of the time
-  (a few hundred jobs/s at most), where each job is a turn of its own:
-  the figure is then the cost of a lone job.  ``--keep DIR`` keeps the
+  in the run (and 2 s after) over the jobs are counted: what a job costs
+  the node at that rate, its share of the periodic work included.  The
+  same length of idle time right after is counted too and given apart
+  (the cron's ticks, gossip; part of it shares the jobs' turns in the run,
+  so the difference is not a job's own cost, and it is the noisier
+  figure).  Callgrind slows the node some 50 times: use a rate where it
+  is still idle most of the time (100 jobs/s or less), where each job is
+  a turn of its own: the cost of a lone job.  ``--keep DIR`` keeps the
   dump (callgrind_annotate reads it: where the turn goes).
 
 The VM this was written on has no hardware counters for perf, hence
@@ -203,7 +206,7 @@ def measure(nodes, scenario, rate, seconds, callgrind=None, out_dir=None):
             named += c.get(name, 0)
         row["other"] = (c.get("sys_enter", 0) - named) / jobs
         if i == callgrind:
-            row["instructions"] = (instructions - idle) / jobs
+            row["instructions"] = instructions / jobs
             row["idle_instructions"] = idle / jobs
         per_node.append(row)
     return per_node, run
@@ -257,9 +260,9 @@ def main(argv=None):
         print(f"          user {row['user_us']:6.1f} us  system {row['system_us']:6.1f} us  "
               f"sleeps {row['sleeps']:.2f}  waits in trio's epoll {row['trio']:.2f}")
         if "instructions" in row:
-            print(f"          user instructions {row['instructions']:,.0f} (the run's "
-                  f"less as long idle: {row['idle_instructions']:,.0f} a job; its "
-                  f"syscalls are valgrind's)")
+            print(f"          user instructions {row['instructions']:,.0f} (as long "
+                  f"idle: {row['idle_instructions']:,.0f} a job; its syscalls are "
+                  f"valgrind's)")
     for point in ("sent", "got"):
         if point in run.histograms:
             h = run.histograms[point]

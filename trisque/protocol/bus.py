@@ -68,13 +68,13 @@ from typing import Any, Final
 
 from . import jobcodec
 
-MAGIC = b"TQB"
-VERSION = 1
-MAX_FRAME = 64 * 1024 * 1024  # a frame larger than this is refused
+MAGIC: Final = b"TQB"
+VERSION: Final = 1
+MAX_FRAME: Final = 64 * 1024 * 1024  # a frame larger than this is refused
 
-HEADER = struct.Struct("<3sBIHBB40sHH")
-TYPE_OFFSET = 8  # of the message type in a frame (its low byte: types < 256)
-NODE_ID_LEN = 40
+HEADER: Final = struct.Struct("<3sBIHBB40sHH")
+TYPE_OFFSET: Final = 8  # of the message type in a frame (its low byte: types < 256)
+NODE_ID_LEN: Final = 40
 JOB_ID_LEN: Final = 40
 
 # message types (Final: constants to the compiled modules that use them)
@@ -103,17 +103,17 @@ JOBSTATE: Final = 21  # the job's state here (aux: job.py's states, 4: no copy h
 SCHEDULE: Final = 22  # a periodic job's schedule (SCHEDULE ADD/DEL), last writer wins
 SCHEDFIRED: Final = 23  # a schedule's tick was fired: by whom, which job
 LASTERROR: Final = 24  # a dead-lettered job's last error (NACK ... REASON), with DEADJOB
-NAMES = ("PING", "PONG", "MEET", "FAIL", "REPLJOB", "GOTJOB", "ENQUEUE",
+NAMES: Final = ("PING", "PONG", "MEET", "FAIL", "REPLJOB", "GOTJOB", "ENQUEUE",
          "QUEUED", "SETACK", "WILLQUEUE", "GOTACK", "DELJOB", "NEEDJOBS",
          "YOURJOBS", "WORKING", "PAUSE", "PUBLISH", "DEADJOB", "REVIVE", "QPOLICY",
          "WAITJOB", "JOBSTATE", "SCHEDULE", "SCHEDFIRED", "LASTERROR")
-POLICY_TYPES = (DEADJOB, REVIVE, QPOLICY)  # only to peers with F_POLICIES
+POLICY_TYPES: Final = (DEADJOB, REVIVE, QPOLICY)  # only to peers with F_POLICIES
 
-GOSSIP_TYPES = (PING, PONG, MEET)
-JOBS_TYPES = (REPLJOB, YOURJOBS)
-JOBID_TYPES = (GOTJOB, ENQUEUE, QUEUED, SETACK, WILLQUEUE, GOTACK, DELJOB, WORKING,
+GOSSIP_TYPES: Final = (PING, PONG, MEET)
+JOBS_TYPES: Final = (REPLJOB, YOURJOBS)
+JOBID_TYPES: Final = (GOTJOB, ENQUEUE, QUEUED, SETACK, WILLQUEUE, GOTACK, DELJOB, WORKING,
                DEADJOB, REVIVE, WAITJOB, JOBSTATE)
-QUEUE_TYPES = (NEEDJOBS, PAUSE)
+QUEUE_TYPES: Final = (NEEDJOBS, PAUSE)
 
 # mflags
 NOREPLY: Final = 1  # REPLJOB: do not answer GOTJOB (ASYNC)
@@ -132,13 +132,13 @@ F_POLICIES: Final = 32  # header only: the sender knows delivery policies
 F_WAITJOB: Final = 64  # header only: the sender answers WAITJOB (cluster/waitjob.py)
 F_SCHEDULES: Final = 128  # header only: the sender knows schedules (periodic jobs)
 
-_GOSSIP = struct.Struct("<40sHHHIB")
-_JOBID = struct.Struct("<40sI")
-_QUEUE = struct.Struct("<II")
-_QPOLICY = struct.Struct("<Q40sI")
-_FIRED = struct.Struct("<Q40s40sI")
-_U16 = struct.Struct("<H")
-_U32 = struct.Struct("<I")
+_GOSSIP: Final = struct.Struct("<40sHHHIB")
+_JOBID: Final = struct.Struct("<40sI")
+_QUEUE: Final = struct.Struct("<II")
+_QPOLICY: Final = struct.Struct("<Q40sI")
+_FIRED: Final = struct.Struct("<Q40s40sI")
+_U16: Final = struct.Struct("<H")
+_U32: Final = struct.Struct("<I")
 _NO_AUX: Final = b"\0\0\0\0"  # a job-ID item's aux of 0, as _JOBID packs it
 
 
@@ -310,9 +310,9 @@ def decode(frame: bytes | bytearray | memoryview) -> Message:
      bus_port) = HEADER.unpack_from(frame)
     if magic != MAGIC or version != VERSION or length != len(frame):
         raise BusError("bad frame header")
-    if not _HEX_DIGITS.issuperset(sender):
+    sender = _node_id(sender)
+    if sender is None:
         raise BusError("bad sender id")
-    sender = sender.decode("ascii")
     if type_ >= len(NAMES):  # a newer node's: ignored (see the top)
         return Message(type_, mflags, sender, sflags, port, bus_port, None)
     body: Any  # (by type: a compiled local keeps the type of its first value)
@@ -391,13 +391,36 @@ def _decode_jobs(frame: bytes, pos: int) -> list[jobcodec.JobFields]:
 
 # Node IDs are 40 lowercase hex digits and addresses are IP literals: they
 # end up in nodes.conf and CLUSTER NODES lines, so nothing else may pass.
-_HEX_DIGITS = frozenset(b"0123456789abcdef")
+_HEX_DIGITS: Final = frozenset(b"0123456789abcdef")
+
+
+# The node IDs checked so far, as their text: the senders of frames and the
+# entries of gossip are the same few peers over and over, and the check of
+# each byte cost ~2.4k instructions an ID compiled (bench/README.md, "A
+# turn's fixed costs").  Bounded: emptied once it holds _CHECKED_IDS_MAX.
+_CHECKED_IDS: Final[dict[bytes, str]] = {}
+_CHECKED_IDS_MAX: Final = 1024
+
+
+def _node_id(raw: bytes) -> str | None:
+    """``raw`` as text if it is a node ID, else None."""
+    text = _CHECKED_IDS.get(raw)
+    if text is not None:
+        return text
+    if len(raw) != NODE_ID_LEN or not _HEX_DIGITS.issuperset(raw):
+        return None
+    text = raw.decode("ascii")
+    if len(_CHECKED_IDS) >= _CHECKED_IDS_MAX:
+        _CHECKED_IDS.clear()
+    _CHECKED_IDS[raw] = text
+    return text
 
 
 def _check_node_id(raw: bytes) -> str:
-    if len(raw) != NODE_ID_LEN or not _HEX_DIGITS.issuperset(raw):
+    text = _node_id(raw)
+    if text is None:
         raise ValueError("bad node id")
-    return raw.decode("ascii")
+    return text
 
 
 # A job ID is "D-", 8 hex digits, "-", 24 base64 characters, "-", 4 hex

@@ -5,6 +5,7 @@ puts its links in the same set and is served in the same turns, as a
 ``SocketOwner``."""
 
 import select
+from time import perf_counter
 from typing import Any, Callable
 
 import trio
@@ -66,7 +67,11 @@ class SocketSet:
     unyielded: int  # turns since the last pass through trio
     trio_fd: int  # trio's epoll set, in ours (-1: the trio-driven wait)
     alone: bool  # no other task can be in the batch we run in
-    _runner: Any  # trio's Runner, read by _trio_busy, _trio_left_s (the direct wait)
+    # trio's runner's parts the direct wait reads (set by _watch_trio)
+    _runq: Any  # tasks runnable now
+    _entry_queue: Any  # callbacks from threads and signals waiting to run
+    _next_deadline: Callable[[], float]  # trio's earliest deadline, its clock
+    _clock_offset: float  # trio's clock: perf_counter() + this
 
     def __init__(self, direct: bool = True) -> None:
         epoll = self._epoll = select.epoll()
@@ -79,18 +84,58 @@ class SocketSet:
         self.unyielded = 0
         self.trio_fd = -2 if direct else -1  # (-2: looked up at the first wait)
         self.alone = False
-        self._runner = None
 
     async def wait(self, busy: bool) -> list[tuple[int, int]]:
         """The ready (fd, events) pairs: at once when some are ready or
         ``busy`` (work is waiting), else once a socket is ready or
         ``wake()`` is called.  The other tasks run first when nothing is
-        ready, and every TURNS_PER_YIELD turns."""
+        ready, and every TURNS_PER_YIELD turns.
+
+        Where trio's internals are known (``_watch_trio``), the direct
+        wait: it sleeps in our epoll set while trio has nothing to do.
+        Blocking in a task stops every other task, so only while none can
+        run: none is runnable, none is due (trio's next deadline bounds the
+        sleep), trio's own sockets and wake-ups (its epoll set is in ours)
+        are quiet, and no other task shares our batch: trio runs the tasks
+        woken together one after another, and one after us in the batch
+        would not be counted as runnable.  So the loop sleeps directly only
+        in a step that trio began because all the others were blocked
+        (``alone``), and goes through trio again as soon as it woke one.
+        (One coroutine, trio's state read inline: this runs every turn,
+        bench/README.md, "A turn's fixed costs".)"""
         trio_fd = self.trio_fd
         if trio_fd == -2:
             trio_fd = self.trio_fd = self._watch_trio()
-        if trio_fd >= 0:
-            return await self._wait_direct(busy, trio_fd)
+        if trio_fd < 0:
+            return await self._wait_trio(busy)
+        poll = self.poll
+        if self.alone:
+            entries = self._entry_queue
+            if not (self._runq or entries.queue or entries.idempotent_queue):
+                left = self._next_deadline() - self._clock_offset - perf_counter()
+                if left > 0:
+                    ready = poll(0 if busy else (left if left < _FOREVER_S else -1))
+                    for i in range(len(ready)):
+                        if ready[i][0] == trio_fd:
+                            break  # trio has work: it goes first
+                    else:
+                        if ready or busy:
+                            return ready
+        # Through trio: a checkpoint while work waits or others run,
+        # else until every other task is blocked (then we run alone).
+        self.alone = False
+        if busy or self._trio_busy():
+            await trio.lowlevel.checkpoint()
+        else:
+            with trio.move_on_after(IDLE_WAIT_S) as scope:
+                await wait_all_tasks_blocked()
+            self.alone = not scope.cancelled_caught
+        # (back to the caller even with nothing ready: the tasks that ran
+        # meanwhile may have given it work, and no wake() says so)
+        return [event for event in poll(0) if event[0] != trio_fd]
+
+    async def _wait_trio(self, busy: bool) -> list[tuple[int, int]]:
+        """wait() through trio's scheduler (trio's internals unknown)."""
         if self.unyielded < TURNS_PER_YIELD:
             ready = self.poll(0)
             if ready or busy:
@@ -108,54 +153,13 @@ class SocketSet:
             self.sleeping = False
         return self.poll(0)
 
-    async def _wait_direct(self, busy: bool, trio_fd: int) -> list[tuple[int, int]]:
-        """wait() sleeping in our epoll set while trio has nothing to do.
-
-        Blocking in a task stops every other task, so only while none can
-        run: none is runnable, none is due (trio's next deadline bounds the
-        sleep), trio's own sockets and wake-ups (its epoll set is in ours)
-        are quiet, and no other task shares our batch: trio runs the tasks
-        woken together one after another, and one after us in the batch
-        would not be counted as runnable.  So the loop sleeps directly only
-        in a step that trio began because all the others were blocked
-        (``alone``), and goes through trio again as soon as it woke one."""
-        poll = self.poll
-        if self.alone and not self._trio_busy():
-            left = self._trio_left_s()
-            if left > 0:
-                ready = poll(0 if busy else (left if left < _FOREVER_S else -1))
-                for i in range(len(ready)):
-                    if ready[i][0] == trio_fd:
-                        break  # trio has work: it goes first
-                else:
-                    if ready or busy:
-                        return ready
-        # Through trio: a checkpoint while work waits or others run,
-        # else until every other task is blocked (then we run alone).
-        self.alone = False
-        if busy or self._trio_busy():
-            await trio.lowlevel.checkpoint()
-        else:
-            with trio.move_on_after(IDLE_WAIT_S) as scope:
-                await wait_all_tasks_blocked()
-            self.alone = not scope.cancelled_caught
-        # (back to the caller even with nothing ready: the tasks that ran
-        # meanwhile may have given it work, and no wake() says so)
-        return [event for event in poll(0) if event[0] != trio_fd]
-
     # What trio.lowlevel.current_statistics() says, read from trio's
     # runner: that builds two attrs objects and counts every registered fd,
     # once a turn (bench/README.md, "The end-to-end tail").
     def _trio_busy(self) -> bool:
         """Another task can run now, or a callback from a thread waits."""
-        runner = self._runner
-        return bool(runner.runq or runner.entry_queue.size())
-
-    def _trio_left_s(self) -> float:
-        """Seconds to trio's next deadline (<= 0: one is due)."""
-        runner = self._runner
-        left: float = runner.deadlines.next_deadline() - runner.clock.current_time()
-        return left
+        entries = self._entry_queue
+        return bool(self._runq or entries.queue or entries.idempotent_queue)
 
     def yielded(self) -> None:
         """The task that waits here awaited something else meanwhile."""
@@ -166,17 +170,22 @@ class SocketSet:
         internals differ (trio on another platform or version): then the
         trio-driven wait is used."""
         try:
-            from trio._core._run import GLOBAL_RUN_CONTEXT
+            from trio._core._run import GLOBAL_RUN_CONTEXT, SystemClock
             runner = GLOBAL_RUN_CONTEXT.runner
             fd = runner.io_manager._epoll.fileno()
             if not isinstance(fd, int):
                 return -1
-            self._runner = runner
-            self._trio_busy()  # (what they read is there)
-            self._trio_left_s()
+            clock = runner.clock
+            if type(clock) is not SystemClock:
+                return -1  # (its time is not perf_counter's plus an offset)
+            self._clock_offset = float(clock.offset)
+            self._next_deadline = runner.deadlines.next_deadline
+            self._runq = runner.runq  # (trio clears this deque, keeps it)
+            self._entry_queue = runner.entry_queue
+            self._trio_busy()  # (what it reads is there)
+            self._next_deadline() - self._clock_offset - perf_counter()
             self.register(fd, select.EPOLLIN)
         except (ImportError, AttributeError, OSError, ValueError, TypeError):
-            self._runner = None
             return -1
         return fd
 

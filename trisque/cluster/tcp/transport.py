@@ -341,7 +341,7 @@ class TcpTransport(SocketOwner):
         max_frame = self.max_frame
         size = len(buf)
         pos = 0
-        while not link.closed:
+        while pos < size and not link.closed:  # (no call for the end)
             length = frame_length(buf, pos, max_frame)
             if length is None or size - pos < length:
                 break
