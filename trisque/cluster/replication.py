@@ -322,6 +322,7 @@ class Replication(ReplicationHooks):
         jobs = node.jobs
         tombstones = self.tombstones
         deadlines = node.deadlines
+        log_active = node.log_active  # (no log: its hook not called, as ADDJOB's)
         job_stored = node.log.job_stored
         # (node.register and the rest called as such: compiled, a bound method
         # kept in a local is a slower call than the method itself)
@@ -379,7 +380,8 @@ class Replication(ReplicationHooks):
                     holders = nodes if my_id in nodes else nodes + (my_id,)
                 job.nodes_delivered = holders
                 node.register(job)
-                job_stored(job)
+                if log_active:
+                    job_stored(job)
                 deadlines.set(job, wake_ms)
             got.append((job_id, 0))
         if got and not mflags & bus.NOREPLY:
@@ -458,7 +460,8 @@ class Replication(ReplicationHooks):
                 self.outbox.send_jobid(target, bus.ENQUEUE, job.id, job.delay_s)
             node.unregister(job)
             return False
-        node.log.job_stored(job)
+        if node.log_active:
+            node.log.job_stored(job)
         if job.delay_s:
             node.schedule(job)
         else:
