@@ -186,3 +186,23 @@ def test_a_killed_run_leaves_the_hook_for_the_next(monkeypatch, binding):
         assert reply.startswith(b"-ERR Script killed by user with SCRIPT KILL... script: ")
         assert _run(node, looper, "EVAL", "return redis.call('ping')", 0) == b"+PONG\r\n"
     assert kills == [b"+OK\r\n"] * 3
+
+
+@pytest.mark.parametrize("binding", [True, False], ids=["binding", "lupa"])
+def test_redis_call_takes_as_many_arguments_as_redis(monkeypatch, binding):
+    # Redis's "Script check unpack with massive arguments": redis.call with
+    # 8,001 arguments, as many as Lua 5.1 lets a C function take.  The
+    # binding's redis.call is one; lupa's callable needs one slot more
+    # (docs/testing.md)
+    monkeypatch.setenv("TRISQUE_LUA_BINDING", "1" if binding else "0")
+    node = Node(Config(), "a" * 40, lambda: 1000.0, table=COMMANDS)
+    c = node.add_client()
+    body = "local a = {} for i = 1, 7999 do a[i] = i end return redis.call('rpush', 'big', unpack(a))"
+    reply = _run(node, c, "EVAL", body, 0)
+    if binding and lua_sandbox._lua_call is not None:
+        assert reply == b":7999\r\n"
+        assert _run(node, c, "LINDEX", "big", -1) == b"$4\r\n7999\r\n"
+    elif reply.startswith(b"-"):  # (lupa's path today: an error, nothing written)
+        assert _run(node, c, "EXISTS", "big") == b":0\r\n"
+    else:
+        assert reply == b":7999\r\n"
