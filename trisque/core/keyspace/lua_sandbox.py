@@ -599,7 +599,8 @@ class Sandbox:
     def __init__(self, call: Callable[..., Any], pcall: Callable[..., Any],
                  check: Callable[[], bool], log: Callable[[int, bytes], None],
                  sha1: Callable[[bytes], bytes], setresp: Callable[[int], None],
-                 command: Callable[[tuple[Any, ...]], bytes] | None = None) -> None:
+                 command: Callable[[tuple[Any, ...]], bytes] | None = None,
+                 reply: Callable[[bytes], Any] | None = None) -> None:
         # Lua sees Python objects (redis.call, a ScriptError caught by a
         # pcall) as userdata: attribute access would reach the host
         # (``f.__globals__``), so only a ScriptError's ``err`` is readable.
@@ -614,21 +615,13 @@ class Sandbox:
         cmsgpack = lua_libs.CMsgpack(self.lua)
         # The C binding: package.loadlib of lua_call.c's entry gives the
         # bootstrap its redis.call/pcall (``command``, Scripting._command,
-        # runs the command) and takes its runners.
+        # runs the command; ``reply``, Scripting._reply, converts the replies
+        # it leaves to Python) and takes its runners.
         opener = None
-        if command is not None and binding_available():
+        if command is not None and reply is not None and binding_available():
             opened = self.lua.eval(b"package.loadlib")(_lua_call.__file__.encode(),
                                                        b"trisque_lua_open")
             opener = opened if lua_type(opened) == "function" else None
-        from .lua_convert import reply_value  # (lua_convert imports this module)
-
-        def reply(data: bytes) -> Any:
-            """A redis.call reply the C binding does not convert (an
-            array, RESP3's) as a Lua value; an error raised as lupa's
-            path raises it."""
-            if data[0] == 45:  # -
-                raise ScriptError(data[1:-2])
-            return reply_value(data, self)
         (self._compile, self._run, self._load_library, self._call_function,
          self.status_tables, self.held) = chunk(call, pcall, _error_text, check, log, sha1,
                                                  setresp, _bit_ops(self.lua),

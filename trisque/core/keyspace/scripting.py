@@ -127,7 +127,7 @@ class Scripting:
         """A Lua state whose redis.call runs on this engine (EVAL's; the
         functions have one of their own, see functions.py)."""
         return Sandbox(self._call, self._pcall, self._check, self._log, _sha1hex,
-                       self._setresp, self._command)
+                       self._setresp, self._command, self._reply)
 
     def flush(self) -> None:
         """SCRIPT FLUSH: a new Lua state, an empty cache (as Redis)."""
@@ -244,7 +244,12 @@ class Scripting:
 
     def _call(self, *argv: Any) -> Any:
         """redis.call: the reply, or a ScriptError raised into the script."""
-        reply = self._command(argv)
+        return self._reply(self._command(argv))
+
+    def _reply(self, reply: bytes) -> Any:
+        """redis.call's reply as a Lua value, or its error raised as a
+        ScriptError (also the C binding's, for the replies it leaves to
+        Python: arrays, RESP3's, errors)."""
         if reply[0] == 45:  # -
             raise ScriptError(reply[1:-2])
         return reply_value(reply, self.lua)
