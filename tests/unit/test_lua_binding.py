@@ -60,6 +60,7 @@ SCRIPTS = [
     ("return {err = 'bare'}", []),
     ("return 3.9", []), ("return -3.9", []), ("return 1e300", []), ("return 0/0", []),
     ("return nil", []), ("return false", []), ("return true", []),
+    ("redis.setresp(3) return false", []),
     ("return {1, 'two', {3, false, 4}, nil, 5}", []),
     ("return KEYS[1] .. ARGV[1] .. #KEYS .. #ARGV", ["a", "b", "c", "d"]),
     ("return #KEYS + #ARGV", []),
@@ -135,6 +136,8 @@ def test_binding_and_lupa_give_the_same_replies(monkeypatch):
     replies = dict(zip(((body, tuple(args)) for body, args in SCRIPTS), with_binding[0::2]))
     assert replies[("return redis.call('get', KEYS[1])", ("s",))] == b"$4\r\ntext\r\n"
     assert replies[("return redis.call('get', KEYS[1])", ("nosuch",))] == b"$-1\r\n"
+    assert replies[("return false", ())] == b"$-1\r\n"
+    assert replies[("redis.setresp(3) return false", ())] == b":0\r\n"
     assert replies[("return redis.call('set', KEYS[1], ARGV[1])", ("s2", "v2"))] == b"+OK\r\n"
     assert replies[("return redis.call('incr', KEYS[1])", ("s",))].startswith(
         b"-ERR value is not an integer or out of range script: ")

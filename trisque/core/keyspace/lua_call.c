@@ -6,7 +6,7 @@
  *   Lua runner does with xpcall: KEYS/ARGV made here (a function's two
  *   arguments; a script's globals), the time-limit hook armed, and the
  *   common results converted here (a string, a number, a status "OK" as
- *   True); anything else the bootstrap's hold() keeps for Python to read
+ *   True, false as False: a missing key's GET returned); anything else the bootstrap's hold() keeps for Python to read
  *   through lupa (Sandbox.held).
  * - redis.call / redis.pcall: lua_CFunctions calling Scripting._command
  *   (the encoded reply) and turning a bulk, an integer, a status or an
@@ -331,8 +331,9 @@ static void Binding_dealloc(Binding *self)
 /* run(function, handle, numkeys, argv): the script (handle) run with
  * argv[3:3+numkeys] as its keys and the rest of argv[3:] as its
  * arguments: a function's two arguments (function true: FCALL's), or
- * KEYS and ARGV (EVAL's).  Returns bytes, an int, a float, True, or None:
- * hold() kept the outcome for Sandbox.held. */
+ * KEYS and ARGV (EVAL's).  Returns bytes, an int, a float, True (a
+ * status "OK"), False (false), or None: hold() kept the outcome for
+ * Sandbox.held. */
 static PyObject *Binding_run(Binding *self, PyObject *const *args, Py_ssize_t nargs)
 {
     binding_t *b = self->b;
@@ -419,6 +420,8 @@ static PyObject *Binding_run(Binding *self, PyObject *const *args, Py_ssize_t na
             out = PyLong_FromLongLong((long long)d);
         else
             out = PyFloat_FromDouble(d);
+    } else if (status == 0 && t == LUA_TBOOLEAN && !lua.toboolean(L, base + 2)) {
+        out = Py_NewRef(Py_False);
     } else if (status == 0 && t == LUA_TTABLE) {
         /* {ok="OK"} without a string err (the runner's rawgets) */
         size_t len = 0;

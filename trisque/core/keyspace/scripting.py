@@ -214,15 +214,17 @@ class Scripting:
             atomic.abandoned = run.killed and run.wrote
             atomic.end()
         # A string or a number the script returned comes alone (the Lua
-        # runner's fast path), a status table of "OK" as True; anything
-        # else as (ok, result, kind).
+        # runner's fast path), a status table of "OK" as True, false (the
+        # C binding's only) as False; anything else as (ok, result, kind).
         plain = type(out)
         if plain is bytes:
             return _bulk(out)
         if plain is int:
             return b":%d\r\n" % to_integer(out)
-        if plain is bool:  # a status table of "OK", read in Lua
-            return b"+OK\r\n"
+        if plain is bool:
+            if out:  # a status table of "OK", read in Lua or C
+                return b"+OK\r\n"
+            return lua_to_reply(False, caller.proto, run.resp, lua.rawget)
         if plain is not tuple:  # (a float)
             return lua_to_reply(out, caller.proto, run.resp, lua.rawget)
         outcome: tuple[bool, Any, Any] = out
