@@ -1,21 +1,4 @@
-"""tests/server/test_scripting.py once more on lupa's path: the servers this
-module starts run scripts with the C binding off (TRISQUE_LUA_BINDING=0,
-lua_sandbox.py), the path of an install without it."""
+"""tests/server/test_scripting.py once more on lupa's path (tests/server/lupa_path.py)."""
 
-import os
-
-import pytest
-
+from tests.server.lupa_path import lupa_path  # noqa: F401 (autouse: the binding off)
 from tests.server.test_scripting import *  # noqa: F401,F403 (its tests and fixtures)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def lupa_path():
-    # (module scope, autouse: set before the module's shared server starts)
-    before = os.environ.get("TRISQUE_LUA_BINDING")
-    os.environ["TRISQUE_LUA_BINDING"] = "0"
-    yield
-    if before is None:
-        del os.environ["TRISQUE_LUA_BINDING"]
-    else:
-        os.environ["TRISQUE_LUA_BINDING"] = before

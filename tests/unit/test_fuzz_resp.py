@@ -2,26 +2,13 @@
 and however they are split into reads, it returns requests or raises
 ProtocolError, nothing else; valid requests round-trip, in any chunking."""
 
-import pytest
 from hypothesis import example, given, strategies as st
 
 from tests.fuzz_settings import FUZZ
-from trisque.protocol.resp import ProtocolError, RequestParser
+from tests.unit.resp_parsers import both_ways, new_parser  # noqa: F401 (autouse)
+from trisque.protocol.resp import ProtocolError
 
 
-# Each test reads both ways: hiredis after the large-count check (the
-# interpreted default) and the parser's own walk of plain requests first
-# (the compiled default, resp.PLAIN_WALK).
-_WALK = [False]
-
-
-@pytest.fixture(autouse=True, params=[False, True], ids=["hiredis", "plain-walk"])
-def _both_ways(request):
-    _WALK[0] = request.param
-
-
-def new_parser(max_bulk_len=512 * 1024 * 1024):
-    return RequestParser(max_bulk_len, plain_walk=_WALK[0])
 
 args = st.lists(st.binary(max_size=40), min_size=1, max_size=6)
 requests = st.lists(args, min_size=1, max_size=8)

@@ -5,23 +5,11 @@ import tracemalloc
 
 import pytest
 
+from tests.unit.resp_parsers import both_ways, new_parser  # noqa: F401 (autouse)
 from trisque.protocol import resp
-from trisque.protocol.resp import ProtocolError, RequestParser, split_inline
+from trisque.protocol.resp import ProtocolError, split_inline
 
 
-# Each test reads both ways: hiredis after the large-count check (the
-# interpreted default) and the parser's own walk of plain requests first
-# (the compiled default, resp.PLAIN_WALK).
-_WALK = [False]
-
-
-@pytest.fixture(autouse=True, params=[False, True], ids=["hiredis", "plain-walk"])
-def _both_ways(request):
-    _WALK[0] = request.param
-
-
-def new_parser(max_bulk_len=512 * 1024 * 1024):
-    return RequestParser(max_bulk_len, plain_walk=_WALK[0])
 
 
 def mb(*args):

@@ -123,6 +123,16 @@ static PyObject *error_text(void)
     return out;
 }
 
+/* A Lua number as lupa gives it: an integral one as an int (Scripting
+ * writes it as Redis does), else a float. */
+static PyObject *number_to_python(lua_Number d)
+{
+    if (d >= -9223372036854775808.0 && d < 9223372036854775808.0
+            && d == (lua_Number)(long long)d)
+        return PyLong_FromLongLong((long long)d);
+    return PyFloat_FromDouble(d);
+}
+
 /* redis.call (protected = 0) and redis.pcall (1). */
 static int redis_command(lua_State *L, int protected)
 {
@@ -148,13 +158,7 @@ static int redis_command(lua_State *L, int protected)
             const char *text = lua.tolstring(L, i + 1, &len);
             arg = PyBytes_FromStringAndSize(text, (Py_ssize_t)len);
         } else if (t == LUA_TNUMBER) {
-            /* as lupa: an integral number is an int (Scripting writes it) */
-            lua_Number d = lua.tonumber(L, i + 1);
-            if (d >= -9223372036854775808.0 && d < 9223372036854775808.0
-                    && d == (lua_Number)(long long)d)
-                arg = PyLong_FromLongLong((long long)d);
-            else
-                arg = PyFloat_FromDouble(d);
+            arg = number_to_python(lua.tonumber(L, i + 1));
         } else {
             /* neither: Scripting._refusal answers Redis's error for it */
             arg = Py_NewRef(Py_None);
@@ -414,12 +418,7 @@ static PyObject *Binding_run(Binding *self, PyObject *const *args, Py_ssize_t na
         const char *text = lua.tolstring(L, base + 2, &len);
         out = PyBytes_FromStringAndSize(text, (Py_ssize_t)len);
     } else if (status == 0 && t == LUA_TNUMBER) {
-        lua_Number d = lua.tonumber(L, base + 2);
-        if (d >= -9223372036854775808.0 && d < 9223372036854775808.0
-                && d == (lua_Number)(long long)d)
-            out = PyLong_FromLongLong((long long)d);
-        else
-            out = PyFloat_FromDouble(d);
+        out = number_to_python(lua.tonumber(L, base + 2));
     } else if (status == 0 && t == LUA_TBOOLEAN && !lua.toboolean(L, base + 2)) {
         out = Py_NewRef(Py_False);
     } else if (status == 0 && t == LUA_TTABLE) {
