@@ -599,8 +599,8 @@ class Sandbox:
     def __init__(self, call: Callable[..., Any], pcall: Callable[..., Any],
                  check: Callable[[], bool], log: Callable[[int, bytes], None],
                  sha1: Callable[[bytes], bytes], setresp: Callable[[int], None],
-                 command: Callable[[tuple[Any, ...]], bytes] | None = None,
-                 reply: Callable[[bytes], Any] | None = None) -> None:
+                 command: Callable[[tuple[Any, ...]], bytes],
+                 reply: Callable[[bytes], Any]) -> None:
         # Lua sees Python objects (redis.call, a ScriptError caught by a
         # pcall) as userdata: attribute access would reach the host
         # (``f.__globals__``), so only a ScriptError's ``err`` is readable.
@@ -618,7 +618,7 @@ class Sandbox:
         # runs the command; ``reply``, Scripting._reply, converts the replies
         # it leaves to Python) and takes its runners.
         opener = None
-        if command is not None and reply is not None and binding_available():
+        if binding_available():
             opened = self.lua.eval(b"package.loadlib")(_lua_call.__file__.encode(),
                                                        b"trisque_lua_open")
             opener = opened if lua_type(opened) == "function" else None
@@ -633,8 +633,7 @@ class Sandbox:
         # run(fcall, handle, numkeys, argv) in C: bytes, an int, a float,
         # True (a status "OK"), or None: read the outcome with held(),
         # (ok, result, kind) as the Lua runners below answer it
-        self.binding: Any = (_lua_call.Binding(command)
-                             if opener is not None and command is not None else None)
+        self.binding: Any = _lua_call.Binding(command) if opener is not None else None
         self.rawget = self.lua.eval(b"rawget")  # (lua_convert reads results with it)
         # fresh {ok="OK"} tables, made n at a time by status_tables(n, text)
         # (lua_convert.status_ok: compiled, this class is not)
