@@ -14,7 +14,7 @@ pytestmark = pytest.mark.skipif(
 
 def test_open_loop_times_every_request_and_every_job(tmp_path):
     chosen = [latency.SCENARIOS["addjob-r1"], latency.SCENARIOS["e2e-local"],
-              latency.SCENARIOS["e2e-federated"]]
+              latency.SCENARIOS["e2e-local-r1"], latency.SCENARIOS["e2e-federated"]]
     plot = tmp_path / "latency.png"
     rows = latency.run(0.3, [0.05], chosen, nodes=2, disque=None, max_requests=2000,
                        plot=str(plot))
@@ -22,7 +22,8 @@ def test_open_loop_times_every_request_and_every_job(tmp_path):
     for server in ("trisque", "redis"):
         assert ("addjob-r1", server, "sent") in points
         assert ("e2e-local", server, "got") in points
-    for scenario in ("e2e-local", "e2e-federated"):
+        assert ("e2e-local-r1", server, "got") in points
+    for scenario in ("e2e-local", "e2e-local-r1", "e2e-federated"):
         assert (scenario, "trisque", "acked") in points
     for r in rows:
         assert r.lost == 0 and r.errors == 0, r
