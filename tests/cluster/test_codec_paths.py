@@ -51,6 +51,35 @@ def test_jobid_frames_round_trip():
     assert bus.decode(bus.jobids(header, bus.GOTJOB, [])).body == []
 
 
+def test_jobid_frames_take_bare_ids_as_aux_zero():
+    """A replica's GOTJOB items are the IDs alone: the frame is byte for
+    byte the one of (id, 0) pairs, also mixed with pairs, and with a pair
+    whose aux is not 0 (the pack-per-item path)."""
+    header = bus.Header("f" * 40, 7711, 17711)
+    ids = [b"D-%08x-%s-0001" % (i, b"B" * 24) for i in range(5)]
+    pairs = [(i, 0) for i in ids]
+    assert bus.jobids(header, bus.GOTJOB, ids) == bus.jobids(header, bus.GOTJOB, pairs)
+    mixed = [ids[0], pairs[1], ids[2]]
+    assert bus.jobids(header, bus.GOTJOB, mixed) == bus.jobids(header, bus.GOTJOB, pairs[:3])
+    with_aux = [ids[0], (ids[1], 7), ids[2]]
+    msg = bus.decode(bus.jobids(header, bus.DELJOB, with_aux, 4))
+    assert (msg.type, msg.mflags, msg.body) == (bus.DELJOB, 4, [(ids[0], 0), (ids[1], 7),
+                                                                 (ids[2], 0)])
+
+
+def test_job_frames_with_a_given_size_are_the_same_frames():
+    """The outbox passes the records' size it already counted: the frame
+    is the one jobs() makes counting them itself."""
+    header = bus.Header("f" * 40, 7711, 17711)
+    records = [serialize(_job(("a" * 40,), nacks=i), 1000 + i) for i in range(3)]
+    frame = bus.jobs(header, bus.REPLJOB, records, bus.NOREPLY)
+    assert bus.jobs(header, bus.REPLJOB, records, bus.NOREPLY,
+                    sum(map(len, records))) == frame
+    assert struct.unpack_from("<I", frame, 4)[0] == len(frame)
+    assert bus.decode(frame).body == [jobcodec.decode(r)[0] for r in records]
+    assert bus.decode(bus.jobs(header, bus.YOURJOBS, [])).body == []
+
+
 def test_job_frames_decode_like_the_codec_and_refuse_bad_records():
     header = bus.Header("f" * 40, 7711, 17711)
     a, b = "a" * 40, "b" * 40

@@ -13,6 +13,7 @@ those, and each sent alone cost the peer a wake-up and us a send
 (bench/README.md, "Fewer wake-ups a job").
 """
 
+from collections.abc import Sequence
 from typing import Any, Callable
 
 from mypy_extensions import mypyc_attr
@@ -63,7 +64,7 @@ class Batch:
     __slots__ = ("type", "mflags", "items")
     type: int
     mflags: int
-    items: list[Any]  # job records, or (job id, aux) pairs
+    items: list[Any]  # job records, or (job id, aux) pairs and job IDs (aux 0)
 
     def __init__(self, type_: int, mflags: int) -> None:
         self.type = type_
@@ -124,9 +125,10 @@ class Outbox:
                    mflags: int = 0, lazy: bool = False) -> None:
         self._enqueue(node_id, type_, mflags, (job_id, aux), lazy)
 
-    def send_jobids(self, node_id: str, type_: int, items: list[tuple[bytes, int]],
-                    mflags: int = 0) -> None:
-        """send_jobid for each of ``items`` ((job id, aux) pairs)."""
+    def send_jobids(self, node_id: str, type_: int,
+                    items: Sequence[bytes | tuple[bytes, int]], mflags: int = 0) -> None:
+        """send_jobid for each of ``items``: (job id, aux) pairs, or job IDs
+        alone for aux 0 (bus.jobids takes both)."""
         if node_id == self.node.id or not items:
             return
         self._batch(node_id, type_, mflags).extend(items)
@@ -256,11 +258,12 @@ class Outbox:
                 if type_ in bus.JOBS_TYPES:
                     if old_peer:
                         items = [jobcodec.without_policy(r) for r in items]
-                    if len(items) > 1 and sum(map(len, items)) > JOBS_FRAME_BYTES:
+                    size = sum(map(len, items))
+                    if len(items) > 1 and size > JOBS_FRAME_BYTES:
                         for part in _split_records(items):
                             send(node_id, bus.jobs(header, type_, part, mflags))
                     else:
-                        send(node_id, bus.jobs(header, type_, items, mflags))
+                        send(node_id, bus.jobs(header, type_, items, mflags, size))
                 elif len(items) > JOBIDS_FRAME_ITEMS:
                     for start in range(0, len(items), JOBIDS_FRAME_ITEMS):
                         send(node_id, bus.jobids(header, type_,

@@ -34,7 +34,7 @@ from ..core.jobs.job import (ACKED, ACTIVE, BCAST_QUEUED, BCAST_WILLQUEUE,
 from ..core.hooks import ReplicationHooks
 from ..core.jobs.lifecycle import WILLQUEUE_ADVANCE_MS
 from ..core.node import Node
-from ..core.jobs.queue import PAUSED_IN
+from ..core.jobs.queue import PAUSED_IN, Queue
 from .membership import ClusterNode, Membership
 from .outbox import Outbox
 from .replication_latency import ReplicationLatency
@@ -329,7 +329,7 @@ class Replication(ReplicationHooks):
         # node.schedule(job) for a new active job, inline: its requeue (the
         # WILLQUEUE before it, when other nodes count) or its expiry.
         advance_ms = WILLQUEUE_ADVANCE_MS if self.membership.size() > 1 else 0
-        got = []  # GOTJOB items, one message for the frame
+        got: list[bytes] = []  # GOTJOB items (IDs alone: aux 0), one message for the frame
         # One jitter draw for the copies of a frame (made together, so they
         # may requeue together): their deadlines then share a millisecond,
         # an append where a draw each made a bucket each (bench/README.md,
@@ -340,9 +340,16 @@ class Replication(ReplicationHooks):
         # the holders with us added, worked out once per distinct tuple.
         last_nodes: tuple[str, ...] | None = None
         holders: tuple[str, ...] = ()
+        # And one queue: looked up again only when the name changes (a
+        # bytes comparison, where the lookup hashed each record's new name).
+        # Nothing below makes a queue, so a missing one stays missing.
+        last_name: bytes | None = None
+        queue: Queue | None = None
         for (job_id, _state, flags, repl, ctime, ttl_ms, delay_s, retry_s, nacks,
              deliveries, queue_name, body, nodes, policy) in records:
-            queue = queues.get(queue_name)
+            if last_name is None or queue_name != last_name:
+                queue = queues.get(queue_name)
+                last_name = queue_name
             if queue is not None and queue.paused & PAUSED_IN:
                 continue
             if job_id in tombstones:
@@ -383,7 +390,7 @@ class Replication(ReplicationHooks):
                 if log_active:
                     job_stored(job)
                 deadlines.set(job, wake_ms)
-            got.append((job_id, 0))
+            got.append(job_id)
         if got and not mflags & bus.NOREPLY:
             self.outbox.send_jobids(sender.id, bus.GOTJOB, got)
 
@@ -415,7 +422,8 @@ class Replication(ReplicationHooks):
             run_ms = took_ms
             run += 1
             if len(confirmed) >= job.repl:
-                self.achieved(job, now_ms)
+                del replicating[job_id]  # (found there above: no second look)
+                self._achieved(job, now_ms)
         if run:
             self._record_latency(sender_id, run_ms, run)
 
@@ -429,6 +437,13 @@ class Replication(ReplicationHooks):
 
     def achieved(self, job: Job, now_ms: int | None = None) -> bool:
         """Rule 4.  Returns False if we kept no copy (external replication)."""
+        replicating = self.replicating
+        if job.id in replicating:
+            del replicating[job.id]
+        return self._achieved(job, now_ms)
+
+    def _achieved(self, job: Job, now_ms: int | None) -> bool:
+        """achieved() for a job already out of ``replicating``."""
         node = self.node
         job.state = ACTIVE
         # The waiter and the confirmations leave the job's rare fields
@@ -449,9 +464,6 @@ class Replication(ReplicationHooks):
                     del rare["nodes_confirmed"]
                 if not rare or not any(rare.values()):
                     job._rare = None  # every rare field back at its default (memory)
-        replicating = self.replicating
-        if job.id in replicating:
-            del replicating[job.id]
         if pending is not None:
             node.resolve(pending, b"+%s\r\n" % job.id)
         if node.id not in job.nodes_delivered:

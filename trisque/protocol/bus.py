@@ -73,6 +73,7 @@ VERSION: Final = 1
 MAX_FRAME: Final = 64 * 1024 * 1024  # a frame larger than this is refused
 
 HEADER: Final = struct.Struct("<3sBIHBB40sHH")
+_COUNTED: Final = struct.Struct("<3sBIHBB40sHHI")  # a header and a payload's u32 count
 TYPE_OFFSET: Final = 8  # of the message type in a frame (its low byte: types < 256)
 NODE_ID_LEN: Final = 40
 JOB_ID_LEN: Final = 40
@@ -225,28 +226,52 @@ def fail(header: Header, node_id: str) -> bytes:
     return _frame(header, FAIL, node_id.encode())
 
 
-def jobs(header: Header, type_: int, records: list[bytes], mflags: int = 0) -> bytes:
-    """records: serialized jobs (protocol.jobcodec)."""
-    return _frame(header, type_, _U32.pack(len(records)) + b"".join(records), mflags)
+def _counted(header: Header, type_: int, count: int, size: int, mflags: int) -> bytes:
+    """The header of a frame whose payload is a u32 ``count`` and ``size``
+    bytes more, with the count: what jobs() and jobids() put in front."""
+    return _COUNTED.pack(MAGIC, VERSION, _COUNTED.size + size, type_, mflags, header.flags,
+                         header.node_id, header.port, header.bus_port, count)
 
 
-def jobids(header: Header, type_: int, items: list[tuple[bytes, int]],
+def jobs(header: Header, type_: int, records: list[bytes], mflags: int = 0,
+         size: int = -1) -> bytes:
+    """records: serialized jobs (protocol.jobcodec); ``size``: their bytes,
+    if the caller counted them.  The records are copied once, behind the
+    header (a frame of a pipelined turn is ~15 KB: joining them, then
+    adding the count and the header, copied them three times)."""
+    if size < 0:
+        size = sum(map(len, records))
+    parts = [_counted(header, type_, len(records), size, mflags)]
+    parts.extend(records)
+    return b"".join(parts)
+
+
+def jobids(header: Header, type_: int, items: Sequence[bytes | tuple[bytes, int]],
            mflags: int = 0) -> bytes:
-    """items: (job id bytes, aux) pairs, all of the same type and mflags."""
+    """items: (job id bytes, aux) pairs, or a job ID alone for aux 0 (a
+    replica's GOTJOBs: no pair made per copy), all of the same type and
+    mflags."""
     # The common frame (GOTJOB, DELJOB: 40-byte IDs, aux 0) is the IDs
     # joined by the zero aux, one C join; a pack per item costs ~0.6k
     # instructions (bench/README.md, "Issue 29 point 4").
     ids = []
-    for job_id, aux in items:
+    for item in items:
+        if isinstance(item, bytes):
+            job_id = item
+            aux = 0
+        else:
+            job_id, aux = item
         if aux or len(job_id) != JOB_ID_LEN:
             # starmap: the pack calls from C, no Python step per item
-            return _frame(header, type_, _U32.pack(len(items)) + b"".join(
-                starmap(_JOBID.pack, items)), mflags)
+            pairs = [(i, 0) if isinstance(i, bytes) else i for i in items]
+            return _frame(header, type_, _U32.pack(len(pairs)) + b"".join(
+                starmap(_JOBID.pack, pairs)), mflags)
         ids.append(job_id)
     if not ids:
         return _frame(header, type_, _U32.pack(0), mflags)
-    return _frame(header, type_, b"".join((_U32.pack(len(ids)), _NO_AUX.join(ids), _NO_AUX)),
-                  mflags)
+    count = len(ids)
+    return b"".join((_counted(header, type_, count, count * _JOBID.size, mflags),
+                     _NO_AUX.join(ids), _NO_AUX))
 
 
 def queue_op(header: Header, type_: int, name: bytes, aux: int = 0) -> bytes:
