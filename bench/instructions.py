@@ -13,6 +13,13 @@ counts (valgrind's callgrind, Debian package ``valgrind``) do not, so the
 changes in bench/README.md are measured with ``--callgrind``: each count
 is the difference between runs with and without that phase, divided by N.
 
+``--waiter`` runs the single-node path of ``bench latency``'s
+e2e-local-r1 instead: consumers blocked in GETJOB TIMEOUT 100, an ADDJOB
+REPLICATE 1 served to the oldest at once, its ACKJOB and the consumer's
+next GETJOB (blocking again), on a node that counts 3 nodes in its
+cluster (as the bench's first node: requeue times jittered); its figure
+is one such job's cycle.
+
 ``--policies`` compares the cost of one job's ADDJOB + GETJOB + ACKJOB by
 kind (issue 28's budget: a job with a delivery limit and a priority costs at
 most 10% more than a plain one): plain, with ``MAXDELIVERIES 5 PRIORITY 7``
@@ -100,6 +107,46 @@ def measure(n, phases, shuffle, kind="plain"):
     return result
 
 
+WAITERS = 8  # consumers blocked in GETJOB, as bench latency's CONSUMERS
+
+
+def waiter_cycles(n):
+    """Seconds for ``n`` jobs of e2e-local-r1's single-node path: each
+    ADDJOB REPLICATE 1 wakes the oldest consumer blocked in GETJOB, which
+    acks the job and blocks again."""
+    collector.tune()
+    node = Node(Config(), "a" * 40, time.time, table=COMMANDS)
+    Cluster(node, Transport(), "127.0.0.1", 7711, 17711)
+    node.cluster_size = 3  # (a cluster's node: its requeue times are jittered)
+    producer = node.add_client()
+    consumers = [node.add_client() for _ in range(WAITERS)]
+    getjob = [b"GETJOB", b"TIMEOUT", b"100", b"COUNT", b"1", b"FROM", b"latency"]
+    for c in consumers:
+        node.execute(c, getjob)
+    served = dict.fromkeys(consumers)  # oldest blocked first
+    parser = RequestParser()
+    adds = [encode("ADDJOB", "latency", b"%016x" % i, 0, "REPLICATE", 1) for i in range(n)]
+    execute = node.execute
+    start = time.perf_counter()
+    for request in adds:
+        for argv in parser.feed(request):
+            execute(producer, argv)
+        producer.out.clear()
+        consumer = next(iter(served))
+        del served[consumer]
+        reply = b"".join(consumer.out)
+        consumer.out.clear()
+        job_id = reply.split(b"\r\n")[5]  # *1 *3 $7 latency $40 <id> ...
+        for argv in parser.feed(encode("ACKJOB", job_id) + encode(*getjob)):
+            execute(consumer, argv)
+        consumer.out.clear()
+        served[consumer] = None
+    elapsed = time.perf_counter() - start
+    if node.jobs or any(c.blocked is None for c in consumers):
+        raise RuntimeError("a job was not acked, or a consumer not blocked again")
+    return elapsed
+
+
 def instructions(argv):
     """Instructions the command ``argv`` executes, counted by callgrind
     (with a fixed hash seed, so runs repeat exactly)."""
@@ -167,9 +214,28 @@ def main(argv=None):
     parser.add_argument("--policies", action="store_true",
                         help="a job cycle's cost: plain, with MAXDELIVERIES 5 PRIORITY 7, "
                              "in a queue with that QCONFIG")
+    parser.add_argument("--waiter", action="store_true",
+                        help="a job's cycle in e2e-local-r1's single-node path: ADDJOB "
+                             "REPLICATE 1 served to a blocked GETJOB, ACKJOB, GETJOB again")
     parser.add_argument("--phases", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--kind", default="plain", choices=KINDS, help=argparse.SUPPRESS)
+    parser.add_argument("--waiter-run", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.waiter:
+        n = args.n or (10000 if args.callgrind else 100000)
+        if args.waiter_run:  # one run under callgrind
+            waiter_cycles(n)
+            return
+        if args.callgrind:
+            def total(cycles):
+                return instructions([sys.executable, "-m", "bench.instructions", "--waiter",
+                                     "--waiter-run", "-n", str(cycles)])
+            per = (total(2 * n) - total(n)) / n
+            print(f"e2e-local-r1's single-node cycle, {n} jobs: {per:,.0f} instructions a job")
+        else:
+            print(f"e2e-local-r1's single-node cycle, {n} jobs: "
+                  f"{waiter_cycles(n) / n * 1e6:.2f} us a job")
+        return
     if args.phases is not None:  # one run under callgrind
         measure(args.n, args.phases.split(",") if args.phases else (), args.shuffle,
                 args.kind)

@@ -27,3 +27,8 @@ def test_cycle_report_rows():
     assert [row.split()[0] for row in rows] == list(instructions.KINDS)
     assert float(rows[0].split()[-1]) == 1.0  # plain against itself
     assert all(costs[kind] > 0 for kind in instructions.KINDS)
+
+
+def test_waiter_cycle_serves_and_acks_every_job():
+    # (waiter_cycles raises if a job was left or a consumer not blocked again)
+    assert instructions.waiter_cycles(300) > 0

@@ -216,3 +216,53 @@ def test_jobs_leaving_the_middle_of_a_long_lane_in_order():
     due = pop_and_check(deadlines, model, 10**12, 10**6)
     assert [job.name for job in due] == [job.name for job in jobs if job not in set(taken)]
     assert not model and len(deadlines) == 0
+
+
+def test_a_deadline_removed_as_soon_as_set_gives_its_lane_back():
+    """A consumer blocked in GETJOB TIMEOUT on the node where jobs are
+    added: each job's requeue deadline is set and removed (acked) before
+    the consumer's next timeout is set.  The lane's tail goes back with the
+    removed deadline, so the timeouts keep to one lane, and each removal is
+    at a lane's head or tail, not a bisection among the other kind.  Now
+    and then a job is acked later (a removal from the middle of a lane):
+    the model still holds."""
+    rng = random.Random(3)
+    deadlines = Deadlines()
+    model = {}
+    consumers = [Item(f"c{n}") for n in range(8)]
+    now = 1_000_000
+    for c in consumers:  # blocked, oldest first
+        deadlines.set(c, now + 100)
+        model[c] = now + 100
+    late = []  # jobs acked a few cycles after they were served
+    for n in range(3000):
+        now += rng.randrange(0, 3)
+        job = JobItem(f"j{n}", n)
+        served = consumers.pop(0)  # the oldest waiter gets the job
+        deadlines.cancel(served)
+        del model[served]
+        deadlines.set(job, now + 300_000 + rng.randrange(-250, 250))  # requeue (jittered)
+        model[job] = job.wake_ms
+        if n < 2000 or n % 50:
+            deadlines.cancel(job)  # ACKJOB
+            del model[job]
+        else:
+            late.append(job)
+        if len(late) > 3:
+            deadlines.cancel(late[0])
+            del model[late.pop(0)]
+        deadlines.set(served, now + 100)  # GETJOB blocks again
+        model[served] = now + 100
+        consumers.append(served)
+        for lane in deadlines._lanes:
+            assert lane.tail == lane.items[-1].wake_ms
+        tails = [lane.tail for lane in deadlines._lanes]
+        assert tails == sorted(tails, reverse=True)
+        if n == 1999:  # only the consumers' timeouts, in one lane
+            assert len(deadlines._lanes) == 1 and not deadlines._buckets
+            assert len(deadlines._lanes[0].items) - deadlines._lanes[0].head == 8
+        if n % 100 == 0:
+            check(deadlines, model)
+    check(deadlines, model)
+    pop_and_check(deadlines, model, 10**12, 10**6)
+    assert not model and len(deadlines) == 0

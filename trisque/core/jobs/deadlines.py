@@ -262,6 +262,9 @@ class Deadlines:
                 return
             if key < first.wake_ms:  # type: ignore[operator]  # (a live item has one)
                 continue
+            if items[-1] is item:  # the newest: a job served or acked as soon as set
+                self._pop_tail(lane)
+                return
             # Not at a head: before searching lanes, its bucket (jittered
             # deadlines on a cluster node are mostly there).
             if self._buckets and self._remove_from_bucket(item, key):
@@ -295,6 +298,33 @@ class Deadlines:
             return
         if not self._remove_from_bucket(item, key):
             raise ValueError(f"{item!r} is not scheduled at {key}")
+
+    def _pop_tail(self, lane: _Lane) -> None:
+        """Drop the lane's last item (not its head) and the holes before
+        it; the lane's tail goes back to the deadline now last.  A
+        consumer's blocked GETJOB (its TIMEOUT) and a job's deadline set
+        and removed in the same request would otherwise leave the tail at
+        a deadline no longer there: later, earlier deadlines (the next
+        GETJOB's) fit no lane, and the lanes fill with items of every kind,
+        whose removals then bisect on deadlines (bench/README.md, "A GETJOB
+        waiter on the same node")."""
+        items = lane.items
+        items.pop()
+        while items[-1].__class__ is _Hole:  # (the head is live: this stops there)
+            items.pop()
+            lane.holes -= 1
+        last: Scheduled = items[-1]
+        tail: int = last.wake_ms  # type: ignore[assignment]  # (a live item or a hole has one)
+        lane.tail = tail
+        # Lanes stay latest tail first (set's best fit), and a deadline
+        # before the old floor may fit this one now.
+        lanes = self._lanes
+        i = lanes.index(lane)
+        while i + 1 < len(lanes) and lanes[i + 1].tail > tail:
+            lanes[i] = lanes[i + 1]
+            i += 1
+            lanes[i] = lane
+        self._floor = None
 
     def _remove_from_bucket(self, item: Scheduled, key: int) -> bool:
         buckets = self._buckets

@@ -594,8 +594,11 @@ class JobLifecycle:
         else:
             job.flags |= BCAST_QUEUED
             job.qtime_ms = 0
-        self.deadlines.set(job, job.etime_ms)  # queued: only its expiry is due
         self._put(job, queue, now_ms)
+        if job.state == QUEUED:  # still queued: only its expiry is due
+            # (a consumer blocked on the queue took it at once: fetch set
+            # its requeue time, and an expiry set first would go again)
+            self.deadlines.set(job, job.etime_ms)
 
     def _put(self, job: Job, queue: Queue, now_ms: int) -> None:
         queue.jobs.add(job)  # (at its priority level: queue.py)
