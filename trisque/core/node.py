@@ -226,7 +226,9 @@ class Node(JobLifecycle):
             for name in blocked.queues:
                 queue = self.queues.get(name)
                 if queue is not None:
-                    queue.blocked.pop(client, None)
+                    waiting = queue.blocked
+                    if client in waiting:  # (compiled: no method call, as pop is)
+                        del waiting[client]
         else:
             blocked.cancel(self, client)
 
@@ -429,9 +431,10 @@ class Node(JobLifecycle):
         now_ms = self.now_ms()
         blocked = queue.blocked
         while blocked and queue.jobs:
-            client = next(iter(blocked))
+            client: Client = next(iter(blocked))
             job = self.fetch(queue, now_ms)
-            withcounters = client.blocked.withcounters
+            get: BlockedGet = client.blocked  # (typed: a native read of withcounters)
+            withcounters = get.withcounters
             self.unblock(client)
             self.reply(client, b"*1\r\n" + job_reply(job, withcounters))
 

@@ -300,6 +300,23 @@ _GETJOB_OPTIONS: Final = {b"FROM": _FROM, b"NOHANG": _NOHANG, b"WITHCOUNTERS": _
                           b"TIMEOUT": _TIMEOUT, b"COUNT": _COUNT}
 
 
+def _getjob_option(arg: bytes) -> int:
+    """The code of GETJOB's option ``arg``, 0 if not one of these: as
+    _addjob_option, an int (compiled, comparing an optional one is a
+    generic call each) found without hashing the request's bytes."""
+    if arg == b"FROM":
+        return _FROM
+    if arg == b"TIMEOUT":
+        return _TIMEOUT
+    if arg == b"COUNT":
+        return _COUNT
+    if arg == b"NOHANG":
+        return _NOHANG
+    if arg == b"WITHCOUNTERS":
+        return _WITHCOUNTERS
+    return _GETJOB_OPTIONS.get(arg.upper(), 0)
+
+
 _GETJOB_HELP: Final = ("Fetch jobs from the first queues that have some, or block",
                        "[NOHANG] [TIMEOUT ms-timeout] [COUNT count] [WITHCOUNTERS] "
                        "FROM queue1 queue2 ... queueN")
@@ -318,8 +335,7 @@ def getjob(node: Node, client: Client, argv: list[bytes]) -> bytes | None:
     names = None
     i, argc = 1, len(argv)
     while i < argc:
-        arg = argv[i]
-        opt = _GETJOB_OPTIONS.get(arg) or _GETJOB_OPTIONS.get(arg.upper())
+        opt = _getjob_option(argv[i])
         has_value = i + 1 < argc
         if opt == _FROM:
             names = argv[i + 1:]  # everything after FROM is a queue name
@@ -391,7 +407,8 @@ def getjob(node: Node, client: Client, argv: list[bytes]) -> bytes | None:
         return resp.null_array(client.disque_proto())
     if node.leaving:
         raise CommandError(errors.LEAVING)
-    unique = list(dict.fromkeys(names))
+    # (one queue, the usual: no dict of the names to drop repeats)
+    unique = names if len(names) == 1 else list(dict.fromkeys(names))
     for name in unique:
         node.get_queue(name).blocked[client] = None
     node.block(client, BlockedGet(unique, withcounters), timeout_ms)
