@@ -8,6 +8,7 @@ the loop's sockets up; the trio-driven wait (direct=False) still works."""
 import select
 import socket
 import threading
+from time import perf_counter
 
 import trio
 
@@ -173,3 +174,50 @@ def test_work_another_task_gave_is_seen_without_a_wake():
 
     trio.run(main)
     assert work == ["job"]
+
+
+def test_the_callers_deadline_ends_the_direct_wait_without_a_trio_pass():
+    """``due_s`` (the node's timers, shell/timers.py) bounds the sleep in
+    our own epoll set: the wait returns by then, with nothing ready, and
+    trio's scheduler is not involved."""
+    passes = Passes()
+    a, _b = socketpair()
+    waited = []
+
+    async def main():
+        sockets = SocketSet()
+        sockets.register(a.fileno(), select.EPOLLIN)
+        await sockets.wait(False, perf_counter() + 0.01)  # (through trio, once)
+        for _ in range(5):
+            before = passes.count
+            due_s = perf_counter() + 0.02
+            ready = await sockets.wait(False, due_s)
+            waited.append((perf_counter() >= due_s, ready, passes.count - before))
+        assert sockets.trio_fd >= 0
+
+    trio.run(main, instruments=[passes])
+    a.close()
+    _b.close()
+    assert [w[0] for w in waited] == [True] * 5, waited
+    assert [w[1] for w in waited] == [[]] * 5, waited
+    assert sum(w[2] for w in waited[1:]) == 0, waited
+
+
+def test_the_callers_deadline_ends_the_trio_driven_wait():
+    a, _b = socketpair()
+    waited = []
+
+    async def main():
+        sockets = SocketSet(direct=False)
+        sockets.register(a.fileno(), select.EPOLLIN)
+        with trio.fail_after(5):
+            for _ in range(3):
+                due_s = perf_counter() + 0.02
+                while perf_counter() < due_s:  # (a wait may end early: look again)
+                    assert await sockets.wait(False, due_s) == []
+                waited.append(perf_counter() - due_s)
+
+    trio.run(main)
+    a.close()
+    _b.close()
+    assert len(waited) == 3

@@ -17,7 +17,6 @@ from ..core.admin.config import Config, ConfigError
 from ..core.node import Node
 from .commands import COMMANDS
 from ..shell import collector, heap, log, open_files
-from ..shell.ticks import next_tick_s
 from .clients.connection import ClientServer
 from ..shell.tls import bus_tls, client_tls, reload_on_change
 
@@ -90,7 +89,7 @@ def main(argv=None):
 
 async def run(config):
     from ..cluster.tcp.transport import attach_cluster  # the cluster, wired in here
-    from .aof.append_only_log import attach_log
+    from .aof.append_only_log import CRON_S, attach_log
 
     collector.tune()
     heap.tune()  # large blocks in their own mappings: no holes in the heap
@@ -193,9 +192,14 @@ async def run(config):
                 server.hold()
                 await cluster_service.start(nursery)
                 server.release()
-            nursery.start_soon(timer_loop, node, server)
-            nursery.start_soon(heap.give_back_after_drains, node)
-            nursery.start_soon(persistence.run)
+            # The deadlines, the cron and the periodic checks run in the
+            # client loop's turns (shell/timers.py), from now on.
+            nursery.start_soon(persistence.run, False)
+            timers = server.timers
+            timers.every(CRON_S, persistence.cron)
+            if heap.trims():
+                timers.every(heap.GIVE_BACK_PERIOD_S, heap.GiveBack(node).check)
+            timers.start()
             log.notice("Ready to accept connections")
             await shutdown.wait()
             mode = shutdown_mode[0] if shutdown_mode else ""
@@ -242,38 +246,6 @@ async def _watch_signals(shutdown, shutdown_mode, task_status=trio.TASK_STATUS_I
             name = "SIGTERM" if signum == signal.SIGTERM else "SIGINT"
             log.warning(f"Received {name} scheduling shutdown...")
             shutdown.set()
-
-
-async def timer_loop(node, server):
-    """Run due deadlines and the 100 ms cron; sleep until the next one.
-    The cron keeps its pace on trio's monotonic clock: on the node's wall
-    clock, a clock set back by a minute stopped it for that minute (no
-    cluster pings, no key expiry), and it is where the node sees the step
-    (Node.watch_clock)."""
-    next_cron_s = trio.current_time()
-    state = {"scope": None}
-
-    def wake_timers():
-        if state["scope"] is not None:
-            state["scope"].cancel()
-    node.on_timers_changed = wake_timers
-    while True:
-        next_job_ms = node.run_timers()
-        if trio.current_time() >= next_cron_s:
-            node.cron()
-            # on the period's multiples: with the other periodic tasks (ticks.py)
-            next_cron_s = next_tick_s(1 / node.config.hz)
-        server.flush_dirty()
-        now_ms = node.now_ms()
-        delay_s = max(0.0, next_cron_s - trio.current_time())
-        if next_job_ms is not None:
-            delay_s = min(delay_s, (next_job_ms - now_ms) / 1000)
-        delay_s = max(0.001, delay_s)
-        node.timer_wake_ms = now_ms + int(delay_s * 1000)
-        # One cancel scope, the sleep's own (trio.sleep would add one).
-        with trio.CancelScope(deadline=trio.current_time() + delay_s) as state["scope"]:
-            await trio.sleep_forever()
-        state["scope"] = None
 
 
 def _internal_error(command, argv, exc):

@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Final
 
 from ..core.admin.info import rss_bytes
 from . import log
-from .ticks import sleep_to_tick
 
 if TYPE_CHECKING:
     from ..core.node import Node
@@ -70,22 +69,32 @@ def give_back() -> bool:
     return True
 
 
-async def give_back_after_drains(node: "Node") -> None:
+class GiveBack:
     """Trim whenever used_memory has fallen GIVE_BACK_BYTES below the
-    highest it reached since the last trim."""
-    if _malloc_trim is None:
-        return
-    high = node.used_memory
-    while True:
-        await sleep_to_tick(GIVE_BACK_PERIOD_S)  # (with the other periodic tasks)
-        used = node.used_memory
-        if used > high:
-            high = used
-        elif high - used >= GIVE_BACK_BYTES:
+    highest it reached since the last trim: ``check`` every
+    GIVE_BACK_PERIOD_S (in the client loop's turns, shell/timers.py)."""
+
+    node: "Node"
+    high: int  # used_memory's high point since the last trim
+
+    def __init__(self, node: "Node") -> None:
+        self.node = node
+        self.high = node.used_memory
+
+    def check(self) -> None:
+        used = self.node.used_memory
+        if used > self.high:
+            self.high = used
+        elif self.high - used >= GIVE_BACK_BYTES:
             before = rss_bytes()
             started = time.perf_counter()
             give_back()
             took_ms = (time.perf_counter() - started) * 1000
             log.verbose(f"Freed heap pages given back in {took_ms:.1f} ms: RSS "
                         f"{before >> 20} -> {rss_bytes() >> 20} MB (used_memory {used >> 20} MB)")
-            high = used
+            self.high = used
+
+
+def trims() -> bool:
+    """Whether give_back() can return pages here (glibc, after tune())."""
+    return _malloc_trim is not None

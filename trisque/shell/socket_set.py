@@ -31,6 +31,7 @@ TURNS_PER_YIELD = 8
 # (the AOF rewrite's chunks) does not hold our sockets up longer.
 IDLE_WAIT_S = 0.001
 _FOREVER_S = 86400.0
+_NEVER_S = float("inf")  # wait()'s due_s when the caller has no deadline
 
 class SocketOwner:
     """Sockets of another part served in the client loop's turns (the
@@ -85,11 +86,13 @@ class SocketSet:
         self.trio_fd = -2 if direct else -1  # (-2: looked up at the first wait)
         self.alone = False
 
-    async def wait(self, busy: bool) -> list[tuple[int, int]]:
+    async def wait(self, busy: bool, due_s: float = _NEVER_S) -> list[tuple[int, int]]:
         """The ready (fd, events) pairs: at once when some are ready or
-        ``busy`` (work is waiting), else once a socket is ready or
-        ``wake()`` is called.  The other tasks run first when nothing is
-        ready, and every TURNS_PER_YIELD turns.
+        ``busy`` (work is waiting), else once a socket is ready, the
+        caller's own deadline ``due_s`` (on perf_counter's clock: the
+        node's timers, shell/timers.py) has come, or ``wake()`` is called.
+        The other tasks run first when nothing is ready, and every
+        TURNS_PER_YIELD turns.
 
         Where trio's internals are known (``_watch_trio``), the direct
         wait: it sleeps in our epoll set while trio has nothing to do.
@@ -107,19 +110,24 @@ class SocketSet:
         if trio_fd == -2:
             trio_fd = self.trio_fd = self._watch_trio()
         if trio_fd < 0:
-            return await self._wait_trio(busy)
+            return await self._wait_trio(busy, due_s)
         poll = self.poll
         if self.alone:
             entries = self._entry_queue
             if not (self._runq or entries.queue or entries.idempotent_queue):
-                left = self._next_deadline() - self._clock_offset - perf_counter()
+                now_s = perf_counter()
+                left = self._next_deadline() - self._clock_offset - now_s
                 if left > 0:
+                    ours = due_s - now_s  # (before trio's: a timeout is ours)
+                    if ours < left:
+                        busy = busy or ours <= 0
+                        left = ours
                     ready = poll(0 if busy else (left if left < _FOREVER_S else -1))
                     for i in range(len(ready)):
                         if ready[i][0] == trio_fd:
                             break  # trio has work: it goes first
                     else:
-                        if ready or busy:
+                        if ready or busy or left == ours:
                             return ready
         # Through trio: a checkpoint while work waits or others run,
         # else until every other task is blocked (then we run alone).
@@ -134,7 +142,7 @@ class SocketSet:
         # meanwhile may have given it work, and no wake() says so)
         return [event for event in poll(0) if event[0] != trio_fd]
 
-    async def _wait_trio(self, busy: bool) -> list[tuple[int, int]]:
+    async def _wait_trio(self, busy: bool, due_s: float) -> list[tuple[int, int]]:
         """wait() through trio's scheduler (trio's internals unknown)."""
         if self.unyielded < TURNS_PER_YIELD:
             ready = self.poll(0)
@@ -142,12 +150,17 @@ class SocketSet:
                 self.unyielded += 1
                 return ready
         self.unyielded = 0
-        if busy:
+        left = due_s - perf_counter()
+        if busy or left <= 0:
             await trio.lowlevel.checkpoint()
         else:
             self.sleeping = True
             try:
-                await trio.lowlevel.wait_readable(self.fileno())
+                if left < _FOREVER_S:
+                    with trio.move_on_after(left):
+                        await trio.lowlevel.wait_readable(self.fileno())
+                else:
+                    await trio.lowlevel.wait_readable(self.fileno())
             except trio.ClosedResourceError:
                 pass  # woken: see wake()
             self.sleeping = False

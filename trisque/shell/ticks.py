@@ -1,14 +1,12 @@
-"""Periodic tasks wake together.
+"""Periodic work wakes together.
 
-A node has several tasks that look at something every 100 ms or so (the
-cron, the heap's trim check, the AOF's cron...).  Each wake-up of a task is
-a pass through trio's scheduler for the client loop too (shell/socket_set.py:
-it sleeps outside trio only while every other task is blocked), and such a
-pass costs more than the work these tasks do.  Sleeping until the next
-multiple of their period on trio's clock, rather than a period after they
-last ran, puts tasks of the same period (or of multiples of one) on the same
-instants, so trio wakes them in one pass (bench/README.md, "A turn's fixed
-costs").
+A node has work that looks at something every 100 ms or so (the cron, the
+heap's trim check, the AOF's cron...).  Run on the next multiple of its
+period, rather than a period after it last ran, work of the same period
+(or of multiples of one) falls on the same instants and shares a wake-up:
+one turn of the client loop (shell/timers.py), or, for a task sleeping in
+trio, one pass through trio's scheduler, which costs more than the work
+itself (bench/README.md, "A turn's fixed costs").
 """
 
 import math
@@ -16,10 +14,14 @@ import math
 import trio
 
 
+def tick_after(now_s: float, period_s: float) -> float:
+    """The first multiple of ``period_s`` after ``now_s``."""
+    return (math.floor(now_s / period_s) + 1) * period_s
+
+
 def next_tick_s(period_s: float) -> float:
     """The first multiple of ``period_s`` on trio's clock after now."""
-    now = trio.current_time()
-    return (math.floor(now / period_s) + 1) * period_s
+    return tick_after(trio.current_time(), period_s)
 
 
 async def sleep_to_tick(period_s: float) -> None:

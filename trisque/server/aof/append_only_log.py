@@ -485,11 +485,14 @@ class AppendOnlyLog:
                 except OSError:
                     pass
 
-    async def run(self):
+    async def run(self, own_cron=True):
+        """The fsync loop, and every CRON_S the cron, unless the caller
+        runs it (``own_cron`` False: main.py's client loop, in its turns,
+        shell/timers.py)."""
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             nursery.start_soon(self._sync_loop)
-            while True:
+            while own_cron:
                 await sleep_to_tick(CRON_S)  # (with the other periodic tasks)
                 self.cron()
 

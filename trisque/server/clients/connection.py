@@ -25,6 +25,7 @@ between (bench/README.md, "Cluster: replicated ADDJOB").
 
 import select
 import socket
+from time import perf_counter
 from typing import Any, Final
 
 import trio
@@ -40,6 +41,7 @@ from ...shell import log
 from .busy_script import BusyServer
 from ...shell.listening import accept_forever, open_listener
 from ...shell.socket_set import SocketOwner, SocketSet
+from ...shell.timers import Timers
 from ...shell.tls import ClientTls, enforce_deadlines
 
 RECV_SIZE: Final = 16 * 1024
@@ -164,6 +166,7 @@ class ClientServer:
     pubsub_cap: int
     over_soft: dict[Connection, None]
     soft_watch: trio.Event  # set once over_soft has a client
+    timers: Timers  # the node's deadlines and cron, run in the loop's turns
 
     def __init__(self, node: Node) -> None:
         self.node = node
@@ -181,6 +184,7 @@ class ClientServer:
         self.released = None  # a trio.Event while hold() keeps requests waiting
         self.paused = []  # clients not watched while held (see hold())
         self.bus = None  # the cluster bus, served in the same turns
+        self.timers = Timers(node, self.epoll.wake)  # (started by main.py)
         config = node.config
         self._set_output_limit(config.client_output_buffer_limit)
         config.on_change["client-output-buffer-limit"] = self._set_output_limit
@@ -440,6 +444,7 @@ class ClientServer:
         # generic call and argument parsing)
         replying = self.replying
         bus = self.bus
+        timers = self.timers
         others: list[tuple[int, int]] = []  # the bus's ready sockets
         try:
             while True:
@@ -450,7 +455,11 @@ class ClientServer:
                 busy = bool(self.ready) and self.released is None
                 if bus is not None and bus.busy():
                     busy = True
-                for fd, events in await epoll.wait(busy):
+                ready_fds = await epoll.wait(busy, timers.due_s)
+                if perf_counter() >= timers.due_s:
+                    # (first: a blocked GETJOB's timeout replies this turn)
+                    timers.run()
+                for fd, events in ready_fds:
                     conn = conns.get(fd)
                     if conn is None:
                         others.append((fd, events))
