@@ -23,7 +23,7 @@ ON REPLJOB: store the job ``active`` (or merge ``nodes_delivered`` if we
   queue is paused IN.
 """
 
-from typing import Any
+from typing import Any, Final
 
 from ..protocol import bus, errors, resp
 from ..protocol.jobcodec import JobFields
@@ -166,6 +166,51 @@ class AddJobTimer(PendingReply):
     def cancel(self, node: Node) -> None:
         pass
 
+# A peer's sent jobs kept as hints while this many wait for its GOTJOB: a
+# peer that answers none (memory warning, leaving) does not grow them.
+SENT_HINTS_MAX: Final = 4096
+
+
+class SentJobs:
+    """The jobs whose first REPLJOB went to one peer, in the order sent.
+    Its GOTJOBs come back in that order (a frame is answered by one frame),
+    so an item is compared with the next job expected here before its ID
+    is looked up in ``replicating``: a bytes comparison instead of hashing
+    every item's new ID (bench/README.md, "Issue 29 point 4").  A hint
+    only: an ID that is not the one expected (reordered, re-sent, skipped
+    by the peer) is looked up as before, and a job is taken from here only
+    while it still waits for copies (its waiter set: in ``replicating``)."""
+
+    __slots__ = ("jobs", "head")
+    jobs: list[Job]  # from ``head``: sent, not yet matched by a GOTJOB
+    head: int
+
+    def __init__(self) -> None:
+        self.jobs = []
+        self.head = 0
+
+    def add(self, job: Job) -> None:
+        jobs = self.jobs
+        if len(jobs) - self.head >= SENT_HINTS_MAX:
+            jobs.clear()  # the peer answers none of them: no hints until it does
+            self.head = 0
+        jobs.append(job)
+
+    def clear(self) -> None:
+        self.jobs.clear()
+        self.head = 0
+
+
+def _waiting_for(job: Job, node_id: str) -> bool:
+    """``job`` still waits for copies (in ``replicating``, not acked
+    meanwhile) and has no GOTJOB from ``node_id`` yet."""
+    rare = job._rare
+    if job.state != WAIT_REPL or rare is None or rare.get("waiter") is None:
+        return False
+    confirmed = rare.get("nodes_confirmed")
+    return confirmed is None or node_id not in confirmed
+
+
 class Replication(ReplicationHooks):
     """The replication state machine of the jobs this node adds, and the
     copies it takes for others."""
@@ -181,6 +226,8 @@ class Replication(ReplicationHooks):
     first_from: tuple[str, ...] | None
     first_to: list[str]
     first_holders: tuple[str, ...]
+    first_sent: list[SentJobs]
+    sent: dict[str, SentJobs]
 
     def __init__(self, node: Node, outbox: Outbox, membership: Membership,
                  tombstones: set[bytes]) -> None:
@@ -196,6 +243,8 @@ class Replication(ReplicationHooks):
         self.first_from = None
         self.first_to = []
         self.first_holders = ()
+        self.first_sent = []  # the SentJobs of first_to
+        self.sent = {}  # peer id -> SentJobs (never removed: first_sent may hold them)
 
     def delete_everywhere(self, job: Job) -> None:
         """Best-effort delete of every copy (DELJOB), then ours.  The ADDJOB
@@ -298,6 +347,7 @@ class Replication(ReplicationHooks):
             # The same holders as the last job's (REPLICATE n to every
             # other node): its shared tuple, without building and hashing one.
             job.nodes_delivered = self.first_holders
+            sent_to = self.first_sent
         else:
             holders = first + tuple(candidates)
             # Jobs replicated to the same nodes share one tuple (memory).
@@ -308,8 +358,17 @@ class Replication(ReplicationHooks):
             self.first_from = first
             self.first_to = candidates
             self.first_holders = holders
+            sent_to = self.first_sent = [self._sent_jobs(c) for c in candidates]
         record = serialize(job, max(1, job.etime_ms - now_ms))
         self.outbox.send_to_all(candidates, bus.REPLJOB, 0, record)
+        for sent in sent_to:
+            sent.add(job)
+
+    def _sent_jobs(self, node_id: str) -> SentJobs:
+        sent = self.sent.get(node_id)
+        if sent is None:
+            sent = self.sent[node_id] = SentJobs()
+        return sent
 
     def on_repljob(self, sender: ClusterNode, records: list[JobFields],
                    mflags: int) -> None:
@@ -398,16 +457,40 @@ class Replication(ReplicationHooks):
                   items: list[tuple[bytes, int]]) -> None:
         replicating = self.replicating
         if not replicating:
+            sent = self.sent.get(sender.id)
+            if sent is not None and sent.jobs:
+                sent.clear()  # (no job waits: every hint is stale)
             return
         sender_id = sender.id
         now_ms = self.node.now_ms()
         # Jobs made in the same ms have the same latency: recorded once a run.
         run_ms = 0
         run = 0
+        sent = self.sent.get(sender_id)
+        if sent is None:
+            sent = self._sent_jobs(sender_id)
+        expected = sent.jobs
+        head = sent.head
         for job_id, _aux in items:
             # Every job waiting for copies is in ``replicating`` (registered,
-            # in wait-repl) until it is answered one way or another.
-            job = replicating.get(job_id)
+            # in wait-repl) until it is answered one way or another; the
+            # next one sent to this peer is compared first (SentJobs).
+            job: Job | None = None
+            found = False
+            while head < len(expected):
+                next_job = expected[head]
+                if next_job.id == job_id:
+                    head += 1
+                    found = True
+                    rare = next_job._rare
+                    if rare is not None and rare.get("waiter") is not None:
+                        job = next_job  # (else not in replicating: answered, given up)
+                    break
+                if _waiting_for(next_job, sender_id):
+                    break  # its GOTJOB may still come: kept, this ID looked up
+                head += 1  # answered or given up meanwhile: passed over
+            if not found:
+                job = replicating.get(job_id)
             if job is None or job.state != WAIT_REPL:
                 continue
             rare = job._rare  # (nodes_confirmed, set by replicate(); no property call)
@@ -422,10 +505,19 @@ class Replication(ReplicationHooks):
             run_ms = took_ms
             run += 1
             if len(confirmed) >= job.repl:
-                del replicating[job_id]  # (found there above: no second look)
+                # (found there above: no second look; by its own ID, whose
+                # hash is kept and which the dict's key is)
+                del replicating[job.id]
                 self._achieved(job, now_ms)
         if run:
             self._record_latency(sender_id, run_ms, run)
+        if head >= len(expected):
+            expected.clear()
+            head = 0
+        elif head >= 64 and head * 2 >= len(expected):
+            del expected[:head]  # (the ones passed, out of memory)
+            head = 0
+        sent.head = head
 
     def _record_latency(self, sender_id: str, took_ms: int, times: int) -> None:
         """``times`` of ``sender_id``'s GOTJOBs came ``took_ms`` after their
@@ -495,6 +587,9 @@ class Replication(ReplicationHooks):
         """Our link to ``node_id`` (re)connected: a REPLJOB for it that was
         lost with the old link (or never sent, the node was down) goes again
         now, rather than at the next re-send."""
+        sent = self.sent.get(node_id)
+        if sent is not None:
+            sent.clear()  # (the re-sends below go out of that order)
         replicating = self.replicating
         if not replicating:
             return
