@@ -67,6 +67,27 @@ def test_jobid_frames_take_bare_ids_as_aux_zero():
                                                                  (ids[2], 0)])
 
 
+def test_gotjob_frames_decode_raw_for_the_origin():
+    """cluster.receive takes a GOTJOB's items raw (bus.decode's
+    gotjob_raw): the same items once unpacked, the length still checked,
+    and every other type decoded as always."""
+    header = bus.Header("f" * 40, 7711, 17711)
+    ids = [b"D-%08x-%s-0001" % (i, b"C" * 24) for i in range(7)]
+    frame = bus.jobids(header, bus.GOTJOB, ids)
+    msg = bus.decode(frame, True)
+    assert msg.type == bus.GOTJOB and msg.body == bus.jobids_raw(ids)
+    assert bus.jobid_items(msg.body) == bus.decode(frame).body == [(i, 0) for i in ids]
+    with_aux = bus.jobids(header, bus.GOTJOB, [(ids[0], 3)])
+    assert bus.jobid_items(bus.decode(with_aux, True).body) == [(ids[0], 3)]
+    assert bus.decode(bus.jobids(header, bus.GOTJOB, []), True).body == b""
+    assert bus.decode(bus.jobids(header, bus.DELJOB, ids), True).body == [(i, 0) for i in ids]
+    for bad in (frame[:-1], frame + b"x"):
+        bad = bytearray(bad)
+        bad[4:8] = struct.pack("<I", len(bad))
+        with pytest.raises(bus.BusError):
+            bus.decode(bytes(bad), True)
+
+
 def test_job_frames_with_a_given_size_are_the_same_frames():
     """The outbox passes the records' size it already counted: the frame
     is the one jobs() makes counting them itself."""

@@ -80,7 +80,7 @@ class Cluster(ClusterHooks):
             self.replication, self.requeue, self.acks, self.federation)
         return {
             bus.REPLJOB: lambda sender, msg: replication.on_repljob(sender, msg.body, msg.mflags),
-            bus.GOTJOB: lambda sender, msg: replication.on_gotjob(sender, msg.body),
+            bus.GOTJOB: lambda sender, msg: replication.on_gotjob_frame(sender, msg.body),
             bus.QUEUED: lambda sender, msg: requeue.on_queued_or_working(
                 sender, msg.body, bus.QUEUED, msg.mflags),
             bus.WORKING: lambda sender, msg: requeue.on_queued_or_working(
@@ -315,7 +315,7 @@ class Cluster(ClusterHooks):
 
     def receive(self, frame: bytes | bytearray | memoryview, link: Any) -> None:
         """One frame from ``link``.  Raises bus.BusError if malformed."""
-        msg = bus.decode(frame)
+        msg = bus.decode(frame, True)  # (a GOTJOB's items raw: on_gotjob_frame)
         type_ = msg.type
         if type_ >= len(bus.NAMES):
             return  # a newer node's message type: ignored (protocol/bus.py)

@@ -453,6 +453,24 @@ class Replication(ReplicationHooks):
         if got and not mflags & bus.NOREPLY:
             self.outbox.send_jobids(sender.id, bus.GOTJOB, got)
 
+    def on_gotjob_frame(self, sender: ClusterNode, raw: bytes) -> None:
+        """A GOTJOB frame's items as they came (bus.decode's ``gotjob_raw``).
+        Mostly they are, in order, the next jobs this node sent the peer
+        (SentJobs): then the whole frame is compared with their IDs at
+        once and nothing is unpacked item by item; else on_gotjob."""
+        count = len(raw) // bus.JOBID_ITEM_LEN
+        sent = self.sent.get(sender.id)
+        if sent is not None and count and self.replicating:
+            head = sent.head
+            expected = sent.jobs
+            if len(expected) - head >= count:
+                jobs = expected[head:head + count]
+                if bus.jobids_raw([job.id for job in jobs]) == raw:
+                    self._confirm(sender.id, jobs)
+                    self._passed(sent, head + count)
+                    return
+        self.on_gotjob(sender, bus.jobid_items(raw))
+
     def on_gotjob(self, sender: ClusterNode,
                   items: list[tuple[bytes, int]]) -> None:
         replicating = self.replicating
@@ -462,39 +480,58 @@ class Replication(ReplicationHooks):
                 sent.clear()  # (no job waits: every hint is stale)
             return
         sender_id = sender.id
-        now_ms = self.node.now_ms()
-        # Jobs made in the same ms have the same latency: recorded once a run.
-        run_ms = 0
-        run = 0
         sent = self.sent.get(sender_id)
         if sent is None:
             sent = self._sent_jobs(sender_id)
         expected = sent.jobs
         head = sent.head
+        found_jobs: list[Job] = []
         for job_id, _aux in items:
             # Every job waiting for copies is in ``replicating`` (registered,
             # in wait-repl) until it is answered one way or another; the
             # next one sent to this peer is compared first (SentJobs).
-            job: Job | None = None
             found = False
             while head < len(expected):
                 next_job = expected[head]
                 if next_job.id == job_id:
                     head += 1
                     found = True
-                    rare = next_job._rare
-                    if rare is not None and rare.get("waiter") is not None:
-                        job = next_job  # (else not in replicating: answered, given up)
+                    found_jobs.append(next_job)  # (_confirm checks it still waits)
                     break
                 if _waiting_for(next_job, sender_id):
                     break  # its GOTJOB may still come: kept, this ID looked up
                 head += 1  # answered or given up meanwhile: passed over
             if not found:
                 job = replicating.get(job_id)
-            if job is None or job.state != WAIT_REPL:
-                continue
+                if job is not None:
+                    found_jobs.append(job)
+        self._confirm(sender_id, found_jobs)
+        self._passed(sent, head)
+
+    def _passed(self, sent: SentJobs, head: int) -> None:
+        """The jobs of ``sent`` before ``head`` were matched or passed over."""
+        expected = sent.jobs
+        if head >= len(expected):
+            expected.clear()
+            head = 0
+        elif head >= 64 and head * 2 >= len(expected):
+            del expected[:head]  # (the ones passed, out of memory)
+            head = 0
+        sent.head = head
+
+    def _confirm(self, sender_id: str, jobs: list[Job]) -> None:
+        """``sender_id`` holds a copy of each of ``jobs`` (its GOTJOB):
+        those still waiting for copies count it, and are answered at
+        their REPLICATE count."""
+        replicating = self.replicating
+        now_ms = self.node.now_ms()
+        # Jobs made in the same ms have the same latency: recorded once a run.
+        run_ms = 0
+        run = 0
+        for job in jobs:
             rare = job._rare  # (nodes_confirmed, set by replicate(); no property call)
-            assert rare is not None
+            if job.state != WAIT_REPL or rare is None or rare.get("waiter") is None:
+                continue  # (not in replicating: answered, given up; or acked meanwhile)
             confirmed: set[str] = rare["nodes_confirmed"]
             confirmed.add(sender_id)
             # (the creation ms from _ctime: job.ctime is past 64 bits, a big int)
@@ -505,19 +542,11 @@ class Replication(ReplicationHooks):
             run_ms = took_ms
             run += 1
             if len(confirmed) >= job.repl:
-                # (found there above: no second look; by its own ID, whose
-                # hash is kept and which the dict's key is)
+                # (by its own ID, whose hash is kept and which the dict's key is)
                 del replicating[job.id]
                 self._achieved(job, now_ms)
         if run:
             self._record_latency(sender_id, run_ms, run)
-        if head >= len(expected):
-            expected.clear()
-            head = 0
-        elif head >= 64 and head * 2 >= len(expected):
-            del expected[:head]  # (the ones passed, out of memory)
-            head = 0
-        sent.head = head
 
     def _record_latency(self, sender_id: str, took_ms: int, times: int) -> None:
         """``times`` of ``sender_id``'s GOTJOBs came ``took_ms`` after their

@@ -135,6 +135,7 @@ F_SCHEDULES: Final = 128  # header only: the sender knows schedules (periodic jo
 
 _GOSSIP: Final = struct.Struct("<40sHHHIB")
 _JOBID: Final = struct.Struct("<40sI")
+JOBID_ITEM_LEN: Final = 44  # _JOBID's size: a job-ID item on the wire
 _QUEUE: Final = struct.Struct("<II")
 _QPOLICY: Final = struct.Struct("<Q40sI")
 _FIRED: Final = struct.Struct("<Q40s40sI")
@@ -325,8 +326,11 @@ def frame_length(buf: bytes | bytearray | memoryview, offset: int = 0,
     return length
 
 
-def decode(frame: bytes | bytearray | memoryview) -> Message:
-    """Decode one whole frame (bytes) into a Message."""
+def decode(frame: bytes | bytearray | memoryview, gotjob_raw: bool = False) -> Message:
+    """Decode one whole frame (bytes) into a Message.  ``gotjob_raw``: a
+    GOTJOB's body is its items as they came (bytes, 44 each, the length
+    checked), for replication.on_gotjob_frame to match as a whole before
+    unpacking them (jobid_items)."""
     if frame.__class__ is not bytes:
         frame = bytes(frame)
     if len(frame) < HEADER.size:
@@ -344,11 +348,25 @@ def decode(frame: bytes | bytearray | memoryview) -> Message:
     try:
         if type_ in JOBS_TYPES:
             body = _decode_jobs(frame, HEADER.size)
+        elif gotjob_raw and type_ == GOTJOB:
+            (count,) = _U32.unpack_from(frame, HEADER.size)
+            _expect_end(HEADER.size + 4 + count * _JOBID.size, len(frame))
+            body = frame[HEADER.size + 4:]
         else:
             body = _decode_body(type_, memoryview(frame)[HEADER.size:])
     except (struct.error, ValueError, UnicodeDecodeError) as exc:
         raise BusError(f"bad {NAMES[type_]} payload: {exc}") from None
     return Message(type_, mflags, sender, sflags, port, bus_port, body)
+
+
+def jobid_items(raw: bytes) -> list[tuple[bytes, int]]:
+    """The (job id, aux) items of a job-ID frame's body taken raw."""
+    return list(_JOBID.iter_unpack(raw))
+
+
+def jobids_raw(job_ids: list[bytes]) -> bytes:
+    """The raw body (decode's ``gotjob_raw``) of 40-byte IDs with aux 0."""
+    return _NO_AUX.join(job_ids) + _NO_AUX if job_ids else b""
 
 
 def _decode_body(type_: int, payload: memoryview) -> Any:
