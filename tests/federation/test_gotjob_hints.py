@@ -151,3 +151,26 @@ def test_a_job_acked_while_it_waits_is_passed_over():
     assert all(isinstance(r, bytes) and r[:2] == b"D-" for r in replies[1:])
     assert not replication.replicating
     net.check()
+
+
+def test_a_leaving_origin_hands_each_job_to_a_holder():
+    """A leaving node keeps no copy (external replication): each ADDJOB
+    is answered once both peers confirmed, and one of them queues it."""
+    net = Net(3)
+    membership = net.clusters[0].membership
+    membership.myself.leaving = True  # (CLUSTER LEAVING yes, which inproc's table lacks)
+    membership.update_reachable()
+    assert net.nodes[0].leaving
+    client = net.new_client(0)
+    for i in range(20):
+        net.nodes[0].execute(client, [b"ADDJOB", b"q", b"away-%d" % i, b"10000",
+                                      b"REPLICATE", b"2"])
+    net.deliver()
+    replies = _replies(client)
+    assert len(replies) == 20 and all(r[:2] == b"D-" for r in replies)
+    assert not net.clusters[0].replication.replicating
+    for job_id in replies:
+        assert job_id not in net.nodes[0].jobs
+        states = [net.nodes[i].jobs[job_id].state for i in (1, 2)]
+        assert sorted(states) == [1, 2], states  # (active, queued: one holder queued it)
+    net.check()

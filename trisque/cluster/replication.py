@@ -530,7 +530,10 @@ class Replication(ReplicationHooks):
         run = 0
         for job in jobs:
             rare = job._rare  # (nodes_confirmed, set by replicate(); no property call)
-            if job.state != WAIT_REPL or rare is None or rare.get("waiter") is None:
+            if job.state != WAIT_REPL or rare is None:
+                continue
+            pending: PendingReply | None = rare.get("waiter")
+            if pending is None:
                 continue  # (not in replicating: answered, given up; or acked meanwhile)
             confirmed: set[str] = rare["nodes_confirmed"]
             confirmed.add(sender_id)
@@ -544,7 +547,11 @@ class Replication(ReplicationHooks):
             if len(confirmed) >= job.repl:
                 # (by its own ID, whose hash is kept and which the dict's key is)
                 del replicating[job.id]
-                self._achieved(job, now_ms)
+                if len(rare) == 2:  # (only replicate()'s two, read above)
+                    job._rare = None
+                    self._achieved_plain(job, now_ms, pending, confirmed)
+                else:
+                    self._achieved(job, now_ms)
         if run:
             self._record_latency(sender_id, run_ms, run)
 
@@ -587,6 +594,21 @@ class Replication(ReplicationHooks):
                     job._rare = None  # every rare field back at its default (memory)
         if pending is not None:
             node.resolve(pending, b"+%s\r\n" % job.id)
+        return self._achieved_rest(job, now_ms, confirmed)
+
+    def _achieved_plain(self, job: Job, now_ms: int, pending: PendingReply,
+                        confirmed: set[str]) -> None:
+        """_achieved for a job whose rare fields were only the waiter and
+        its confirmations, already dropped (by _confirm, which read them:
+        two dict reads fewer)."""
+        job.state = ACTIVE
+        self.node.resolve(pending, b"+%s\r\n" % job.id)
+        self._achieved_rest(job, now_ms, confirmed)
+
+    def _achieved_rest(self, job: Job, now_ms: int | None, confirmed: Any) -> bool:
+        """_achieved once the client has its reply: the copy kept (logged,
+        queued) or, with none kept here, handed to a holder."""
+        node = self.node
         if node.id not in job.nodes_delivered:
             if confirmed:
                 target = node.random.choice(sorted(confirmed))
