@@ -97,6 +97,7 @@ class Net:
     def cron(self):
         for cluster in self.clusters:
             cluster.federation.cron(cluster.node.now_ms())
+            cluster.replication.cron()
             cluster.outbox.flush_held()  # (the cron's: lazy messages, outbox.py)
         self.deliver()
 

@@ -125,6 +125,25 @@ def test_the_hints_of_a_peer_that_answers_nothing_stay_bounded():
     net.check()
 
 
+def test_the_hints_of_a_peer_that_never_answers_go_with_its_jobs():
+    """A peer that stopped answering keeps no job alive here: once the
+    ADDJOBs waiting for it gave up (NOREPL, the jobs deleted), the cron
+    drops its hints, though no GOTJOB or link change came."""
+    net = Net(3)
+    client = net.new_client(0)
+    replication = net.clusters[0].replication
+    net.hold(2)  # node 2 hears nothing (and so answers nothing)
+    _add(net, client, 50, b"gone", timeout=b"1000")
+    net.deliver()
+    silent = replication.sent[net.clusters[2].node.id]
+    assert len(silent.jobs) - silent.head == 50
+    net.advance(2000)
+    replies = _replies(client)
+    assert len(replies) == 50 and all("NOREPL" in str(r) for r in replies)
+    assert not replication.replicating
+    assert silent.jobs == [] and silent.head == 0
+
+
 def test_a_job_acked_while_it_waits_is_passed_over():
     """ACKJOB of a job still waiting for copies frees it here (its ADDJOB
     gets NOREPL): node 2's GOTJOBs, the acked job's first, still answer

@@ -277,6 +277,7 @@ class Cluster(ClusterHooks):
     def cron(self, now_ms: int) -> None:
         self.outbox.flush_held()  # the lazy messages no other one took along
         self.acks.expire_tombstones(now_ms)
+        self.replication.cron()
         self.membership.cron(now_ms)
         self.federation.cron(now_ms)
         self.waitjobs.cron(now_ms)

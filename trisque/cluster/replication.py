@@ -508,6 +508,17 @@ class Replication(ReplicationHooks):
         self._confirm(sender_id, found_jobs)
         self._passed(sent, head)
 
+    def cron(self) -> None:
+        """Each peer's hints up to its first job still waiting for its copy
+        go: a peer that stopped answering (killed, forgotten) would keep
+        up to SENT_HINTS_MAX deleted jobs alive, bodies and all."""
+        for peer_id, sent in self.sent.items():
+            expected = sent.jobs
+            head = sent.head
+            while head < len(expected) and not _waiting_for(expected[head], peer_id):
+                head += 1
+            self._passed(sent, head)
+
     def _passed(self, sent: SentJobs, head: int) -> None:
         """The jobs of ``sent`` before ``head`` were matched or passed over."""
         expected = sent.jobs
