@@ -35,8 +35,12 @@ COMPILED = [
     "trisque/core/jobs/commands_jobs.py",
     "trisque/core/jobs/job_reply.py",
     "trisque/core/admin/config.py",
-    # the client event loop: read, parse, run, reply
+    # the client event loop: read, parse, run, reply; its wait, its timers
+    # and the bus's turn (bench/README.md, "A turn's fixed costs")
     "trisque/server/clients/connection.py",
+    "trisque/shell/socket_set.py",
+    "trisque/shell/timers.py",
+    "trisque/cluster/tcp/transport.py",
     # replicated ADDJOB: the bus codec and the cluster's replication path
     "trisque/protocol/bus.py",
     "trisque/protocol/jobcodec.py",

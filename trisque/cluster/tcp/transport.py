@@ -23,7 +23,7 @@ import os
 import select
 import socket
 import traceback
-from typing import Any
+from typing import Any, Callable
 
 import trio
 
@@ -34,7 +34,7 @@ from ...protocol import bus
 from ...shell import log
 from .link_auth import LinkAuth
 from ...shell.listening import accept_forever, open_listener
-from ...shell.socket_set import SocketOwner
+from ...shell.socket_set import SocketOwner, SocketSet
 from ...shell.tls import TlsSocket, enforce_deadlines
 
 RECV_SIZE = 64 * 1024
@@ -57,8 +57,25 @@ class Link:
     __slots__ = ("transport", "node_id", "peer_ip", "sock", "fd", "out",
                  "out_bytes", "outbuf", "inbuf", "closed", "connected",
                  "events", "queued", "connect_scope", "auth")
+    # (typed: the turn's reads and writes are compiled, setup.py)
+    transport: "TcpTransport"
+    node_id: Any  # str for our outbound links, else None
+    peer_ip: str
+    sock: Any  # socket.socket, or TlsSocket; None until connected
+    fd: int
+    out: list[bytes]
+    out_bytes: int
+    outbuf: bytes | memoryview
+    inbuf: bytearray | None
+    closed: bool
+    connected: bool
+    events: int
+    queued: bool
+    connect_scope: trio.CancelScope | None
+    auth: LinkAuth | None
 
-    def __init__(self, transport, node_id=None, peer_ip=""):
+    def __init__(self, transport: "TcpTransport", node_id: str | None = None,
+                 peer_ip: str = "") -> None:
         self.transport = transport
         self.node_id = node_id  # set for our outbound links
         self.peer_ip = peer_ip
@@ -75,7 +92,7 @@ class Link:
         self.connect_scope = None  # while an outbound link connects
         self.auth = None  # LinkAuth when cluster-secret is set
 
-    def send(self, frame):
+    def send(self, frame: bytes) -> None:
         """Queue ``frame``; it leaves at the end of the loop's turn (or
         once the link is up)."""
         if self.closed:
@@ -93,7 +110,7 @@ class Link:
             transport.to_write.append(self)
             transport.wake()
 
-    def close(self):
+    def close(self) -> None:
         """Stop the link now (its output goes with it)."""
         self.transport.close_link(self)
 
@@ -101,10 +118,31 @@ class Link:
 class TcpTransport(SocketOwner):
     """Implements the transport interface cluster/cluster.py expects."""
 
-    def __init__(self, nursery, after_event, sockets):
+    nursery: trio.Nursery
+    after_event: Callable[[], None]
+    cluster: Cluster  # set by attach_cluster, right after
+    out_links: dict[str, Link]
+    next_attempt_ms: dict[str, int]
+    frames_dropped: int
+    frames_sent: list[int]
+    epoll: SocketSet
+    links: dict[int, Link]
+    to_write: list[Link]
+    gone: list[Link]
+    flush_needed: bool
+    held: bool
+    listeners: list[socket.socket]
+    source_ip: str | None
+    tls: Any  # tls.BusTls with tls-cluster yes
+    secret: Any  # bus_guard.secret_key's: None without cluster-secret
+    also_accepted: Any
+    max_frame: int
+    send_queue_limit: int
+
+    def __init__(self, nursery: trio.Nursery, after_event: Callable[[], None],
+                 sockets: SocketSet) -> None:
         self.nursery = nursery
         self.after_event = after_event  # flush client replies the bus caused
-        self.cluster = None
         self.out_links = {}  # node id -> Link (connecting or connected)
         self.next_attempt_ms = {}
         self.frames_dropped = 0
@@ -125,7 +163,7 @@ class TcpTransport(SocketOwner):
 
     # --------------------------------------------- interface for Cluster
 
-    def send(self, node_id, frame):
+    def send(self, node_id: str, frame: bytes) -> None:
         self.frames_sent[frame[bus.TYPE_OFFSET]] += 1
         link = self.out_links.get(node_id)
         if link is None:
@@ -169,7 +207,7 @@ class TcpTransport(SocketOwner):
                 stale.close()
             self.out_links[new_id] = link
 
-    def flush_soon(self):
+    def flush_soon(self) -> None:
         self.flush_needed = True
         self.wake()
 
@@ -221,7 +259,7 @@ class TcpTransport(SocketOwner):
 
     # ------------------------------------------- the client loop's turns
 
-    def wake(self):
+    def wake(self) -> None:
         """Have the event loop take a turn (it may be waiting)."""
         self.epoll.wake()
 
@@ -258,14 +296,14 @@ class TcpTransport(SocketOwner):
         for link in list(self.links.values()):
             self.close_link(link)
 
-    def flush(self):
+    def flush(self) -> None:
         """Encode the cluster's outbox and write every link with output."""
         if self.flush_needed:
             self.flush_needed = False
             self.cluster.flush()
         self.push()
 
-    def push(self):
+    def push(self) -> None:
         """Write every link with output: at the end of a turn, and (the
         cluster calls it) in the middle of a long one that produced a lot."""
         if not self.to_write or self.held:
@@ -288,7 +326,7 @@ class TcpTransport(SocketOwner):
         self.held = False
         self.wake()
 
-    def _read(self, link):
+    def _read(self, link: Link) -> None:
         try:
             data = link.sock.recv(RECV_SIZE)
         except BlockingIOError:
@@ -299,9 +337,11 @@ class TcpTransport(SocketOwner):
         if not data:
             self.close_link(link)
             return
-        buf = link.inbuf
-        if buf is not None:
-            buf += data
+        inbuf = link.inbuf
+        buf: bytes | bytearray
+        if inbuf is not None:
+            inbuf += data  # (in place: _keep_unread knows it as link.inbuf)
+            buf = inbuf
         else:
             buf = data
         auth = link.auth
@@ -310,14 +350,15 @@ class TcpTransport(SocketOwner):
                 pos = self._frames(link, buf)
             else:  # cluster-secret: the peer's hello, then envelopes
                 pos = auth.read(link, buf, self.max_frame, self.cluster.receive)
-        except bus.AuthError as exc:
-            self.refuse(link, bus_guard.AUTH, str(exc))
+        # (a name per clause: compiled, a name is of one type, the first's)
+        except bus.AuthError as not_proven:
+            self.refuse(link, bus_guard.AUTH, str(not_proven))
             return
-        except bus.FrameTooBig as exc:
-            self.refuse(link, bus_guard.TOO_BIG, str(exc))
+        except bus.FrameTooBig as too_big:
+            self.refuse(link, bus_guard.TOO_BIG, str(too_big))
             return
-        except bus.BusError as exc:
-            log.warning(f"Bad cluster bus frame from {link.peer_ip or link.node_id}: {exc}")
+        except bus.BusError as bad:
+            log.warning(f"Bad cluster bus frame from {link.peer_ip or link.node_id}: {bad}")
             self.close_link(link)
             return
         except Exception:
@@ -374,7 +415,7 @@ class TcpTransport(SocketOwner):
         else:
             link.inbuf = bytearray(buf[pos:] if pos else buf)
 
-    def _write(self, link):
+    def _write(self, link: Link) -> None:
         """Send what the kernel takes now; the rest when it is writable."""
         sock = link.sock
         while True:
@@ -408,7 +449,7 @@ class TcpTransport(SocketOwner):
             self.epoll.modify(link.fd, events)
             link.events = events
 
-    def close_link(self, link):
+    def close_link(self, link: Link) -> None:
         if link.closed:
             return
         link.closed = True
