@@ -160,6 +160,17 @@ class Net:
         client.out.clear()
         return reader.gets()
 
+    @staticmethod
+    def take_all(client):
+        """Every reply ``client`` was sent so far, decoded (and taken)."""
+        reader = hiredis.Reader()
+        reader.feed(b"".join(client.out))
+        client.out.clear()
+        replies = []
+        while (reply := reader.gets()) is not False:
+            replies.append(reply)
+        return replies
+
     def new_client(self, i):
         client = self.nodes[i].add_client("127.0.0.1:2")
         client.proto = 2

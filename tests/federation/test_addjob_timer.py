@@ -3,19 +3,7 @@ AddJobTimer): hundreds watched at once, answered ones dropped unseen, the
 rest going on with a deadline each, and the timer still right after it
 dropped the ones it passed."""
 
-import hiredis
-
 from .inproc import Net
-
-
-def _replies(client):
-    reader = hiredis.Reader()
-    reader.feed(b"".join(client.out))
-    client.out.clear()
-    replies = []
-    while (reply := reader.gets()) is not False:
-        replies.append(reply)
-    return replies
 
 
 def _add(net, client, n, tag):
@@ -36,21 +24,21 @@ def test_many_addjobs_waiting_for_a_silent_node_all_answered_once_it_speaks():
         _add(net, client, 300, b"r%d" % round_)
         # (replies leave in order: the first job that waits for node 2
         # holds back the replies of the jobs after it)
-        replies = _replies(client)
+        replies = Net.take_all(client)
         net.advance(60)  # the timer's turn: the answered dropped, the rest on their own
         assert len(timer.waiting) - timer.head == 0 and timer.wake_ms is None
         assert len(net.clusters[0].replication.replicating) >= 150
-        replies += _replies(client)
+        replies += Net.take_all(client)
         assert len(replies) < 300
         net.release(2)
         for frame in frames:
             net.clusters[2].receive(frame, None)
         net.deliver()
-        replies += _replies(client)
+        replies += Net.take_all(client)
         assert len(replies) == 300 and all(r[:2] == b"D-" for r in replies)
         assert not net.clusters[0].replication.replicating
         net.advance(2000)  # (what the held ones scheduled runs and finds nothing)
-        assert _replies(client) == []
+        assert Net.take_all(client) == []
     assert len(net.nodes[0].jobs) == 900 and len(net.nodes[2].jobs) >= 450
 
 

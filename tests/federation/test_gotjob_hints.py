@@ -14,16 +14,6 @@ from trisque.protocol import bus
 from .inproc import Net
 
 
-def _replies(client):
-    reader = hiredis.Reader()
-    reader.feed(b"".join(client.out))
-    client.out.clear()
-    replies = []
-    while (reply := reader.gets()) is not False:
-        replies.append(reply)
-    return replies
-
-
 def _add(net, client, n, tag, queue=b"q", timeout=b"10000"):
     for i in range(n):
         net.nodes[0].execute(client, [b"ADDJOB", queue, b"%s-%d" % (tag, i), timeout,
@@ -64,13 +54,13 @@ def test_gotjobs_reordered_and_repeated_answer_every_addjob_once():
         half = len(shuffled) // 2
         _send_gotjob(net, sender, shuffled[:half])
         _send_gotjob(net, sender, shuffled[:half] + shuffled[half:])  # again, then the rest
-    replies = _replies(client)
+    replies = Net.take_all(client)
     assert len(replies) == 200 and all(r[:2] == b"D-" for r in replies)
     assert len(set(replies)) == 200
     assert not replication.replicating
     for sender, items in got:  # the whole lot once more: nothing left to answer
         _send_gotjob(net, sender, items)
-    assert _replies(client) == []
+    assert Net.take_all(client) == []
     assert all(not sent.jobs for sent in replication.sent.values())
     for job_id in replies:
         assert net.show(0, job_id)["nodes-delivered"] and net.show(0, job_id)["state"] == b"queued"
@@ -90,17 +80,17 @@ def test_a_job_one_peer_refused_does_not_hold_up_the_others():
         _add(net, paused, 2, b"p%d" % round_, queue=b"p", timeout=b"500")
         _add(net, plain, 100, b"q%d" % round_)
         net.deliver()
-        replies = _replies(plain)
+        replies = Net.take_all(plain)
         assert len(replies) == 100 and all(r[:2] == b"D-" for r in replies)
-        assert _replies(paused) == []  # still waiting for node 2
+        assert Net.take_all(paused) == []  # still waiting for node 2
     net.advance(600)
-    refused = _replies(paused)
+    refused = Net.take_all(paused)
     assert len(refused) == 6 and all(isinstance(r, hiredis.ReplyError)
                                      and str(r).startswith("NOREPL") for r in refused)
     assert not replication.replicating
     _add(net, plain, 10, b"after")
     net.deliver()
-    assert len(_replies(plain)) == 10
+    assert len(Net.take_all(plain)) == 10
     assert all(len(sent.jobs) - sent.head <= 8 for sent in replication.sent.values())
     net.check()
 
@@ -118,7 +108,7 @@ def test_the_hints_of_a_peer_that_answers_nothing_stay_bounded():
     for frame in frames:
         net.clusters[2].receive(frame, None)
     net.deliver()
-    replies = _replies(client)
+    replies = Net.take_all(client)
     assert len(replies) == SENT_HINTS_MAX + 100 and all(r[:2] == b"D-" for r in replies)
     assert not replication.replicating
     assert all(not sent.jobs for sent in replication.sent.values())
@@ -138,7 +128,7 @@ def test_the_hints_of_a_peer_that_never_answers_go_with_its_jobs():
     silent = replication.sent[net.clusters[2].node.id]
     assert len(silent.jobs) - silent.head == 50
     net.advance(2000)
-    replies = _replies(client)
+    replies = Net.take_all(client)
     assert len(replies) == 50 and all("NOREPL" in str(r) for r in replies)
     assert not replication.replicating
     assert silent.jobs == [] and silent.head == 0
@@ -158,13 +148,13 @@ def test_a_job_acked_while_it_waits_is_passed_over():
     assert net.run(0, "ACKJOB", first) == 1
     _add(net, client, 20, b"later")
     net.deliver()
-    assert _replies(client) == []  # (the first, unanswered, holds the others back)
+    assert Net.take_all(client) == []  # (the first, unanswered, holds the others back)
     net.release(2)
     for frame in frames:
         net.clusters[2].receive(frame, None)
     net.deliver()
     net.advance(1000)
-    replies = _replies(client)
+    replies = Net.take_all(client)
     assert len(replies) == 21
     assert isinstance(replies[0], hiredis.ReplyError) and "NOREPL" in str(replies[0])
     assert all(isinstance(r, bytes) and r[:2] == b"D-" for r in replies[1:])
@@ -185,7 +175,7 @@ def test_a_leaving_origin_hands_each_job_to_a_holder():
         net.nodes[0].execute(client, [b"ADDJOB", b"q", b"away-%d" % i, b"10000",
                                       b"REPLICATE", b"2"])
     net.deliver()
-    replies = _replies(client)
+    replies = Net.take_all(client)
     assert len(replies) == 20 and all(r[:2] == b"D-" for r in replies)
     assert not net.clusters[0].replication.replicating
     for job_id in replies:

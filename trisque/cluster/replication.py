@@ -45,6 +45,19 @@ RESEND_PERIOD_MS = 1000
 MAX_SHARED_HOLDERS = 4096  # distinct holder tuples shared between jobs
 
 
+def drop_passed(items: list[Any], head: int) -> int:
+    """For a list read from ``head`` on (AddJobTimer, SentJobs): the
+    items passed leave it once they are all of it or half of a long one.
+    Returns the new head."""
+    if head >= len(items):
+        items.clear()
+        return 0
+    if head >= 64 and head * 2 >= len(items):
+        del items[:head]  # (the ones passed, out of memory)
+        return 0
+    return head
+
+
 class PendingAddJob(PendingReply):
     """The reply to a synchronous ADDJOB, waiting for replication."""
 
@@ -151,13 +164,7 @@ class AddJobTimer(PendingReply):
                 pending.fire(node)
             else:
                 head += 1  # answered meanwhile
-        if head == len(waiting):
-            waiting.clear()
-            head = 0
-        elif head >= 64 and head * 2 >= len(waiting):
-            del waiting[:head]  # (the ones passed, out of memory)
-            head = 0
-        self.head = head
+        head = self.head = drop_passed(waiting, head)
         if head < len(waiting):
             due = waiting[head].sent_ms + ADD_NODE_PERIOD_MS
             node.deadlines.set(self, due)
@@ -521,14 +528,7 @@ class Replication(ReplicationHooks):
 
     def _passed(self, sent: SentJobs, head: int) -> None:
         """The jobs of ``sent`` before ``head`` were matched or passed over."""
-        expected = sent.jobs
-        if head >= len(expected):
-            expected.clear()
-            head = 0
-        elif head >= 64 and head * 2 >= len(expected):
-            del expected[:head]  # (the ones passed, out of memory)
-            head = 0
-        sent.head = head
+        sent.head = drop_passed(sent.jobs, head)
 
     def _confirm(self, sender_id: str, jobs: list[Job]) -> None:
         """``sender_id`` holds a copy of each of ``jobs`` (its GOTJOB):
