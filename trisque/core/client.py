@@ -15,7 +15,6 @@ served by another client's ADDJOB, a timeout), calls ``node.wake(client)``
 so the shell flushes them.
 """
 
-from collections import deque
 from typing import Any, Final
 
 from mypy_extensions import mypyc_attr
@@ -34,7 +33,7 @@ class Client(Scheduled):
         "id", "addr", "laddr", "proto", "name", "lib_name", "lib_ver",
         "authenticated", "ctime_ms", "last_ms", "last_cmd", "out",
         "blocked", "reply_mode", "close_after_reply", "monitor",
-        "killed", "transport", "slots", "disque_resp3", "db",
+        "killed", "transport", "slots", "slots_head", "disque_resp3", "db",
         "multi", "watch", "pubsub",
     )
     id: int
@@ -55,7 +54,8 @@ class Client(Scheduled):
     monitor: bool
     killed: bool
     transport: Any
-    slots: "deque[Any] | None"
+    slots: list[Any] | None
+    slots_head: int
     disque_resp3: bool
     db: int
     multi: Any
@@ -85,7 +85,10 @@ class Client(Scheduled):
         self.transport = transport  # whatever the shell needs to flush
         # Replies queued behind a PendingReply (e.g. an ADDJOB waiting for
         # replication): pipelined commands keep running, replies keep order.
+        # Those from ``slots_head`` on are not sent yet (a list and an index:
+        # compiled, a deque's append and popleft are generic method calls).
         self.slots = None
+        self.slots_head = 0
         self.disque_resp3 = False  # CLIENT DISQUE-RESP3 ON
         self.db = 0  # the keyspace database SELECTed
         self.multi = None  # transactions.Transaction between MULTI and EXEC

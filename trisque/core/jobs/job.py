@@ -393,10 +393,11 @@ def serialize(job: Job, etime_ms: int) -> bytes:
         if own is not None:  # (its own policy, not the Common's)
             flags |= jobcodec.HAS_POLICY
             tail = wire.ids + jobcodec.policy_suffix(policy_codec.encode(own))
-    return b"".join((
-        _pack_head(job.id, job.state, flags, job.repl, job._ctime + CTIME_EPOCH, etime_ms,
-                   middle, len(body)),
-        wire.head, body, tail))
+    head = _pack_head(job.id, job.state, flags, job.repl, job._ctime + CTIME_EPOCH, etime_ms,
+                      middle, len(body))
+    # (bytes formatting of bytes alone: compiled, one native build of the
+    # four parts, where b"".join took a tuple and a method call, ~350 more)
+    return b"%s%s%s%s" % (head, wire.head, body, tail)
 
 
 def deserialize(data: bytes, offset: int = 0) -> tuple[Job, int]:
