@@ -40,6 +40,7 @@ COMPILED = [
     "trisque/server/clients/connection.py",
     "trisque/shell/socket_set.py",
     "trisque/shell/timers.py",
+    "trisque/shell/ticks.py",
     "trisque/cluster/tcp/transport.py",
     # replicated ADDJOB: the bus codec and the cluster's replication path
     "trisque/protocol/bus.py",

@@ -221,3 +221,39 @@ def test_the_callers_deadline_ends_the_trio_driven_wait():
     a.close()
     _b.close()
     assert len(waited) == 3
+
+
+def test_a_deadline_moved_and_a_heap_pruned_still_bound_the_direct_wait():
+    """The direct wait reads trio's deadline heap itself (``_trio_due_s``):
+    a head made stale by a deadline moved later, and a heap trio replaced
+    when it pruned many stale entries, still let a sleeper wake on time
+    while the loop sleeps in its own epoll set."""
+    a, b = socketpair()
+    events = []
+
+    async def mover():
+        with trio.CancelScope() as scope:
+            # stale entries: each move leaves one in trio's heap, and past
+            # a thousand trio prunes it into a new list
+            for i in range(1500):
+                scope.deadline = trio.current_time() + 10 + i
+                if i % 100 == 0:
+                    await trio.lowlevel.checkpoint()
+            scope.deadline = trio.current_time() + 0.02  # the head: stale ones before it
+            await trio.sleep_forever()
+        events.append("moved")
+
+    async def main():
+        sockets = SocketSet()
+        sockets.register(a.fileno(), select.EPOLLIN)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(mover)
+            later(0.5, lambda: b.send(b"x"))
+            await wait_for_data(sockets, a.fileno())
+            events.append("socket")
+        assert sockets.trio_fd >= 0
+
+    trio.run(main)
+    a.close()
+    b.close()
+    assert events == ["moved", "socket"], events

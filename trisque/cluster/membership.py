@@ -423,23 +423,29 @@ class Membership:
         transport = self.transport
         timeout = self.node.config.cluster_node_timeout
         self.cron_runs += 1
-        for ban_id, until in list(self.banned.items()):
-            if until <= now_ms:
-                del self.banned[ban_id]
-        for node in self.others():
+        if self.banned:  # (the list copy only when there is one)
+            for ban_id, until in list(self.banned.items()):
+                if until <= now_ms:
+                    del self.banned[ban_id]
+        others = self.others()
+        deleted = False
+        for node in others:
             if node.handshake and now_ms - node.ctime_ms > max(timeout, HANDSHAKE_MIN_MS):
                 self.delete(node)
+                deleted = True
                 continue
             transport.ensure_link(node)
+        if deleted:
+            others = self.others()
         # Every 10th run, ping the stalest of five random nodes.
         if self.cron_runs % 10 == 0:
-            candidates = [n for n in self.others()
+            candidates = [n for n in others
                           if n.link_ok and not n.handshake and n.ping_sent_ms == 0]
             if candidates:
                 sample = self.node.random.sample(candidates, min(5, len(candidates)))
                 self.send_ping(min(sample, key=lambda n: n.pong_received_ms))
         changed = False
-        for node in self.others():
+        for node in others:
             if node.handshake:
                 continue
             if (node.link_ok and node.ping_sent_ms == 0

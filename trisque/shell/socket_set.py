@@ -5,14 +5,15 @@ puts its links in the same set and is served in the same turns, as a
 ``SocketOwner``."""
 
 import select
-from time import perf_counter
-from typing import Any, Callable
+from typing import Any, Callable, Final
 
 import trio
 
 # trio.testing's wait_all_tasks_blocked, from where trio keeps it:
 # importing trio.testing imports pytest.
 from trio._core import wait_all_tasks_blocked
+
+from .ticks import perf_counter
 
 # Turns a busy loop may take without going through trio's scheduler: a
 # pass (a checkpoint, or waiting on the epoll set's fd) costs more than a
@@ -30,8 +31,8 @@ TURNS_PER_YIELD = 8
 # other tasks to be done gives up after this long: one that never blocks
 # (the AOF rewrite's chunks) does not hold our sockets up longer.
 IDLE_WAIT_S = 0.001
-_FOREVER_S = 86400.0
-_NEVER_S = float("inf")  # wait()'s due_s when the caller has no deadline
+_FOREVER_S: Final = 86400.0
+_NEVER_S: Final = float("inf")  # wait()'s due_s when the caller has no deadline
 
 class SocketOwner:
     """Sockets of another part served in the client loop's turns (the
@@ -70,7 +71,12 @@ class SocketSet:
     alone: bool  # no other task can be in the batch we run in
     # trio's runner's parts the direct wait reads (set by _watch_trio)
     _runq: Any  # tasks runnable now
-    _entry_queue: Any  # callbacks from threads and signals waiting to run
+    # callbacks from threads and signals waiting to run: the entry queue's
+    # deque and dict (trio keeps them, clears them)
+    _entries: Any
+    _entries_idempotent: Any
+    _deadlines: Any  # trio's cancel scopes' deadlines
+    _deadline_heap: list[tuple[Any, ...]]  # theirs, (deadline, tie, scope): see _trio_due_s
     _next_deadline: Callable[[], float]  # trio's earliest deadline, its clock
     _clock_offset: float  # trio's clock: perf_counter() + this
 
@@ -104,33 +110,52 @@ class SocketSet:
         would not be counted as runnable.  So the loop sleeps directly only
         in a step that trio began because all the others were blocked
         (``alone``), and goes through trio again as soon as it woke one.
-        (One coroutine, trio's state read inline: this runs every turn,
-        bench/README.md, "A turn's fixed costs".)"""
+        (trio's state is read inline, and the direct part is a plain call,
+        ``ready_now``: this runs every turn, bench/README.md, "A turn's
+        fixed costs".)"""
         trio_fd = self.trio_fd
         if trio_fd == -2:
             trio_fd = self.trio_fd = self._watch_trio()
         if trio_fd < 0:
             return await self._wait_trio(busy, due_s)
-        poll = self.poll
-        if self.alone:
-            entries = self._entry_queue
-            if not (self._runq or entries.queue or entries.idempotent_queue):
-                now_s = perf_counter()
-                left = self._next_deadline() - self._clock_offset - now_s
-                if left > 0:
-                    ours = due_s - now_s  # (before trio's: a timeout is ours)
-                    if ours < left:
-                        busy = busy or ours <= 0
-                        left = ours
-                    ready = poll(0 if busy else (left if left < _FOREVER_S else -1))
-                    for i in range(len(ready)):
-                        if ready[i][0] == trio_fd:
-                            break  # trio has work: it goes first
-                    else:
-                        if ready or busy or left == ours:
-                            return ready
-        # Through trio: a checkpoint while work waits or others run,
-        # else until every other task is blocked (then we run alone).
+        ready = self.ready_now(busy, due_s)
+        if ready is not None:
+            return ready
+        return await self.through_trio(busy)
+
+    def ready_now(self, busy: bool, due_s: float = _NEVER_S) -> list[tuple[int, int]] | None:
+        """wait()'s direct part, a plain call: the ready pairs, or None
+        when the wait must go through trio (``await through_trio(busy)``)
+        or the direct wait is not known to work yet (``await wait(...)``).
+        (A coroutine's call makes its frame an object and returns through
+        the generator protocol: each turn paid that, bench/README.md,
+        "The turn's own costs".)"""
+        trio_fd = self.trio_fd
+        if trio_fd < 0 or not self.alone:
+            return None
+        if self._runq or self._entries or self._entries_idempotent:
+            return None
+        now_s = perf_counter()
+        left = self._trio_due_s() - now_s
+        if left <= 0:
+            return None
+        ours = due_s - now_s  # (before trio's: a timeout is ours)
+        if ours < left:
+            busy = busy or ours <= 0
+            left = ours
+        ready = self.poll(0 if busy else (left if left < _FOREVER_S else -1))
+        for i in range(len(ready)):
+            if ready[i][0] == trio_fd:
+                return None  # trio has work: it goes first
+        if ready or busy or left == ours:
+            return ready
+        return None
+
+    async def through_trio(self, busy: bool) -> list[tuple[int, int]]:
+        """wait() through trio, the direct wait known (``ready_now``
+        said None): a checkpoint while work waits or others run, else
+        until every other task is blocked (then we run alone)."""
+        trio_fd = self.trio_fd
         self.alone = False
         if busy or self._trio_busy():
             await trio.lowlevel.checkpoint()
@@ -138,9 +163,26 @@ class SocketSet:
             with trio.move_on_after(IDLE_WAIT_S) as scope:
                 await wait_all_tasks_blocked()
             self.alone = not scope.cancelled_caught
+        self._deadline_heap = self._deadlines._heap  # (see _trio_due_s)
         # (back to the caller even with nothing ready: the tasks that ran
         # meanwhile may have given it work, and no wake() says so)
-        return [event for event in poll(0) if event[0] != trio_fd]
+        return [event for event in self.poll(0) if event[0] != trio_fd]
+
+    def _trio_due_s(self) -> float:
+        """trio's earliest deadline on perf_counter's clock: the head of
+        its heap read here, trio's own next_deadline (interpreted, ~900
+        instructions a call, each turn) only when the head is stale.  The heap
+        is the list read after the last pass through trio: trio replaces
+        it only when it prunes, in its run loop, and the direct wait runs
+        only in a step begun since that pass ended (``alone``)."""
+        heap = self._deadline_heap
+        if not heap:
+            return _NEVER_S
+        head = heap[0]
+        deadline = head[0]
+        if deadline == head[2]._registered_deadline:
+            return float(deadline) - self._clock_offset
+        return self._next_deadline() - self._clock_offset
 
     async def _wait_trio(self, busy: bool, due_s: float) -> list[tuple[int, int]]:
         """wait() through trio's scheduler (trio's internals unknown)."""
@@ -171,8 +213,7 @@ class SocketSet:
     # once a turn (bench/README.md, "The end-to-end tail").
     def _trio_busy(self) -> bool:
         """Another task can run now, or a callback from a thread waits."""
-        entries = self._entry_queue
-        return bool(self._runq or entries.queue or entries.idempotent_queue)
+        return bool(self._runq or self._entries or self._entries_idempotent)
 
     def yielded(self) -> None:
         """The task that waits here awaited something else meanwhile."""
@@ -192,10 +233,18 @@ class SocketSet:
             if type(clock) is not SystemClock:
                 return -1  # (its time is not perf_counter's plus an offset)
             self._clock_offset = float(clock.offset)
+            self._deadlines = runner.deadlines
             self._next_deadline = runner.deadlines.next_deadline
             self._runq = runner.runq  # (trio clears this deque, keeps it)
-            self._entry_queue = runner.entry_queue
+            self._entries = runner.entry_queue.queue  # (kept too)
+            self._entries_idempotent = runner.entry_queue.idempotent_queue
             self._trio_busy()  # (what it reads is there)
+            heap = runner.deadlines._heap
+            if not isinstance(heap, list):
+                return -1
+            self._deadline_heap = heap
+            if not isinstance(trio.CancelScope()._registered_deadline, float):
+                return -1  # (what _trio_due_s compares)
             self._next_deadline() - self._clock_offset - perf_counter()
             self.register(fd, select.EPOLLIN)
         except (ImportError, AttributeError, OSError, ValueError, TypeError):

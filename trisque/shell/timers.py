@@ -18,10 +18,9 @@ so work of periods that are multiples of one another shares a turn.
 
 import math
 import random
-from time import perf_counter
 from typing import TYPE_CHECKING, Callable, Final
 
-from .ticks import tick_after
+from .ticks import perf_counter, tick_after
 
 if TYPE_CHECKING:
     from ..core.node import Node
