@@ -126,7 +126,9 @@ class Connection:
         client = self.client
         out = client.out
         if out:
-            data = self.outbuf + (out[0] if len(out) == 1 else b"".join(out))
+            data = out[0] if len(out) == 1 else b"".join(out)
+            if self.outbuf:  # (most turns have none left: no copy)
+                data = self.outbuf + data
             out.clear()
             self.out_counted = self.out_bytes = 0
         else:
