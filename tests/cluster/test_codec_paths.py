@@ -132,3 +132,74 @@ def test_job_frames_decode_like_the_codec_and_refuse_bad_records():
             bus.decode(bytes(frame))
         with pytest.raises(bus.BusError):
             bus.decode(frame)  # a bytearray is decoded the same way
+
+
+def _reference_jobids(header, type_, items, mflags):
+    """A job-ID frame packed field by field, as the format says (bus.py)."""
+    pairs = [(i, 0) if isinstance(i, bytes) else i for i in items]
+    payload = struct.pack("<I", len(pairs)) + b"".join(
+        struct.pack("<40sI", job_id, aux) for job_id, aux in pairs)
+    return struct.pack("<3sBIHBB40sHH", bus.MAGIC, bus.VERSION, 56 + len(payload), type_,
+                       mflags, header.flags, header.node_id, header.port,
+                       header.bus_port) + payload
+
+
+def test_jobid_frames_of_one_item_and_with_aux_are_the_packed_frames():
+    """A lone item's frame (its header kept by the Header, by type and
+    mflags) and a frame whose items have an aux (SETACK, GOTACK: the aux's
+    bytes from a table) are byte for byte the frames packed item by item,
+    whatever the ID's length and the aux's size."""
+    header = bus.Header("e" * 40, 7711, 17711, bus.F_PUBSUB | bus.F_POLICIES)
+    job_id = b"D-0123abcd-" + b"A" * 24 + b"-0a0b"
+    cases = [[job_id], [(job_id, 0)], [(job_id, 3)], [(job_id, 255)], [(job_id, 256)],
+             [(job_id, 2**32 - 1)], [b"D-short"], [(b"D-short", 9)],
+             [job_id, (job_id, 3), (job_id, 1000), b"D-short", (b"D-short", 2)]]
+    for _round in range(2):  # (the second from the Header's kept heads)
+        for type_ in bus.JOBID_TYPES:
+            for mflags in (0, bus.NOREPLY, bus.INCR_NACKS | bus.INCR_DELIV):
+                for items in cases:
+                    frame = bus.jobids(header, type_, items, mflags)
+                    assert frame == _reference_jobids(header, type_, items, mflags), items
+                    msg = bus.decode(frame)
+                    assert (msg.type, msg.mflags, msg.sender) == (type_, mflags, "e" * 40)
+                    assert msg.body == [struct.unpack("<40sI", frame[60 + 44 * i:104 + 44 * i])
+                                        for i in range(len(items))]
+    other = bus.Header("d" * 40, 7712, 17712)
+    assert bus.jobids(other, bus.SETACK, [(job_id, 3)]) == _reference_jobids(
+        other, bus.SETACK, [(job_id, 3)], 0)
+    with pytest.raises(struct.error):
+        bus.jobids(header, bus.GOTACK, [(job_id, -1)])
+
+
+def test_frame_length_reads_the_header_and_names_what_is_wrong():
+    header = bus.Header("e" * 40, 7711, 17711)
+    frame = bus.jobids(header, bus.DELJOB, [b"D-0123abcd-" + b"A" * 24 + b"-0a0b"])
+    for buf in (frame, bytearray(frame), memoryview(frame), b"xy" + frame):
+        offset = 2 if buf[:2] == b"xy" else 0
+        assert bus.frame_length(buf, offset) == len(frame)
+        assert bus.frame_length(buf[:offset + 7], offset) is None
+    with pytest.raises(bus.BusError, match="unsupported bus version 7"):
+        bus.frame_length(frame[:3] + b"\x07" + frame[4:])
+    with pytest.raises(bus.BusError, match="bad magic"):
+        bus.frame_length(b"TQX" + frame[3:])
+    with pytest.raises(bus.BusError, match="authenticates"):
+        bus.frame_length(bus.SEALED_MAGIC + frame[3:])
+    with pytest.raises(bus.BusError, match="bad frame length 55"):
+        bus.frame_length(frame[:4] + struct.pack("<I", 55) + frame[8:])
+    with pytest.raises(bus.FrameTooBig):
+        bus.frame_length(frame, 0, len(frame) - 1)
+    for bad in (frame[:3] + b"\x07" + frame[4:], b"TQX" + frame[3:]):
+        with pytest.raises(bus.BusError, match="bad frame header"):
+            bus.decode(bad)
+
+
+def test_gossip_addresses_are_checked_once_and_bad_ones_still_refused():
+    header = bus.Header("e" * 40, 7711, 17711)
+    good = bus.gossip(header, bus.PING, [("a" * 40, 0, "127.0.0.1", 7711, 17711, 0)])
+    for _ in range(2):
+        assert bus.decode(good).body == [("a" * 40, 0, "127.0.0.1", 7711, 17711, 0)]
+    for ip in ("127.0.0.300", "not-an-ip", "127.0.0.1 "):
+        bad = bus.gossip(header, bus.PING, [("a" * 40, 0, ip, 7711, 17711, 0)])
+        for _ in range(2):
+            with pytest.raises(bus.BusError):
+                bus.decode(bad)

@@ -76,20 +76,15 @@ class Cluster(ClusterHooks):
         node.cluster = self
 
     def _handlers(self) -> dict[int, Handler]:
-        replication, requeue, acks, federation = (
-            self.replication, self.requeue, self.acks, self.federation)
+        """The handlers of the rarer message types (``receive`` calls those
+        of every job's frames itself: REPLJOB, GOTJOB, WORKING, SETACK,
+        GOTACK, DELJOB)."""
+        requeue, federation = self.requeue, self.federation
         return {
-            bus.REPLJOB: lambda sender, msg: replication.on_repljob(sender, msg.body, msg.mflags),
-            bus.GOTJOB: lambda sender, msg: replication.on_gotjob_frame(sender, msg.body),
             bus.QUEUED: lambda sender, msg: requeue.on_queued_or_working(
                 sender, msg.body, bus.QUEUED, msg.mflags),
-            bus.WORKING: lambda sender, msg: requeue.on_queued_or_working(
-                sender, msg.body, bus.WORKING, msg.mflags),
             bus.WILLQUEUE: lambda sender, msg: requeue.on_willqueue(sender, msg.body),
             bus.ENQUEUE: lambda sender, msg: requeue.on_enqueue(sender, msg.body),
-            bus.SETACK: lambda sender, msg: acks.on_setack(sender, msg.body),
-            bus.GOTACK: lambda sender, msg: acks.on_gotack(sender, msg.body),
-            bus.DELJOB: lambda sender, msg: acks.on_deljob(sender, msg.body),
             bus.FAIL: lambda sender, msg: self.membership.on_fail(msg),
             bus.NEEDJOBS: lambda sender, msg: federation.on_needjobs(
                 sender, msg.body[1], msg.body[0]),
@@ -318,10 +313,10 @@ class Cluster(ClusterHooks):
         """One frame from ``link``.  Raises bus.BusError if malformed."""
         msg = bus.decode(frame, True)  # (a GOTJOB's items raw: on_gotjob_frame)
         type_ = msg.type
-        if type_ >= len(bus.NAMES):
+        if type_ >= bus.TYPE_COUNT:
             return  # a newer node's message type: ignored (protocol/bus.py)
         self.frames_received[type_] += 1
-        if type_ in bus.GOSSIP_TYPES:
+        if type_ == bus.PING or type_ == bus.PONG or type_ == bus.MEET:
             self.membership.on_gossip_message(msg, link)
             peer = self.membership.nodes.get(msg.sender)
             if peer is not None and not peer.myself:
@@ -340,9 +335,24 @@ class Cluster(ClusterHooks):
         if sender is None or sender.handshake or sender.myself:
             return  # only known nodes may talk about jobs
         self.membership.messages_received += 1
-        handler = self.handlers.get(type_)
-        if handler is not None:
-            handler(sender, msg)
+        # Every job's frames called directly (a native call, not a look-up
+        # in ``handlers`` and a call of its lambda); the rest by the table.
+        if type_ == bus.REPLJOB:
+            self.replication.on_repljob(sender, msg.body, msg.mflags)
+        elif type_ == bus.GOTJOB:
+            self.replication.on_gotjob_frame(sender, msg.body)
+        elif type_ == bus.SETACK:
+            self.acks.on_setack(sender, msg.body)
+        elif type_ == bus.GOTACK:
+            self.acks.on_gotack(sender, msg.body)
+        elif type_ == bus.DELJOB:
+            self.acks.on_deljob(sender, msg.body)
+        elif type_ == bus.WORKING:
+            self.requeue.on_queued_or_working(sender, msg.body, bus.WORKING, msg.mflags)
+        else:
+            handler = self.handlers.get(type_)
+            if handler is not None:
+                handler(sender, msg)
 
     def _on_pause(self, queue_name: bytes, flags: int) -> None:
         node = self.node

@@ -253,9 +253,12 @@ class Outbox:
             old_peer = peer is None or not peer.policies
             for batch in batches:
                 type_, mflags, items = batch.type, batch.mflags, batch.items
-                if old_peer and type_ in bus.POLICY_TYPES:
+                # (the types compared one by one: Final ints to the compiled
+                # code, where a search of bus's tuples was a generic one)
+                if old_peer and (type_ == bus.DEADJOB or type_ == bus.REVIVE
+                                 or type_ == bus.QPOLICY):
                     continue
-                if type_ in bus.JOBS_TYPES:
+                if type_ == bus.REPLJOB or type_ == bus.YOURJOBS:
                     if old_peer:
                         items = [jobcodec.without_policy(r) for r in items]
                     size = sum(map(len, items))

@@ -63,7 +63,6 @@ import hmac
 import ipaddress
 import struct
 from collections.abc import Sequence
-from itertools import starmap
 from typing import Any, Final
 
 from . import jobcodec
@@ -73,7 +72,14 @@ VERSION: Final = 1
 MAX_FRAME: Final = 64 * 1024 * 1024  # a frame larger than this is refused
 
 HEADER: Final = struct.Struct("<3sBIHBB40sHH")
+HEADER_SIZE: Final = 56  # HEADER.size
+# HEADER with its magic and version read as one u32 (decode), and their value
+_HEAD: Final = struct.Struct("<IIHBB40sHH")
+_MAGIC_VERSION: Final = int.from_bytes(MAGIC + bytes([VERSION]), "little")
+_HEAD_FROM: Final = _HEAD.unpack_from  # (bound once: no method lookup per frame)
+_MAGIC_LENGTH_FROM: Final = struct.Struct("<II").unpack_from  # a frame's first 8 bytes
 _COUNTED: Final = struct.Struct("<3sBIHBB40sHHI")  # a header and a payload's u32 count
+_COUNTED_PACK: Final = _COUNTED.pack  # (bound once: no method lookup per frame)
 TYPE_OFFSET: Final = 8  # of the message type in a frame (its low byte: types < 256)
 NODE_ID_LEN: Final = 40
 JOB_ID_LEN: Final = 40
@@ -115,6 +121,14 @@ JOBS_TYPES: Final = (REPLJOB, YOURJOBS)
 JOBID_TYPES: Final = (GOTJOB, ENQUEUE, QUEUED, SETACK, WILLQUEUE, GOTACK, DELJOB, WORKING,
                DEADJOB, REVIVE, WAITJOB, JOBSTATE)
 QUEUE_TYPES: Final = (NEEDJOBS, PAUSE)
+TYPE_COUNT: Final = 25  # len(NAMES): a type from this on is a newer node's
+# Each type's payload layout, by type, for decode (a byte read where a
+# tuple was searched): job records, job IDs, or another (_decode_body).
+_OTHER_KIND: Final = 0
+_JOBS_KIND: Final = 1
+_JOBID_KIND: Final = 2
+_KINDS: Final = bytes([_JOBS_KIND if t in JOBS_TYPES else _JOBID_KIND if t in JOBID_TYPES
+                       else _OTHER_KIND for t in range(TYPE_COUNT)])
 
 # mflags
 NOREPLY: Final = 1  # REPLJOB: do not answer GOTJOB (ASYNC)
@@ -135,13 +149,18 @@ F_SCHEDULES: Final = 128  # header only: the sender knows schedules (periodic jo
 
 _GOSSIP: Final = struct.Struct("<40sHHHIB")
 _JOBID: Final = struct.Struct("<40sI")
+_JOBID_FROM: Final = _JOBID.unpack_from
 JOBID_ITEM_LEN: Final = 44  # _JOBID's size: a job-ID item on the wire
 _QUEUE: Final = struct.Struct("<II")
 _QPOLICY: Final = struct.Struct("<Q40sI")
 _FIRED: Final = struct.Struct("<Q40s40sI")
 _U16: Final = struct.Struct("<H")
 _U32: Final = struct.Struct("<I")
+_U32_FROM: Final = _U32.unpack_from
 _NO_AUX: Final = b"\0\0\0\0"  # a job-ID item's aux of 0, as _JOBID packs it
+_AUX_CACHED: Final = 256  # the aux values whose bytes are made once (holder counts, flags)
+_AUX_BYTES: Final = tuple([_U32.pack(aux) for aux in range(_AUX_CACHED)])
+ONE_ITEM_FRAME_LEN: Final = 104  # a job-ID frame of one item: header, count, ID, aux
 
 
 class BusError(Exception):
@@ -188,23 +207,27 @@ class Message:
 
 
 class Header:
-    """What every frame from this node carries about its sender."""
+    """What every frame from this node carries about its sender.  Not
+    changed once made (membership.header() makes a new one): it keeps the
+    header bytes of one-item job-ID frames it has made."""
 
-    __slots__ = ("node_id", "port", "bus_port", "flags")
+    __slots__ = ("node_id", "port", "bus_port", "flags", "one_item_heads")
     node_id: bytes
     port: int
     bus_port: int
     flags: int
+    one_item_heads: dict[int, bytes]  # by type | mflags << 16: header and count of 1
 
     def __init__(self, node_id: str | bytes, port: int, bus_port: int, flags: int = 0) -> None:
         self.node_id = node_id.encode() if isinstance(node_id, str) else node_id
         self.port = port
         self.bus_port = bus_port
         self.flags = flags
+        self.one_item_heads = {}
 
 
 def _frame(header: Header, type_: int, payload: bytes, mflags: int = 0) -> bytes:
-    return HEADER.pack(MAGIC, VERSION, HEADER.size + len(payload), type_, mflags,
+    return HEADER.pack(MAGIC, VERSION, HEADER_SIZE + len(payload), type_, mflags,
                        header.flags, header.node_id, header.port,
                        header.bus_port) + payload
 
@@ -230,7 +253,7 @@ def fail(header: Header, node_id: str) -> bytes:
 def _counted(header: Header, type_: int, count: int, size: int, mflags: int) -> bytes:
     """The header of a frame whose payload is a u32 ``count`` and ``size``
     bytes more, with the count: what jobs() and jobids() put in front."""
-    return _COUNTED.pack(MAGIC, VERSION, _COUNTED.size + size, type_, mflags, header.flags,
+    return _COUNTED_PACK(MAGIC, VERSION, HEADER_SIZE + 4 + size, type_, mflags, header.flags,
                          header.node_id, header.port, header.bus_port, count)
 
 
@@ -252,6 +275,26 @@ def jobids(header: Header, type_: int, items: Sequence[bytes | tuple[bytes, int]
     """items: (job id bytes, aux) pairs, or a job ID alone for aux 0 (a
     replica's GOTJOBs: no pair made per copy), all of the same type and
     mflags."""
+    count = len(items)
+    if count == 1:
+        # A lone job's frame (every frame of a job at a low rate: its
+        # GOTJOB, SETACK, GOTACK, DELJOB): one pack, header to aux.
+        item = items[0]
+        if isinstance(item, bytes):
+            job_id = item
+            aux = 0
+        else:
+            job_id, aux = item
+        if len(job_id) == JOB_ID_LEN and 0 <= aux < _AUX_CACHED:
+            key = type_ | mflags << 16
+            head = header.one_item_heads.get(key)
+            if head is None:
+                head = _COUNTED_PACK(MAGIC, VERSION, ONE_ITEM_FRAME_LEN, type_, mflags,
+                                     header.flags, header.node_id, header.port,
+                                     header.bus_port, 1)
+                header.one_item_heads[key] = head
+            return b"".join((head, job_id, _AUX_BYTES[aux]))
+        return _jobids_with_aux(header, type_, items, mflags)
     # The common frame (GOTJOB, DELJOB: 40-byte IDs, aux 0) is the IDs
     # joined by the zero aux, one C join; a pack per item costs ~0.6k
     # instructions (bench/README.md, "Issue 29 point 4").
@@ -263,16 +306,34 @@ def jobids(header: Header, type_: int, items: Sequence[bytes | tuple[bytes, int]
         else:
             job_id, aux = item
         if aux or len(job_id) != JOB_ID_LEN:
-            # starmap: the pack calls from C, no Python step per item
-            pairs = [(i, 0) if isinstance(i, bytes) else i for i in items]
-            return _frame(header, type_, _U32.pack(len(pairs)) + b"".join(
-                starmap(_JOBID.pack, pairs)), mflags)
+            return _jobids_with_aux(header, type_, items, mflags)
         ids.append(job_id)
     if not ids:
         return _frame(header, type_, _U32.pack(0), mflags)
-    count = len(ids)
-    return b"".join((_counted(header, type_, count, count * _JOBID.size, mflags),
+    return b"".join((_counted(header, type_, count, count * JOBID_ITEM_LEN, mflags),
                      _NO_AUX.join(ids), _NO_AUX))
+
+
+def _jobids_with_aux(header: Header, type_: int, items: Sequence[bytes | tuple[bytes, int]],
+                     mflags: int) -> bytes:
+    """jobids() of items some of which have an aux (SETACK's holder count,
+    GOTACK's known flag): each item's ID and its aux's bytes (taken from a
+    table while small), one join."""
+    count = len(items)
+    parts = [_counted(header, type_, count, count * JOBID_ITEM_LEN, mflags)]
+    for item in items:
+        if isinstance(item, bytes):
+            job_id = item
+            aux = 0
+        else:
+            job_id, aux = item
+        if len(job_id) != JOB_ID_LEN:
+            # (not an ID of ours: packed as the format says, NUL-padded or cut)
+            parts.append(_JOBID.pack(job_id, aux))
+            continue
+        parts.append(job_id)
+        parts.append(_AUX_BYTES[aux] if 0 <= aux < _AUX_CACHED else _U32.pack(aux))
+    return b"".join(parts)
 
 
 def queue_op(header: Header, type_: int, name: bytes, aux: int = 0) -> bytes:
@@ -311,15 +372,18 @@ def frame_length(buf: bytes | bytearray | memoryview, offset: int = 0,
     FrameTooBig over ``max_frame``."""
     if len(buf) - offset < 8:
         return None
-    if buf[offset:offset + 3] != MAGIC:
-        if buf[offset:offset + 3] in (HELLO_MAGIC, SEALED_MAGIC):
-            raise BusError("the peer authenticates its frames (cluster-secret), "
-                           "this node has no cluster-secret")
-        raise BusError("bad magic")
-    if buf[offset + 3] != VERSION:
+    # (one unpack: the magic and version as one u32, then the length)
+    magic: int
+    length: int
+    magic, length = _MAGIC_LENGTH_FROM(buf, offset)
+    if magic != _MAGIC_VERSION:
+        if buf[offset:offset + 3] != MAGIC:
+            if buf[offset:offset + 3] in (HELLO_MAGIC, SEALED_MAGIC):
+                raise BusError("the peer authenticates its frames (cluster-secret), "
+                               "this node has no cluster-secret")
+            raise BusError("bad magic")
         raise BusError(f"unsupported bus version {buf[offset + 3]}")
-    length: int = _U32.unpack_from(buf, offset + 4)[0]
-    if length < HEADER.size:
+    if length < HEADER_SIZE:
         raise BusError(f"bad frame length {length}")
     if length > max_frame:
         raise FrameTooBig(f"frame of {length} bytes, over cluster-bus-max-frame {max_frame}")
@@ -331,29 +395,49 @@ def decode(frame: bytes | bytearray | memoryview, gotjob_raw: bool = False) -> M
     GOTJOB's body is its items as they came (bytes, 44 each, the length
     checked), for replication.on_gotjob_frame to match as a whole before
     unpacking them (jobid_items)."""
-    if frame.__class__ is not bytes:
-        frame = bytes(frame)
-    if len(frame) < HEADER.size:
+    data = frame if isinstance(frame, bytes) else bytes(frame)
+    size = len(data)
+    if size < HEADER_SIZE:
         raise BusError("short frame")
-    (magic, version, length, type_, mflags, sflags, sender, port,
-     bus_port) = HEADER.unpack_from(frame)
-    if magic != MAGIC or version != VERSION or length != len(frame):
+    # (the magic and version read as one u32: no bytes object for them;
+    # the fields typed: native compares)
+    magic: int
+    length: int
+    type_: int
+    mflags: int
+    sflags: int
+    raw_sender: bytes
+    port: int
+    bus_port: int
+    (magic, length, type_, mflags, sflags, raw_sender, port,
+     bus_port) = _HEAD_FROM(data)
+    if magic != _MAGIC_VERSION or length != size:
         raise BusError("bad frame header")
-    sender = _node_id(sender)
+    sender = _CHECKED_IDS.get(raw_sender)
     if sender is None:
-        raise BusError("bad sender id")
-    if type_ >= len(NAMES):  # a newer node's: ignored (see the top)
+        sender = _node_id(raw_sender)
+        if sender is None:
+            raise BusError("bad sender id")
+    if type_ >= TYPE_COUNT:  # a newer node's: ignored (see the top)
         return Message(type_, mflags, sender, sflags, port, bus_port, None)
     body: Any  # (by type: a compiled local keeps the type of its first value)
+    kind = _KINDS[type_]
     try:
-        if type_ in JOBS_TYPES:
-            body = _decode_jobs(frame, HEADER.size)
-        elif gotjob_raw and type_ == GOTJOB:
-            (count,) = _U32.unpack_from(frame, HEADER.size)
-            _expect_end(HEADER.size + 4 + count * _JOBID.size, len(frame))
-            body = frame[HEADER.size + 4:]
+        if kind == _JOBID_KIND:
+            # The job frames of every job (GOTJOB, SETACK, GOTACK, DELJOB):
+            # read here, from the frame itself, a lone item in one unpack.
+            count: int = _U32_FROM(data, HEADER_SIZE)[0]
+            _expect_end(HEADER_SIZE + 4 + count * JOBID_ITEM_LEN, size)
+            if gotjob_raw and type_ == GOTJOB:
+                body = data[HEADER_SIZE + 4:]
+            elif count == 1:
+                body = [_JOBID_FROM(data, HEADER_SIZE + 4)]
+            else:
+                body = list(_JOBID.iter_unpack(memoryview(data)[HEADER_SIZE + 4:]))
+        elif kind == _JOBS_KIND:
+            body = _decode_jobs(data, HEADER_SIZE)
         else:
-            body = _decode_body(type_, memoryview(frame)[HEADER.size:])
+            body = _decode_body(type_, memoryview(data)[HEADER_SIZE:])
     except (struct.error, ValueError, UnicodeDecodeError) as exc:
         raise BusError(f"bad {NAMES[type_]} payload: {exc}") from None
     return Message(type_, mflags, sender, sflags, port, bus_port, body)
@@ -388,10 +472,6 @@ def _decode_body(type_: int, payload: memoryview) -> Any:
     if type_ == FAIL:
         _expect_end(NODE_ID_LEN, size)
         return _check_node_id(bytes(payload))
-    if type_ in JOBID_TYPES:
-        (count,) = _U32.unpack_from(payload)
-        _expect_end(4 + count * _JOBID.size, size)
-        return list(_JOBID.iter_unpack(payload[4:]))
     if type_ in QUEUE_TYPES:
         aux, qlen = _QUEUE.unpack_from(payload)
         _expect_end(_QUEUE.size + qlen, size)
@@ -404,12 +484,12 @@ def _decode_body(type_: int, payload: memoryview) -> Any:
     if type_ == SCHEDFIRED:
         tick_ms, firer, job_id, nlen = _FIRED.unpack_from(payload)
         _expect_end(_FIRED.size + nlen, size)
-        if not _valid_job_ids(job_id, 1):
+        if not _valid_job_id(job_id):
             raise ValueError("bad job id")
         return (bytes(payload[_FIRED.size:]), tick_ms, _check_node_id(firer), job_id)
     if type_ == LASTERROR:
         job_id = bytes(payload[:JOB_ID_LEN])
-        if size < JOB_ID_LEN or not _valid_job_ids(job_id, 1):
+        if size < JOB_ID_LEN or not _valid_job_id(job_id):
             raise ValueError("bad job id")
         return job_id, bytes(payload[JOB_ID_LEN:])
     if type_ == QPOLICY or type_ == SCHEDULE:
@@ -424,10 +504,14 @@ def _decode_body(type_: int, payload: memoryview) -> Any:
 
 def _decode_jobs(frame: bytes, pos: int) -> list[jobcodec.JobFields]:
     """The job records of a REPLJOB or YOURJOBS frame, from ``pos``."""
-    (count,) = _U32.unpack_from(frame, pos)
+    count: int = _U32_FROM(frame, pos)[0]
     records, end = jobcodec.decode_many(frame, pos + 4, count)
     _expect_end(end, len(frame))
-    if not _valid_job_ids(b"".join([r[0] for r in records]), count):
+    if count == 1:  # (a lone job's frame: no join, no slices)
+        valid = _valid_job_id(records[0][0])
+    else:
+        valid = _valid_job_ids(b"".join([r[0] for r in records]), count)
+    if not valid:
         raise ValueError("bad job id")
     return records
 
@@ -469,8 +553,10 @@ def _check_node_id(raw: bytes) -> str:
 # A job ID is "D-", 8 hex digits, "-", 24 base64 characters, "-", 4 hex
 # digits.  A stored job's ID is echoed in replies (JSCAN sends it as a
 # status line), so one from a peer must not hold other bytes.
-_JOB_ID_CHARS = (b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-                 b"0123456789+/-")
+_JOB_ID_CHARS: Final = (b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                        b"0123456789+/-")
+_D: Final = 0x44  # b"D"[0]
+_DASH: Final = 0x2D  # b"-"[0]
 
 
 
@@ -484,10 +570,29 @@ def _valid_job_ids(ids: bytes, count: int) -> bool:
             and ids[1::40] == dashes and ids[10::40] == dashes and ids[35::40] == dashes)
 
 
+def _valid_job_id(job_id: bytes) -> bool:
+    """_valid_job_ids of one ID: its bytes read in place."""
+    return (len(job_id) == JOB_ID_LEN and job_id[0] == _D and job_id[1] == _DASH
+            and job_id[10] == _DASH and job_id[35] == _DASH
+            and not job_id.translate(None, _JOB_ID_CHARS))
+
+
+# The addresses checked so far (gossip names the same few peers over and
+# over; ipaddress's parse of one cost ~21k instructions).  Bounded as
+# _CHECKED_IDS.
+_CHECKED_IPS: Final[dict[bytes, str]] = {}
+
+
 def _check_ip(raw: bytes) -> str:
+    ip = _CHECKED_IPS.get(raw)
+    if ip is not None:
+        return ip
     ip = raw.decode("ascii")
     if ip:
         ipaddress.ip_address(ip)  # ValueError if it is not an address
+    if len(_CHECKED_IPS) >= _CHECKED_IDS_MAX:
+        _CHECKED_IPS.clear()
+    _CHECKED_IPS[raw] = ip
     return ip
 
 

@@ -378,18 +378,21 @@ class TcpTransport(SocketOwner):
         """Hand every whole frame in ``buf`` to the cluster; the offset of
         the first byte not consumed."""
         cluster = self.cluster
-        frame_length = bus.frame_length
         max_frame = self.max_frame
         size = len(buf)
         pos = 0
         while pos < size and not link.closed:  # (no call for the end)
-            length = frame_length(buf, pos, max_frame)
+            # (bus.frame_length called by name: a native call, where a local
+            # bound to it was a Python call)
+            length = bus.frame_length(buf, pos, max_frame)
             if length is None or size - pos < length:
                 break
-            if pos == 0 and length == size and buf.__class__ is bytes:
+            if pos == 0 and length == size:
                 cluster.receive(buf, link)
             else:
-                cluster.receive(bytes(buf[pos:pos + length]), link)
+                # (a slice of bytes is bytes, of a bytearray a bytearray:
+                # bus.decode makes bytes of that)
+                cluster.receive(buf[pos:pos + length], link)
             pos += length
         return pos
 
