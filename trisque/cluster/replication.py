@@ -614,7 +614,7 @@ class Replication(ReplicationHooks):
                     job._rare = None  # every rare field back at its default (memory)
         if pending is not None:
             node.resolve(pending, b"+%s\r\n" % job.id)
-        return self._achieved_rest(job, now_ms, confirmed)
+        return self._achieved_rest(job, -1 if now_ms is None else now_ms, confirmed)
 
     def _achieved_plain(self, job: Job, now_ms: int, pending: PendingReply,
                         confirmed: set[str]) -> None:
@@ -625,9 +625,11 @@ class Replication(ReplicationHooks):
         self.node.resolve(pending, b"+%s\r\n" % job.id)
         self._achieved_rest(job, now_ms, confirmed)
 
-    def _achieved_rest(self, job: Job, now_ms: int | None, confirmed: Any) -> bool:
+    def _achieved_rest(self, job: Job, now_ms: int, confirmed: Any) -> bool:
         """_achieved once the client has its reply: the copy kept (logged,
-        queued) or, with none kept here, handed to a holder."""
+        queued) or, with none kept here, handed to a holder.  ``now_ms``
+        -1: not read yet (an int, not an optional: compiled, a time passed
+        as an optional is boxed, a new int object each call)."""
         node = self.node
         if node.id not in job.nodes_delivered:
             if confirmed:
@@ -643,7 +645,7 @@ class Replication(ReplicationHooks):
             queue = node.queues.get(job.queue)
             if queue is None:
                 queue = node.get_queue(job.queue)
-            node.enqueue_new(job, queue, node.now_ms() if now_ms is None else now_ms)
+            node.enqueue_new(job, queue, node.now_ms() if now_ms < 0 else now_ms)
         return True
 
     def aborted(self, job: Job) -> None:

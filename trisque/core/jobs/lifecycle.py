@@ -61,6 +61,8 @@ class JobLifecycle:
     random: _random.Random
     _jitter_bytes: bytes
     _jitter_at: int
+    _new_jitter_ms: int
+    _new_jitter: int
     jobs: dict[bytes, Job]
     queues: dict[bytes, Queue]
     queue_policies: dict[bytes, QueuePolicy]
@@ -98,6 +100,8 @@ class JobLifecycle:
         self.random = rng or _random.Random()
         self._jitter_bytes = b""  # see jitter_ms
         self._jitter_at = 0
+        self._new_jitter_ms = -1  # see enqueue_new
+        self._new_jitter = 0
         self.jobs = {}  # job id -> Job
         self.queues = {}  # name -> Queue
         self.queue_policies = {}  # name -> its QCONFIG defaults (policy.py)
@@ -588,9 +592,16 @@ class JobLifecycle:
         """Queue a job just created here, in ``queue`` (its own): the first
         enqueue of enqueue(), without what only a requeue needs."""
         job.state = QUEUED
-        if job.retry_s:
+        retry_s = job.retry_s
+        if retry_s:
             job.flags |= BCAST_WILLQUEUE | BCAST_QUEUED
-            job.qtime_ms = now_ms + job.retry_s * 1000 + self.jitter_ms()
+            # One jitter draw for the jobs queued here in the same ms (made
+            # together, they may requeue together, as a replica's copies of
+            # one frame do): holders still draw apart from each other.
+            if now_ms != self._new_jitter_ms:
+                self._new_jitter_ms = now_ms
+                self._new_jitter = self.jitter_ms()
+            job.qtime_ms = now_ms + retry_s * 1000 + self._new_jitter
         else:
             job.flags |= BCAST_QUEUED
             job.qtime_ms = 0
