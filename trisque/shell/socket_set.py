@@ -126,11 +126,11 @@ class SocketSet:
         ready = self.ready_now(busy, due_s)
         if ready is not None:
             return ready
-        return await self.through_trio(busy)
+        return await self.through_trio(busy, due_s)
 
     def ready_now(self, busy: bool, due_s: float = _NEVER_S) -> list[tuple[int, int]] | None:
         """wait()'s direct part, a plain call: the ready pairs, or None
-        when the wait must go through trio (``await through_trio(busy)``)
+        when the wait must go through trio (``await through_trio(...)``)
         or the direct wait is not known to work yet (``await wait(...)``).
         (A coroutine's call makes its frame an object and returns through
         the generator protocol: each turn paid that, bench/README.md,
@@ -156,13 +156,15 @@ class SocketSet:
             return ready
         return None
 
-    async def through_trio(self, busy: bool) -> list[tuple[int, int]]:
+    async def through_trio(self, busy: bool,
+                           due_s: float = _NEVER_S) -> list[tuple[int, int]]:
         """wait() through trio, the direct wait known (``ready_now``
-        said None): a checkpoint while work waits or others run, else
-        until every other task is blocked (then we run alone)."""
+        said None): a checkpoint while work waits (our deadline come
+        counts) or others run, else until every other task is blocked
+        (then we run alone)."""
         trio_fd = self.trio_fd
         self.alone = False
-        if busy or self._trio_busy():
+        if busy or due_s <= perf_counter() or self._trio_busy():
             await trio.lowlevel.checkpoint()
         else:
             with trio.move_on_after(IDLE_WAIT_S) as scope:

@@ -462,7 +462,7 @@ class ClientServer:
                 if ready_now is not None:
                     ready_fds = ready_now
                 elif epoll.trio_fd >= 0:
-                    ready_fds = await epoll.through_trio(busy)
+                    ready_fds = await epoll.through_trio(busy, timers.due_s)
                 else:
                     ready_fds = await epoll.wait(busy, timers.due_s)
                 if perf_counter() >= timers.due_s:
