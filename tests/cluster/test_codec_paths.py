@@ -203,3 +203,31 @@ def test_gossip_addresses_are_checked_once_and_bad_ones_still_refused():
         for _ in range(2):
             with pytest.raises(bus.BusError):
                 bus.decode(bad)
+
+
+def test_a_lone_records_id_is_checked_byte_by_byte():
+    """A REPLJOB of one record checks its ID in place (the others joined):
+    every position refuses a byte no job ID holds, and the fixed ones
+    ("D-", the dashes) refuse any other; the same IDs in a frame of two
+    records are judged the same."""
+    header = bus.Header("f" * 40, 7711, 17711)
+    good = b"D-0123abcd-" + b"Az09+/" * 4 + b"-0a0b"
+    assert len(good) == 40
+
+    def refused(job_id, count):
+        records = [jobcodec.encode(job_id, 1, 0, 1, 1, 1000, 0, 1, 0, 0, b"q", b"b", ())]
+        if count == 2:
+            records.append(jobcodec.encode(good, 1, 0, 1, 1, 1000, 0, 1, 0, 0, b"q", b"b",
+                                           ()))
+        try:
+            bus.decode(bus.jobs(header, bus.REPLJOB, records))
+        except bus.BusError:
+            return True
+        return False
+    for count in (1, 2):
+        assert not refused(good, count)
+        for pos in range(40):
+            for byte in (b"\x00", b"\r", b" ", b"!", b"\x7f", b"\x80", b"\xff", b"_"):
+                assert refused(good[:pos] + byte + good[pos + 1:], count), (pos, byte)
+        for pos in (0, 1, 10, 35):
+            assert refused(good[:pos] + b"a" + good[pos + 1:], count), pos
