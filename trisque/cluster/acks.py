@@ -64,18 +64,24 @@ class Acks(AckHooks):
         node = self.node
         if job.state != ACKED:
             return
-        if job.held_only_by(node.id):
+        my_id = node.id
+        if job.held_only_by(my_id):
             # Confirmed by all (every job of a lone node): freed at once, as
             # below, minus the bookkeeping.
             self.free_acked(job)
             return
-        dummy = not job.nodes_delivered
-        if job.gc_retry < GC_RETRY_COUNT_MAX:
-            job.gc_retry += 1
-        if job.nodes_confirmed is None:
-            job.nodes_confirmed = {node.id}
-        confirmed = job.nodes_confirmed
-        if not dummy and all(n in confirmed for n in job.nodes_delivered):
+        # (the job's holders and confirmations read once: each is a
+        # property call, and the confirmations a typed set for native ops)
+        holders = job.nodes_delivered
+        dummy = not holders
+        retries = job.gc_retry
+        if retries < GC_RETRY_COUNT_MAX:
+            job.gc_retry = retries + 1
+        confirmed: set[str] | None = job.nodes_confirmed
+        if confirmed is None:
+            confirmed = {my_id}
+            job.nodes_confirmed = confirmed
+        if not dummy and all(n in confirmed for n in holders):
             self.free_acked(job)
             if len(job.nodes_delivered) > 1:
                 self.outbox.send_to_holders(job, bus.DELJOB, lazy=True)
@@ -84,7 +90,7 @@ class Acks(AckHooks):
             node.delete_job(job)
             return
         targets: Sequence[str] = (
-            job.nodes_delivered if not dummy
+            holders if not dummy
             else [n.id for n in self.membership.others() if not n.handshake])
         # Lazy (outbox.py): the ack is ours already; a holder about to
         # requeue asks first (WILLQUEUE), and that answer is not lazy.
@@ -144,28 +150,34 @@ class Acks(AckHooks):
 
     def on_gotack(self, sender: ClusterNode, items: list[tuple[bytes, int]]) -> None:
         node = self.node
+        sender_id = sender.id
         for job_id, known in items:
             job = node.jobs.get(job_id)
             if job is None or job.state != ACKED:
                 continue
-            dummy = not job.nodes_delivered
+            # (read once, as in try_gc)
+            holders = job.nodes_delivered
+            confirmed: set[str] | None = job.nodes_confirmed
+            dummy = not holders
             if dummy and known:
                 node.unregister(job)  # a node that knows it will finish the GC
                 continue
-            if known or sender.id in job.nodes_delivered:
-                if sender.id not in job.nodes_delivered:
-                    job.nodes_delivered += (sender.id,)
-                if job.nodes_confirmed is not None:
-                    job.nodes_confirmed.add(sender.id)
+            if known or sender_id in holders:
+                if sender_id not in holders:
+                    holders = holders + (sender_id,)
+                    job.nodes_delivered = holders
+                if confirmed is not None:
+                    confirmed.add(sender_id)
             if not known and dummy:
-                if job.nodes_confirmed is None:
-                    job.nodes_confirmed = {node.id}
-                job.nodes_confirmed.add(sender.id)
-                if len(job.nodes_confirmed) >= len(self.membership.nodes):
+                if confirmed is None:
+                    confirmed = {node.id}
+                    job.nodes_confirmed = confirmed
+                confirmed.add(sender_id)
+                if len(confirmed) >= len(self.membership.nodes):
                     node.unregister(job)  # nobody knows this job
                 continue
-            if (not dummy and job.nodes_confirmed is not None
-                    and all(n in job.nodes_confirmed for n in job.nodes_delivered)):
+            if (not dummy and confirmed is not None
+                    and all(n in confirmed for n in holders)):
                 self.outbox.send_to_holders(job, bus.DELJOB, lazy=True)
                 self.free_acked(job)
 
