@@ -28,15 +28,18 @@ def test_one_job_a_tick_from_the_next_tick_on(core):
     assert core.node.schedules.fired == 3
 
 
-def test_a_lone_node_is_rank_0_but_waits_a_step_after_starting(make_core):
+def test_a_lone_node_is_rank_0_but_waits_after_starting(make_core):
     core = make_core()
     core.node.schedules.started_ms = int(core.now * 1000)
     core.now = float(int(core.now)) + 0.05
     assert core("SCHEDULE", "ADD", "s", "* * * * * *", "q", "b") == b"OK"
     core.now += 1.0  # tick T, 0.95 s after the start: grace 2 s, step 125 ms
     core.cron()
-    assert core("QLEN", "q") == 0, "just started: waits one step"
+    assert core("QLEN", "q") == 0, "just started: waits"
     core.now += 0.13
+    core.cron()
+    assert core("QLEN", "q") == 0, "just started: one and a half steps, not one (rank 1's)"
+    core.now += 0.06
     core.cron()
     assert core("QLEN", "q") == 1
 

@@ -21,9 +21,10 @@ So in a healthy cluster the lowest ID fires at T and the others hear it
 long before their turn: one job a tick.  With nodes down, the lowest
 reachable ID fires; a rank-1 node fires after one grace if it heard
 nothing (the rank-0 node died at T, or has not got the schedule yet).  A
-node that just started waits a grace before firing anything, so that it
-hears its peers first.  Two fires for one tick collapse into one job on
-any node that holds a copy of the first (the idempotency key).
+node that just started waits one and a half graces more than its rank
+says, so that it hears its peers first and its wait is no other node's.
+Two fires for one tick collapse into one job on any node that holds a
+copy of the first (the idempotency key).
 
 A deleted schedule stays as a tombstone until every node knows it: a node
 drops it once every other known node has been seen holding it (or a newer
@@ -176,18 +177,23 @@ class Schedules:
             return
         if any(entry.deleted for entry in self.by_name.values()):
             self.drop_tombstones(now_ms, tombstone_ms, self.node.cluster.known_peers())
-        rank = -1
+        half_steps = -1  # my wait after a tick, in half steps (grace above)
         for entry in self.by_name.values():
             if entry.deleted:
                 continue
             tick = entry.due_tick(now_ms)
             if not tick or tick < entry.since_ms or tick in entry.fired_ticks:
                 continue
-            if rank < 0:
-                rank = self.node.cluster.schedule_rank()
+            if half_steps < 0:
+                # (rank R: 2R half steps.  A node that just started waits
+                # three more, to hear its peers first and never share a
+                # wait with another node, started or not: two nodes waiting
+                # alike both fired when their crons ran within the bus's
+                # latency of each other.)
+                half_steps = 2 * self.node.cluster.schedule_rank()
                 if now_ms - self.started_ms < grace_ms:
-                    rank = max(rank, 1)  # just started: let the others speak first
-            wait_ms = rank * min(grace_ms, entry.gap_ms() // RANK_STEPS)
+                    half_steps += 3
+            wait_ms = half_steps * min(grace_ms, entry.gap_ms() // RANK_STEPS) // 2
             if now_ms >= tick + wait_ms:
                 self.fire(entry, tick)
 
