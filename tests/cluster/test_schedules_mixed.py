@@ -66,6 +66,7 @@ def test_only_peers_with_the_flag_get_schedules_and_rank():
     # OLD has the lowest ID but knows no schedules: only NEW ranks before me
     assert cluster.schedule_rank() == 1
     transport.frames.clear()
+    node.schedules.started_ms = 0  # (long up: a node just started waits 1.5 steps more)
     clock.now = 1_700_000_001.05  # 50 ms past the tick; rank 1 waits a step (125 ms)
     node.cron()
     assert node.schedules.fired == 0
