@@ -3,6 +3,9 @@
 "use strict";
 
 const POLL_MS = 1000;
+// A request the node does not answer in this long is given up and the
+// page says so: without a bound, one lost response froze the page for good.
+const ANSWER_MS = 5000;
 const HISTORY = 900;  // samples: 15 minutes at one a second
 const MIN_SPAN = 60;  // plots span at least a minute, so a fresh page shows lines, not a sliver
 const history = [];   // {time, commands, queues: {name: view}}
@@ -242,7 +245,8 @@ async function jobAction(id, action, button) {
 async function poll() {
   const status = document.getElementById("status");
   try {
-    const response = await fetch(ORIGIN + "/api/overview", {cache: "no-store"});
+    const response = await fetch(ORIGIN + "/api/overview",
+                                 {cache: "no-store", signal: AbortSignal.timeout(ANSWER_MS)});
     if (!response.ok) throw new Error("HTTP " + response.status);
     render(await response.json());
     status.textContent = "live · " + new Date().toLocaleTimeString();
