@@ -680,19 +680,29 @@ class AppendOnlyLog:
 
     def cron(self):
         """Every 100 ms: retry failed writes, start due rewrites, follow
-        appendfsync changes."""
-        self._flush_deferred()
-        now = time.monotonic()
-        if self.pending and now - self._last_write_try >= WRITE_RETRY_S:
-            self._retry_pending()
-        if self.rewriting is None:
-            if self.rewrite_scheduled:
-                if now >= self.rewrite_not_before:
+        appendfsync changes.  (Each step only when its state says it may
+        have work: with appendonly no and no rewrite, a tick reads a few
+        attributes; bench/README.md, "A node's ticks and system calls".)"""
+        if self._deferred:
+            self._flush_deferred()
+        active = (self._state is not OFF or self._rewriting is not None
+                  or self.rewrite_scheduled or self.pending)
+        now = 0.0
+        if active:
+            now = time.monotonic()
+            if self.pending and now - self._last_write_try >= WRITE_RETRY_S:
+                self._retry_pending()
+            if self._rewriting is None:
+                if self.rewrite_scheduled:
+                    if now >= self.rewrite_not_before:
+                        self._start_rewrite()
+                elif now >= self.rewrite_not_before and self._auto_rewrite_due():
                     self._start_rewrite()
-            elif now >= self.rewrite_not_before and self._auto_rewrite_due():
-                self._start_rewrite()
-        self._update_durable()
-        if self._sync_due(now):
+        # (_update_durable raises durable to at most written, and releases)
+        if self.durable < self.written or self._waiters or self._holds:
+            self._update_durable()
+        if (active and (self._force_sync or self.synced < self.written)
+                and self._sync_due(now)):
             self._kick()
 
     def _sync_due(self, now):
@@ -712,11 +722,13 @@ class AppendOnlyLog:
         return False
 
     def _sync_wait(self, now):
-        """Seconds the sync loop may sleep unkicked (the cron kicks it when
-        an fsync falls due): until an everysec fsync falls due, else 1 s.
+        """Seconds the sync loop may sleep unkicked: until an everysec
+        fsync falls due, else None (until kicked: what makes an fsync due
+        kicks, the writes under always and the cron's look every tick, and
+        an idle node's loop no longer wakes every second for nothing).
         Never 0 when no fsync is due: that would spin the loop."""
         if self.config.appendfsync != "everysec" or self.synced >= self.written:
-            return 1.0
+            return None
         wait = 1.0 - (now - self._last_fsync_try)
         return wait if wait > 0.0 else 1.0  # (due by time, held back otherwise)
 
@@ -732,8 +744,12 @@ class AppendOnlyLog:
             if self._sync_due(now):
                 await self._fsync(to_thread)
                 continue
-            with trio.move_on_after(self._sync_wait(now)):
+            wait = self._sync_wait(now)
+            if wait is None:
                 await self._kick_event.wait()
+            else:
+                with trio.move_on_after(wait):
+                    await self._kick_event.wait()
             self._kick_event = trio.Event()
 
     async def _fsync(self, to_thread):
