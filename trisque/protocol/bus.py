@@ -73,10 +73,12 @@ MAX_FRAME: Final = 64 * 1024 * 1024  # a frame larger than this is refused
 
 HEADER: Final = struct.Struct("<3sBIHBB40sHH")
 HEADER_SIZE: Final = 56  # HEADER.size
-# HEADER with its magic and version read as one u32 (decode), and their value
-_HEAD: Final = struct.Struct("<IIHBB40sHH")
+# The magic's bytes (decode and frame_len read the header byte by byte),
+# and the magic and version read as one u32 (frame_length)
+_M0: Final = 0x54  # MAGIC[0]
+_M1: Final = 0x51
+_M2: Final = 0x42
 _MAGIC_VERSION: Final = int.from_bytes(MAGIC + bytes([VERSION]), "little")
-_HEAD_FROM: Final = _HEAD.unpack_from  # (bound once: no method lookup per frame)
 _MAGIC_LENGTH_FROM: Final = struct.Struct("<II").unpack_from  # a frame's first 8 bytes
 _COUNTED: Final = struct.Struct("<3sBIHBB40sHHI")  # a header and a payload's u32 count
 _COUNTED_PACK: Final = _COUNTED.pack  # (bound once: no method lookup per frame)
@@ -155,13 +157,10 @@ _QPOLICY: Final = struct.Struct("<Q40sI")
 _FIRED: Final = struct.Struct("<Q40s40sI")
 _U16: Final = struct.Struct("<H")
 _U32: Final = struct.Struct("<I")
-_U32_FROM: Final = _U32.unpack_from
 _NO_AUX: Final = b"\0\0\0\0"  # a job-ID item's aux of 0, as _JOBID packs it
 _AUX_CACHED: Final = 256  # the aux values whose bytes are made once (holder counts, flags)
 _AUX_BYTES: Final = tuple([_U32.pack(aux) for aux in range(_AUX_CACHED)])
 ONE_ITEM_FRAME_LEN: Final = 104  # a job-ID frame of one item: header, count, ID, aux
-# (decode reads a frame of that length as one: header, count, ID, aux)
-_ONE_ITEM_FROM: Final = struct.Struct("<IIHBB40sHHI40sI").unpack_from
 
 
 class BusError(Exception):
@@ -391,6 +390,37 @@ def frame_length(buf: bytes | bytearray | memoryview, offset: int = 0,
     return length
 
 
+def frame_len(buf: bytes, pos: int, max_frame: int) -> int:
+    """frame_length of a frame in bytes (the transport's read loop), or -1
+    if more bytes are needed: the header's 8 bytes read one by one
+    (compiled, native reads; an unpack is a call and a tuple of objects)."""
+    if len(buf) - pos < 8:
+        return -1
+    length = buf[pos + 4] | buf[pos + 5] << 8 | buf[pos + 6] << 16 | buf[pos + 7] << 24
+    if (buf[pos] != _M0 or buf[pos + 1] != _M1 or buf[pos + 2] != _M2
+            or buf[pos + 3] != VERSION or length < HEADER_SIZE or length > max_frame):
+        frame_length(buf, pos, max_frame)  # (raises, saying why)
+        raise BusError("bad frame header")
+    return length
+
+
+class _LastSender:
+    """The sender of the last frame decoded, raw and as text: a link's
+    frames come from one peer, so a 40-byte compare mostly replaces the
+    hash and look-up of _CHECKED_IDS."""
+
+    __slots__ = ("raw", "text")
+    raw: bytes
+    text: str
+
+    def __init__(self) -> None:
+        self.raw = b""
+        self.text = ""
+
+
+_LAST_SENDER: Final = _LastSender()
+
+
 def decode(frame: bytes | bytearray | memoryview, gotjob_raw: bool = False) -> Message:
     """Decode one whole frame (bytes) into a Message.  ``gotjob_raw``: a
     GOTJOB's body is its items as they came (bytes, 44 each, the length
@@ -400,32 +430,27 @@ def decode(frame: bytes | bytearray | memoryview, gotjob_raw: bool = False) -> M
     size = len(data)
     if size < HEADER_SIZE:
         raise BusError("short frame")
-    # (the magic and version read as one u32: no bytes object for them;
-    # the fields typed: native compares)
-    magic: int
-    length: int
-    type_: int
-    mflags: int
-    sflags: int
-    raw_sender: bytes
-    port: int
-    bus_port: int
-    count = -1  # (read with the header if the frame may be a job-ID frame of one item)
-    job_id = b""
-    aux = 0
-    if size == ONE_ITEM_FRAME_LEN:
-        (magic, length, type_, mflags, sflags, raw_sender, port, bus_port, count, job_id,
-         aux) = _ONE_ITEM_FROM(data)
-    else:
-        (magic, length, type_, mflags, sflags, raw_sender, port,
-         bus_port) = _HEAD_FROM(data)
-    if magic != _MAGIC_VERSION or length != size:
+    # (the header's fields read byte by byte: compiled, native reads with
+    # no object made, where an unpack made a tuple and 8 objects)
+    length = data[4] | data[5] << 8 | data[6] << 16 | data[7] << 24
+    if (data[0] != _M0 or data[1] != _M1 or data[2] != _M2 or data[3] != VERSION
+            or length != size):
         raise BusError("bad frame header")
-    sender = _CHECKED_IDS.get(raw_sender)
-    if sender is None:
-        sender = _node_id(raw_sender)
-        if sender is None:
+    type_ = data[8] | data[9] << 8
+    mflags = data[10]
+    sflags = data[11]
+    port = data[52] | data[53] << 8
+    bus_port = data[54] | data[55] << 8
+    raw_sender = data[12:HEADER_SIZE - 4]
+    last = _LAST_SENDER
+    if raw_sender == last.raw:
+        sender = last.text
+    else:
+        checked = _node_id(raw_sender)
+        if checked is None:
             raise BusError("bad sender id")
+        sender = last.text = checked
+        last.raw = raw_sender
     if type_ >= TYPE_COUNT:  # a newer node's: ignored (see the top)
         return Message(type_, mflags, sender, sflags, port, bus_port, None)
     body: Any  # (by type: a compiled local keeps the type of its first value)
@@ -433,14 +458,19 @@ def decode(frame: bytes | bytearray | memoryview, gotjob_raw: bool = False) -> M
     try:
         if kind == _JOBID_KIND:
             # The job frames of every job (GOTJOB, SETACK, GOTACK, DELJOB):
-            # read here, from the frame itself, a lone item in one unpack.
-            if count < 0:
-                count = _U32_FROM(data, HEADER_SIZE)[0]
+            # read here, from the frame itself, a lone item's bytes in place.
+            if size < HEADER_SIZE + 4:
+                raise ValueError("truncated count")
+            count = (data[HEADER_SIZE] | data[HEADER_SIZE + 1] << 8
+                     | data[HEADER_SIZE + 2] << 16 | data[HEADER_SIZE + 3] << 24)
             _expect_end(HEADER_SIZE + 4 + count * JOBID_ITEM_LEN, size)
             if gotjob_raw and type_ == GOTJOB:
                 body = data[HEADER_SIZE + 4:]
-            elif count == 1:  # (then read with the header: the frame is one item long)
-                body = [(job_id, aux)]
+            elif count == 1:
+                aux = (data[ONE_ITEM_FRAME_LEN - 4] | data[ONE_ITEM_FRAME_LEN - 3] << 8
+                       | data[ONE_ITEM_FRAME_LEN - 2] << 16
+                       | data[ONE_ITEM_FRAME_LEN - 1] << 24)
+                body = [(data[HEADER_SIZE + 4:ONE_ITEM_FRAME_LEN - 4], aux)]
             else:
                 body = list(_JOBID.iter_unpack(memoryview(data)[HEADER_SIZE + 4:]))
         elif kind == _JOBS_KIND:
@@ -513,7 +543,9 @@ def _decode_body(type_: int, payload: memoryview) -> Any:
 
 def _decode_jobs(frame: bytes, pos: int) -> list[jobcodec.JobFields]:
     """The job records of a REPLJOB or YOURJOBS frame, from ``pos``."""
-    count: int = _U32_FROM(frame, pos)[0]
+    if len(frame) < pos + 4:
+        raise ValueError("truncated count")
+    count = frame[pos] | frame[pos + 1] << 8 | frame[pos + 2] << 16 | frame[pos + 3] << 24
     records, end = jobcodec.decode_many(frame, pos + 4, count)
     _expect_end(end, len(frame))
     if count == 1:  # (a lone job's frame: no join, no slices)

@@ -19,6 +19,7 @@ from typing import Final
 
 _FIXED = struct.Struct("<40sBBHQqIIIIIIH")
 _UNPACK_FIXED: Final = _FIXED.unpack_from  # (compiled: a call, not a method lookup per record)
+_FIXED_SIZE: Final = 86  # _FIXED.size (a constant: no attribute read per call)
 _U32 = struct.Struct("<I")
 NODE_ID_LEN: Final = 40
 HAS_POLICY: Final = 64  # in the flags byte: a policy follows the node IDs
@@ -76,6 +77,23 @@ def _node_ids(raw: bytes) -> tuple[str, ...]:
     return nodes
 
 
+class _LastNodes:
+    """The node-ID block of the last record decoded and its tuple: a
+    replica's lone REPLJOBs mostly name the same holders, whose 120 bytes
+    are then compared, not hashed for _NODE_TUPLES' look-up."""
+
+    __slots__ = ("raw", "nodes")
+    raw: bytes
+    nodes: tuple[str, ...]
+
+    def __init__(self) -> None:
+        self.raw = b""
+        self.nodes = ()
+
+
+_LAST_NODES: Final = _LastNodes()
+
+
 def decode(data: bytes, offset: int = 0) -> tuple[JobFields, int]:
     """Return (fields tuple in FIELDS order, offset after the record)."""
     records, end = decode_many(data, offset, 1)
@@ -89,7 +107,7 @@ def decode_many(data: bytes | bytearray | memoryview, offset: int,
     carries hundreds."""
     raw = data if isinstance(data, bytes) else bytes(data)
     size = len(raw)
-    fixed = _FIXED.size
+    fixed = _FIXED_SIZE
     records: list[JobFields] = []
     # The lengths and offsets declared int: compiled, the slicing and the
     # arithmetic below are then native (unpack's values are Any).
@@ -100,8 +118,9 @@ def decode_many(data: bytes | bytearray | memoryview, offset: int,
     flags: int
     # Consecutive records mostly have the same holders: their bytes are
     # compared with the last ones, not hashed for _node_ids' lookup.
-    last_raw = b""
-    nodes: tuple[str, ...] = ()
+    last = _LAST_NODES
+    last_raw = last.raw
+    nodes = last.nodes
     for _ in range(count):
         end = offset + fixed
         if end > size:
@@ -132,4 +151,7 @@ def decode_many(data: bytes | bytearray | memoryview, offset: int,
             offset = pend
         records.append((job_id, state, flags, repl, ctime, etime_ms, delay_s, retry_s, nacks,
                         deliveries, raw[end:qend], raw[qend:bend], nodes, policy))
+    if last_raw is not last.raw:
+        last.raw = last_raw
+        last.nodes = nodes
     return records, offset

@@ -23,7 +23,7 @@ import os
 import select
 import socket
 import traceback
-from typing import Any, Callable
+from typing import Any, Callable, Final
 
 import trio
 
@@ -38,6 +38,11 @@ from ...shell.socket_set import SocketOwner, SocketSet
 from ...shell.tls import TlsSocket, enforce_deadlines
 
 RECV_SIZE = 64 * 1024
+# A plain link's socket is read and written by its fd: a call of a builtin
+# bound once, where sock.recv and sock.send were a method look-up and an
+# argument-tuple parse each (bench/README.md, "A replica's lone job").
+_READ: Final = os.read
+_WRITE: Final = os.write
 _ANY = ("", "0.0.0.0", "::", "*")  # no address of its own: every interface
 CONNECT_RETRY_MS = 20  # at most one connection attempt per peer this often
 SAVE_WARNING_PERIOD_MS = 10000  # nodes.conf cannot be written: log this often
@@ -54,7 +59,7 @@ _HUP = select.EPOLLHUP | select.EPOLLERR
 class Link:
     """One TCP connection of the bus, inbound or outbound."""
 
-    __slots__ = ("transport", "node_id", "peer_ip", "sock", "fd", "out",
+    __slots__ = ("transport", "node_id", "peer_ip", "sock", "fd", "plain", "out",
                  "out_bytes", "outbuf", "inbuf", "closed", "connected",
                  "events", "queued", "connect_scope", "auth")
     # (typed: the turn's reads and writes are compiled, setup.py)
@@ -63,6 +68,7 @@ class Link:
     peer_ip: str
     sock: Any  # socket.socket, or TlsSocket; None until connected
     fd: int
+    plain: bool
     out: list[bytes]
     out_bytes: int
     outbuf: bytes | memoryview
@@ -81,6 +87,7 @@ class Link:
         self.peer_ip = peer_ip
         self.sock = None
         self.fd = -1
+        self.plain = False  # a plain socket (no TLS): read and written by its fd
         self.out = []  # frames not yet handed to the kernel
         self.out_bytes = 0  # bytes queued and not yet sent (out + outbuf)
         self.outbuf = b""  # the part of a send the kernel did not take
@@ -269,7 +276,20 @@ class TcpTransport(SocketOwner):
     def serve_ready(self, ready: list[tuple[int, int]]) -> None:
         """Read and write the links the loop found ready."""
         links = self.links
-        aof = self.cluster.node.log
+        node = self.cluster.node
+        if not node.log_active:
+            # (no AOF: nothing to defer, and no attribute of the log read
+            # and set, generic calls on the interpreted log)
+            for fd, mask in ready:
+                link = links.get(fd)
+                if link is None:
+                    continue
+                if mask & _OUT:
+                    self._write(link)
+                if mask & (_IN | _HUP) and not link.closed:
+                    self._read(link)
+            return
+        aof = node.log
         logged = aof.end
         aof.deferring = True  # the turn's AOF records: one write
         try:
@@ -316,19 +336,19 @@ class TcpTransport(SocketOwner):
             aof.hold(aof.end, self._durable, None)
             return
         to_write, self.to_write = self.to_write, []
-        write = self._write
         for link in to_write:
             link.queued = False
             if link.connected and not link.closed:
-                write(link)
+                self._write(link)  # (by name: a native call)
 
     def _durable(self, _):
         self.held = False
         self.wake()
 
     def _read(self, link: Link) -> None:
+        data: bytes
         try:
-            data = link.sock.recv(RECV_SIZE)
+            data = _READ(link.fd, RECV_SIZE) if link.plain else link.sock.recv(RECV_SIZE)
         except BlockingIOError:
             return
         except OSError:
@@ -347,7 +367,10 @@ class TcpTransport(SocketOwner):
         auth = link.auth
         try:
             if auth is None:
-                pos = self._frames(link, buf)
+                if inbuf is None:
+                    pos = self._frames_of(link, data)
+                else:
+                    pos = self._frames(link, buf)
             else:  # cluster-secret: the peer's hello, then envelopes
                 pos = auth.read(link, buf, self.max_frame, self.cluster.receive)
         # (a name per clause: compiled, a name is of one type, the first's)
@@ -396,6 +419,25 @@ class TcpTransport(SocketOwner):
             pos += length
         return pos
 
+    def _frames_of(self, link: Link, buf: bytes) -> int:
+        """_frames of a read's bytes alone (no frame left from the last
+        read: mostly), typed bytes: the lengths read and the frames sliced
+        natively."""
+        cluster = self.cluster
+        max_frame = self.max_frame
+        size = len(buf)
+        pos = 0
+        while pos < size and not link.closed:
+            length = bus.frame_len(buf, pos, max_frame)
+            if length < 0 or size - pos < length:
+                break
+            if pos == 0 and length == size:
+                cluster.receive(buf, link)
+            else:
+                cluster.receive(buf[pos:pos + length], link)
+            pos += length
+        return pos
+
     def refuse(self, link: Link, kind: str, reason: str) -> None:
         """Close ``link`` for ``reason``: counted in INFO, logged with the
         peer's address (at most LOG_LINES a second per kind)."""
@@ -436,7 +478,7 @@ class TcpTransport(SocketOwner):
                     break  # nothing leaves before the peer's hello
                 out.clear()
             try:
-                sent = sock.send(data)
+                sent = _WRITE(link.fd, data) if link.plain else sock.send(data)
             except BlockingIOError:
                 sent = 0
             except OSError:
@@ -490,6 +532,7 @@ class TcpTransport(SocketOwner):
         self.epoll.register(fd, _IN)
         link.sock = sock
         link.fd = fd
+        link.plain = not isinstance(sock, TlsSocket)
         link.connected = True
         link.events = _IN
         self.links[fd] = link
