@@ -41,6 +41,7 @@ COMPILED = [
     "trisque/shell/socket_set.py",
     "trisque/shell/timers.py",
     "trisque/shell/ticks.py",
+    "trisque/shell/heap.py",  # its check runs every tick on every node
     "trisque/cluster/tcp/transport.py",
     # replicated ADDJOB: the bus codec and the cluster's replication path
     "trisque/protocol/bus.py",
