@@ -15,7 +15,6 @@ garbage collection state machine").
 - FASTACK just deletes everywhere, best effort (DELJOB).
 """
 
-from collections import deque
 from collections.abc import Sequence
 
 from ..protocol import bus, jobid
@@ -24,7 +23,7 @@ from ..core.jobs.job import ACKED, DUMMY_ACK, WAIT_REPL, Job
 from ..core.node import Node
 from .membership import ClusterNode, Membership
 from .outbox import Outbox
-from .replication import Replication
+from .replication import Replication, drop_passed
 
 GC_RETRY_MIN_MS = 1000
 GC_RETRY_MAX_MS = 3 * 60 * 1000
@@ -41,7 +40,10 @@ class Acks(AckHooks):
     membership: Membership
     replication: Replication
     tombstones: set[bytes]
-    _tombstone_expiry: deque[tuple[int, bytes]]
+    # (expires at ms, job id), in order from _tombstone_head (a list and
+    # an index: compiled, a deque's append and popleft are generic calls)
+    _tombstone_expiry: list[tuple[int, bytes]]
+    _tombstone_head: int
 
     def __init__(self, node: Node, outbox: Outbox, membership: Membership,
                  replication: Replication, tombstones: set[bytes]) -> None:
@@ -50,7 +52,8 @@ class Acks(AckHooks):
         self.membership = membership
         self.replication = replication
         self.tombstones = tombstones  # (read by replication and federation too)
-        self._tombstone_expiry = deque()  # (expires at ms, job id), in order
+        self._tombstone_expiry = []
+        self._tombstone_head = 0
 
     # ------------------------------------------ what the core tells us
 
@@ -74,13 +77,21 @@ class Acks(AckHooks):
         # property call, and the confirmations a typed set for native ops)
         holders = job.nodes_delivered
         dummy = not holders
-        retries = job.gc_retry
-        if retries < GC_RETRY_COUNT_MAX:
-            job.gc_retry = retries + 1
-        confirmed: set[str] | None = job.nodes_confirmed
-        if confirmed is None:
+        confirmed: set[str] | None
+        if job._rare is None:
+            # A plain job's first GC: its retry count and confirmations in
+            # one step (as the properties below would set them: a new dict
+            # and two inserts through two setter calls)
             confirmed = {my_id}
-            job.nodes_confirmed = confirmed
+            job._rare = {"gc_retry": 1, "nodes_confirmed": confirmed}
+        else:
+            retries = job.gc_retry
+            if retries < GC_RETRY_COUNT_MAX:
+                job.gc_retry = retries + 1
+            confirmed = job.nodes_confirmed
+            if confirmed is None:
+                confirmed = {my_id}
+                job.nodes_confirmed = confirmed
         if not dummy and all(n in confirmed for n in holders):
             self.free_acked(job)
             if len(job.nodes_delivered) > 1:
@@ -216,5 +227,12 @@ class Acks(AckHooks):
 
     def expire_tombstones(self, now_ms: int) -> None:
         expiry = self._tombstone_expiry
-        while expiry and expiry[0][0] <= now_ms:
-            self.tombstones.discard(expiry.popleft()[1])
+        head = self._tombstone_head
+        tombstones = self.tombstones
+        while head < len(expiry):
+            until_ms, job_id = expiry[head]
+            if until_ms > now_ms:
+                break
+            tombstones.discard(job_id)
+            head += 1
+        self._tombstone_head = drop_passed(expiry, head)

@@ -20,6 +20,7 @@ from typing import Any, Final
 from mypy_extensions import mypyc_attr
 
 from ..protocol.resp import RESP3_FLAT
+from .command import Command
 from .jobs.deadlines import Scheduled
 
 # reply modes (CLIENT REPLY)
@@ -34,7 +35,7 @@ class Client(Scheduled):
         "authenticated", "ctime_ms", "last_ms", "last_cmd", "out",
         "blocked", "reply_mode", "close_after_reply", "monitor",
         "killed", "transport", "slots", "slots_head", "disque_resp3", "db",
-        "multi", "watch", "pubsub",
+        "multi", "watch", "pubsub", "last_name", "last_command",
     )
     id: int
     addr: str
@@ -61,6 +62,8 @@ class Client(Scheduled):
     multi: Any
     watch: Any
     pubsub: Any
+    last_name: bytes
+    last_command: Command | None
 
     def __init__(self, client_id: int, addr: str = "", laddr: str = "", now_ms: int = 0,
                  transport: Any = None) -> None:
@@ -96,6 +99,12 @@ class Client(Scheduled):
         # pubsub/channels.py's Subscriptions while subscribed to anything:
         # not None is Redis's subscribed mode (one test on the hot path)
         self.pubsub = None
+        # The name of the last command node.execute looked up for this
+        # client, and its entry (a client mostly repeats its commands:
+        # comparing the name's bytes costs less than hashing them for the
+        # table, ~400 instructions)
+        self.last_name = b""
+        self.last_command = None
 
     def disque_proto(self) -> int:
         """The protocol Disque's commands answer this client in (for

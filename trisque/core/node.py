@@ -52,10 +52,6 @@ SLOTS_COMPACT: Final = 1024
 class Node(JobLifecycle):
     config: Config
     table: dict[bytes, Command]
-    # the last name execute() looked up, and its entry (never changes:
-    # a node's table is made once)
-    _last_name: bytes
-    _last_command: Command | None
     keyspace: Keyspace
     blocking: KeyBlocking
     clients: dict[int, Client]
@@ -94,8 +90,6 @@ class Node(JobLifecycle):
         super().__init__(node_id, clock, rng, random_bytes or os.urandom)
         self.config = config
         self.table = table  # name -> Command (table.COMMANDS): the node imports no command
-        self._last_name = b""
-        self._last_command = None
         self.keyspace = Keyspace(self, config.databases)  # Redis's keys, node-local
         self.blocking = self.keyspace.blocking  # (read after every command)
         self.clients = {}  # id -> Client
@@ -223,10 +217,13 @@ class Node(JobLifecycle):
         if self.on_wake is not None:
             self.on_wake(client)
 
-    def block(self, client: Client, blocked: Any, timeout_ms: int) -> None:
+    def block(self, client: Client, blocked: Any, timeout_ms: int, now_ms: int = -1) -> None:
+        """``now_ms``: the caller's clock reading, -1 if none (an int, not
+        an optional: compiled, an optional is boxed)."""
         client.blocked = blocked
         if timeout_ms:
-            now_ms = self.now_ms()
+            if now_ms < 0:
+                now_ms = self.now_ms()
             # (a clock step not seen yet would move this new TIMEOUT back
             # too at the timers' next look, ending the wait at once)
             self.watch_clock(now_ms)
@@ -234,12 +231,14 @@ class Node(JobLifecycle):
             self.deadlines.set(client, wake_ms)
             self.timers_changed(wake_ms)
 
-    def unblock(self, client: Client) -> None:
+    def unblock(self, client: Client, now_ms: int = -1) -> None:
+        """``now_ms`` as in block()."""
         blocked = client.blocked
         if blocked is None:
             return
         client.blocked = None
-        client.last_ms = self.now_ms()  # idle time (timeout) counts from here
+        # idle time (timeout) counts from here
+        client.last_ms = now_ms if now_ms >= 0 else self.now_ms()
         self.deadlines.cancel(client)
         if type(blocked) is BlockedGet:
             for name in blocked.queues:
@@ -259,10 +258,10 @@ class Node(JobLifecycle):
     def execute(self, client: Client, argv: list[bytes]) -> None:
         """Run one request; its reply (if any) is appended to client.out."""
         name = argv[0]
-        command = self._last_command
-        if command is None or name != self._last_name:
-            # (a pipeline repeats its command: comparing the name's bytes
-            # costs less than hashing them for the table, ~400 instructions)
+        command = client.last_command
+        if command is None or name != client.last_name:
+            # (the client's last command is mostly the one it repeats: see
+            # Client.last_name; a node's table is made once, so it stays)
             table = self.table
             command = table.get(name)
             if command is None:
@@ -271,8 +270,8 @@ class Node(JobLifecycle):
                     self._reply_error(client, errors.unknown_command(
                         name.decode("utf-8", "replace")))
                     return
-            self._last_name = name
-            self._last_command = command
+            client.last_name = name
+            client.last_command = command
         arity = command.arity
         if (arity > 0 and len(argv) != arity) or len(argv) < -arity:
             self._reply_error(client, errors.wrong_arity(command.lname), command)
@@ -449,12 +448,19 @@ class Node(JobLifecycle):
         first, while it has jobs."""
         now_ms = self.now_ms()
         blocked = queue.blocked
-        while blocked and queue.jobs:
-            client: Client = next(iter(blocked))
+        jobs = queue.jobs
+        while blocked and len(jobs):
+            # the oldest waiter: the dict's first key (a native walk
+            # compiled, where next(iter()) was two generic calls)
+            client: Client | None = None
+            for waiter in blocked:
+                client = waiter
+                break
+            assert client is not None
             job = self.fetch(queue, now_ms)
             get: BlockedGet = client.blocked  # (typed: a native read of withcounters)
             withcounters = get.withcounters
-            self.unblock(client)
+            self.unblock(client, now_ms)
             self.reply(client, b"*1\r\n" + job_reply(job, withcounters))
 
     # ------------------------------------------------------------ timers
@@ -469,7 +475,7 @@ class Node(JobLifecycle):
             elif isinstance(item, PendingReply):
                 item.fire(self)
             else:
-                self.blocked_timeout(item)
+                self.blocked_timeout(item, now_ms)
         return self.deadlines.next_ms()
 
     def clock_set_back(self, step_ms: int) -> None:
@@ -481,12 +487,13 @@ class Node(JobLifecycle):
             if client.blocked is not None and client.wake_ms is not None:
                 deadlines.set(client, client.wake_ms - step_ms)
 
-    def blocked_timeout(self, client: Any) -> None:
+    def blocked_timeout(self, client: Any, now_ms: int = -1) -> None:
+        """``now_ms`` as in block()."""
         blocked = client.blocked
         if blocked is None:
             return
         if type(blocked) is BlockedGet:
-            self.unblock(client)
+            self.unblock(client, now_ms)
             self.reply(client, resp.null_array(client.disque_proto()))
         else:
             blocked.timeout(self, client)

@@ -411,7 +411,7 @@ def getjob(node: Node, client: Client, argv: list[bytes]) -> bytes | None:
     unique = names if len(names) == 1 else list(dict.fromkeys(names))
     for name in unique:
         node.get_queue(name).blocked[client] = None
-    node.block(client, BlockedGet(unique, withcounters), timeout_ms)
+    node.block(client, BlockedGet(unique, withcounters), timeout_ms, now_ms)
     return None
 
 

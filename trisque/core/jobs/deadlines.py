@@ -31,9 +31,7 @@ Lanes and buckets replaced one SortedKeyList of every deadline to make
 the common changes cheap (the figures: bench/README.md, "Deadlines").
 """
 
-from bisect import bisect_left, bisect_right
 from heapq import heapify, heappop, heappush
-from operator import attrgetter
 from typing import Any, Final
 
 from mypy_extensions import mypyc_attr
@@ -42,7 +40,6 @@ MAX_LANES: Final = 8
 STALE_MIN: Final = 64  # stale bucket keys in the heap before it is worth rebuilding
 COMPACT_MIN: Final = 64  # holes in a lane before it is worth squeezing them out
 NEAR_HEAD: Final = 32  # a removal this close to the head shifts instead of a hole
-_WAKE = attrgetter("wake_ms")
 
 
 # acyclic: no reference cycle runs through these attributes, so compiled
@@ -130,6 +127,24 @@ def _bisect_ctime(items: list[Any], ctime: int, lo: int, hi: int) -> int:
         mid = (lo + hi) >> 1
         other: Ordered = items[mid]
         if other._ctime < ctime:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+def _bisect_wake(items: list[Any], key: int, lo: int, hi: int, right: bool) -> int:
+    """bisect_left (bisect_right with ``right``) on the deadlines of
+    ``items[lo:hi]`` (live items and holes: all have one).  Compiled, a
+    native loop: bisect's key= called a getter through the generic call
+    for every step (~700 instructions a bisection; a removal made two,
+    for a blocked client's TIMEOUT or an acked job's GC retry in a lane
+    of mixed items)."""
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        other: Scheduled = items[mid]
+        wake = other.wake_ms
+        if wake is not None and (wake <= key if right else wake < key):
             lo = mid + 1
         else:
             hi = mid
@@ -233,7 +248,7 @@ class Deadlines:
         if bucket is None:
             buckets[wake_ms] = item
             heappush(self._keys, wake_ms)
-        elif bucket.__class__ is list:
+        elif type(bucket) is list:
             bucket.append(item)
         else:
             buckets[wake_ms] = [bucket, item]
@@ -255,12 +270,13 @@ class Deadlines:
             if first is item:  # the usual case: the oldest goes first
                 items[head] = None
                 head += 1
-                if head & 1023 and head < len(items) and items[head].__class__ is not _Hole:
+                if head & 1023 and head < len(items) and type(items[head]) is not _Hole:
                     lane.head = head
                 else:
                     self._advance(lane, head)
                 return
-            if key < first.wake_ms:  # type: ignore[operator]  # (a live item has one)
+            first_ms = first.wake_ms  # (narrowed below: compared unboxed, key not boxed)
+            if first_ms is not None and key < first_ms:  # (a live item has one)
                 continue
             if items[-1] is item:  # the newest: a job served or acked as soon as set
                 self._pop_tail(lane)
@@ -280,8 +296,8 @@ class Deadlines:
                     # answer: the job is in another lane or a bucket.
                     continue
             if i < 0:
-                lo = bisect_left(items, key, head, key=_WAKE)
-                hi = bisect_right(items, key, lo, key=_WAKE)
+                lo = _bisect_wake(items, key, head, len(items), False)
+                hi = _bisect_wake(items, key, lo, len(items), True)
                 i = _find_in_run(items, item, lo, hi)
                 if i < 0:
                     continue
@@ -310,7 +326,7 @@ class Deadlines:
         waiter on the same node")."""
         items = lane.items
         items.pop()
-        while items[-1].__class__ is _Hole:  # (the head is live: this stops there)
+        while type(items[-1]) is _Hole:  # (the head is live: this stops there)
             items.pop()
             lane.holes -= 1
         last: Scheduled = items[-1]
@@ -335,7 +351,7 @@ class Deadlines:
                 self._keys = list(buckets)  # drop the stale keys
                 heapify(self._keys)
             return True
-        if bucket.__class__ is list:
+        if type(bucket) is list:
             i = _find_in_run(bucket, item, 0, len(bucket))
             if i >= 0:
                 del bucket[i]
@@ -360,7 +376,7 @@ class Deadlines:
         the lane once it is empty, forget what is behind the head."""
         items = lane.items
         end = len(items)
-        while head < end and items[head].__class__ is _Hole:
+        while head < end and type(items[head]) is _Hole:
             head += 1
             lane.holes -= 1
         if head == end:
@@ -373,24 +389,29 @@ class Deadlines:
         lane.head = head
 
     def _compact(self, lane: _Lane) -> None:
-        lane.items = [i for i in lane.items[lane.head:] if i.__class__ is not _Hole]
+        lane.items = [i for i in lane.items[lane.head:] if type(i) is not _Hole]
         lane.head = 0
         lane.holes = 0
         lane.after_hole = 0
 
     def next_ms(self) -> int | None:
         """The earliest deadline, or None."""
-        best: int | None = None
+        # (an int and a flag: compiled, an optional kept as the best so
+        # far was boxed at each lane)
+        best = 0
+        found = False
         for lane in self._lanes:
             first: Scheduled = lane.items[lane.head]
             key: int = first.wake_ms  # type: ignore[assignment]  # (a live item has one)
-            if best is None or key < best:
+            if not found or key < best:
                 best = key
+                found = True
         if self._buckets:
             key = self._first_key()
-            if best is None or key < best:
+            if not found or key < best:
                 best = key
-        return best
+                found = True
+        return best if found else None
 
     def pop_due(self, now_ms: int, limit: int) -> list[Any]:
         """Remove and return up to ``limit`` items due at ``now_ms``."""
@@ -415,7 +436,7 @@ class Deadlines:
             if best is None or best_key > now_ms:
                 break
             head = best.head
-            item = best.items[head]
+            item: Scheduled = best.items[head]  # (typed: a native write of wake_ms)
             best.items[head] = None
             self._advance(best, head + 1)
             item.wake_ms = None
@@ -428,16 +449,17 @@ class Deadlines:
         top of the heap) onto ``due``."""
         buckets = self._buckets
         bucket = buckets[key]
-        if bucket.__class__ is list and len(bucket) > room:
+        if type(bucket) is list and len(bucket) > room:
             taken = bucket[:room]
             del bucket[:room]
             if len(bucket) == 1:
                 buckets[key] = bucket[0]
         else:  # the whole bucket
-            taken = bucket if bucket.__class__ is list else [bucket]
+            taken = bucket if type(bucket) is list else [bucket]
             del buckets[key]
             heappop(self._keys)
-        for item in taken:
+        for entry in taken:
+            item: Scheduled = entry  # (typed: a native write of wake_ms)
             item.wake_ms = None
         self._len -= len(taken)
         due.extend(taken)

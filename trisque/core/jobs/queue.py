@@ -100,7 +100,10 @@ class JobList:
             fifo = self._fifo
             if not fifo:
                 self._level = level
-                fifo.append(job)
+                if isinstance(fifo, list):  # (compiled, a native append)
+                    fifo.append(job)
+                else:
+                    fifo.append(job)
                 return
             if level == self._level:
                 if fifo[-1]._ctime < job._ctime:

@@ -135,6 +135,7 @@ class Connection:
             data = self.outbuf
             if not data:
                 return
+        sent: int  # (typed: native compares and adds below)
         try:
             sent = self.sock.send(data)
         except BlockingIOError:
@@ -252,7 +253,9 @@ class ClientServer:
                 self._output_over_limit(conn, unsent)
 
     def mark_dirty(self, client: Client) -> None:
-        conn = client.transport
+        # (typed: compiled, ``marked`` is then a native read and write, not
+        # two generic attribute calls)
+        conn: Connection | None = client.transport
         # once per turn: a subscriber sent 800 messages in a turn (50
         # publishers pipelining 16) is looked at once, not 800 times
         if conn is not None and not conn.marked:
@@ -279,10 +282,12 @@ class ClientServer:
     def _resume(self, conn: Connection) -> None:
         if conn.closed:
             return
-        aof = self.node.log
-        if conn.mark > aof.durable:
-            aof.hold(conn.mark, self._resume, conn)
-            return
+        mark = conn.mark
+        if mark:  # (0: nothing logged for it, no look at the AOF's durable)
+            aof = self.node.log
+            if mark > aof.durable:
+                aof.hold(mark, self._resume, conn)
+                return
         conn.held = False
         client = conn.client
         if (conn.outbuf and conn.events & _OUT and not client.killed
