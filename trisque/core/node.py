@@ -487,7 +487,7 @@ class Node(JobLifecycle):
             if client.blocked is not None and client.wake_ms is not None:
                 deadlines.set(client, client.wake_ms - step_ms)
 
-    def blocked_timeout(self, client: Any, now_ms: int = -1) -> None:
+    def blocked_timeout(self, client: Client, now_ms: int = -1) -> None:
         """``now_ms`` as in block()."""
         blocked = client.blocked
         if blocked is None:

@@ -366,6 +366,7 @@ def getjob(node: Node, client: Client, argv: list[bytes]) -> bytes | None:
     out = []
     now_ms = node.now_ms()
     progress = True
+    single: Queue | None = None  # the queue of a GETJOB of one (blocked on below)
     if len(names) == 1:
         # The same rule for the usual single queue, with less bookkeeping:
         # take while there are jobs; a queue found empty asks for more.
@@ -374,9 +375,10 @@ def getjob(node: Node, client: Client, argv: list[bytes]) -> bytes | None:
         if queue is None:
             queue = node.get_queue(name)  # as Disque's GETJOB: it exists now
         queue.consumer_ms = now_ms
+        single = queue
         if not queue.paused & PAUSED_OUT:
             jobs = queue.jobs
-            while count and jobs:
+            while count and len(jobs):  # (compiled, len a native call; truth a generic one)
                 out.append(job_reply(node.fetch(queue, now_ms), withcounters))
 
                 count -= 1
@@ -407,10 +409,15 @@ def getjob(node: Node, client: Client, argv: list[bytes]) -> bytes | None:
         return resp.null_array(client.disque_proto())
     if node.leaving:
         raise CommandError(errors.LEAVING)
-    # (one queue, the usual: no dict of the names to drop repeats)
-    unique = names if len(names) == 1 else list(dict.fromkeys(names))
-    for name in unique:
-        node.get_queue(name).blocked[client] = None
+    if single is not None:
+        # (one queue, the usual: no dict of the names to drop repeats, and
+        # the queue found above: nothing in between drops a queue)
+        unique = names
+        single.blocked[client] = None
+    else:
+        unique = list(dict.fromkeys(names))
+        for name in unique:
+            node.get_queue(name).blocked[client] = None
     node.block(client, BlockedGet(unique, withcounters), timeout_ms, now_ms)
     return None
 
