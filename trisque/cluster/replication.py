@@ -235,6 +235,9 @@ class Replication(ReplicationHooks):
     first_holders: tuple[str, ...]
     first_sent: list[SentJobs]
     sent: dict[str, SentJobs]
+    copy_nodes: tuple[str, ...] | None
+    copy_holders: tuple[str, ...]
+    copy_me: str
 
     def __init__(self, node: Node, outbox: Outbox, membership: Membership,
                  tombstones: set[bytes]) -> None:
@@ -252,6 +255,10 @@ class Replication(ReplicationHooks):
         self.first_holders = ()
         self.first_sent = []  # the SentJobs of first_to
         self.sent = {}  # peer id -> SentJobs (never removed: first_sent may hold them)
+        # on_repljob's last holders tuple from a record, and it with us added
+        self.copy_nodes = None
+        self.copy_holders = ()
+        self.copy_me = ""
 
     def delete_everywhere(self, job: Job) -> None:
         """Best-effort delete of every copy (DELJOB), then ours.  The ADDJOB
@@ -389,7 +396,6 @@ class Replication(ReplicationHooks):
         tombstones = self.tombstones
         deadlines = node.deadlines
         log_active = node.log_active  # (no log: its hook not called, as ADDJOB's)
-        job_stored = node.log.job_stored
         # (node.register and the rest called as such: compiled, a bound method
         # kept in a local is a slower call than the method itself)
         # node.schedule(job) for a new active job, inline: its requeue (the
@@ -402,10 +408,11 @@ class Replication(ReplicationHooks):
         # "Issue 29 point 4").  Holders still draw apart from each other.
         jitter = 0
         drawn = False
-        # The records of a frame mostly share one holders tuple (jobcodec):
-        # the holders with us added, worked out once per distinct tuple.
-        last_nodes: tuple[str, ...] | None = None
-        holders: tuple[str, ...] = ()
+        # The records of a frame mostly share one holders tuple (jobcodec),
+        # and so do lone frames in a row: the holders with us added, worked
+        # out once per distinct tuple (kept from the last frame).
+        last_nodes = self.copy_nodes if self.copy_me == my_id else None
+        holders = self.copy_holders
         # And one queue: looked up again only when the name changes (a
         # bytes comparison, where the lookup hashed each record's new name).
         # Nothing below makes a queue, so a missing one stays missing.
@@ -451,10 +458,13 @@ class Replication(ReplicationHooks):
                 if nodes is not last_nodes:
                     last_nodes = nodes
                     holders = nodes if my_id in nodes else nodes + (my_id,)
+                    self.copy_nodes = nodes
+                    self.copy_holders = holders
+                    self.copy_me = my_id
                 job.nodes_delivered = holders
                 node.register(job)
                 if log_active:
-                    job_stored(job)
+                    node.log.job_stored(job)
                 deadlines.set(job, wake_ms)
             got.append(job_id)
         if got and not mflags & bus.NOREPLY:

@@ -37,7 +37,7 @@ from ...shell.listening import accept_forever, open_listener
 from ...shell.socket_set import SocketOwner, SocketSet
 from ...shell.tls import TlsSocket, enforce_deadlines
 
-RECV_SIZE = 64 * 1024
+RECV_SIZE: Final = 64 * 1024
 # A plain link's socket is read and written by its fd: a call of a builtin
 # bound once, where sock.recv and sock.send were a method look-up and an
 # argument-tuple parse each (bench/README.md, "A replica's lone job").
@@ -51,9 +51,11 @@ SAVE_MIN_PERIOD_S = 0.01  # nodes.conf is saved at most this often
 SAVE_RETRY_PERIOD_S = 0.1  # nodes.conf could not be saved: try again this often
 LISTEN_BACKLOG = 511
 
-_IN = select.EPOLLIN
-_OUT = select.EPOLLOUT
-_HUP = select.EPOLLHUP | select.EPOLLERR
+# (Final: constants to the compiled turn, where a module global is a
+# dictionary look-up at each use)
+_IN: Final = select.EPOLLIN
+_OUT: Final = select.EPOLLOUT
+_HUP: Final = select.EPOLLHUP | select.EPOLLERR
 
 
 class Link:
