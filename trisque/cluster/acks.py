@@ -31,6 +31,15 @@ GC_RETRY_COUNT_MAX = 10
 TOMBSTONE_MS = 10000  # far longer than a frame can be delayed on the bus
 
 
+def _all_in(holders: tuple[str, ...], confirmed: set[str]) -> bool:
+    """Every holder confirmed.  (A loop: compiled, all() of a generator
+    walked the tuple through the generic iterator protocol.)"""
+    for holder in holders:
+        if holder not in confirmed:
+            return False
+    return True
+
+
 class Acks(AckHooks):
     """The ack GC of this node's acked jobs, and the IDs of those freed
     recently (tombstones): for TOMBSTONE_MS a REPLJOB or YOURJOBS that the
@@ -77,7 +86,7 @@ class Acks(AckHooks):
         # property call, and the confirmations a typed set for native ops)
         holders = job.nodes_delivered
         dummy = not holders
-        confirmed: set[str] | None
+        confirmed: set[str]  # (not optional: compiled, set operations native)
         if job._rare is None:
             # A plain job's first GC: its retry count and confirmations in
             # one step (as the properties below would set them: a new dict
@@ -88,11 +97,12 @@ class Acks(AckHooks):
             retries = job.gc_retry
             if retries < GC_RETRY_COUNT_MAX:
                 job.gc_retry = retries + 1
-            confirmed = job.nodes_confirmed
-            if confirmed is None:
-                confirmed = {my_id}
-                job.nodes_confirmed = confirmed
-        if not dummy and all(n in confirmed for n in holders):
+            known: set[str] | None = job.nodes_confirmed
+            if known is None:
+                known = {my_id}
+                job.nodes_confirmed = known
+            confirmed = known
+        if not dummy and _all_in(holders, confirmed):
             self.free_acked(job)
             if len(job.nodes_delivered) > 1:
                 self.outbox.send_to_holders(job, bus.DELJOB, lazy=True)
@@ -187,8 +197,7 @@ class Acks(AckHooks):
                 if len(confirmed) >= len(self.membership.nodes):
                     node.unregister(job)  # nobody knows this job
                 continue
-            if (not dummy and confirmed is not None
-                    and all(n in confirmed for n in holders)):
+            if not dummy and confirmed is not None and _all_in(holders, confirmed):
                 self.outbox.send_to_holders(job, bus.DELJOB, lazy=True)
                 self.free_acked(job)
 
