@@ -277,36 +277,32 @@ class TcpTransport(SocketOwner):
 
     def serve_ready(self, ready: list[tuple[int, int]]) -> None:
         """Read and write the links the loop found ready."""
-        links = self.links
         node = self.cluster.node
         if not node.log_active:
             # (no AOF: nothing to defer, and no attribute of the log read
             # and set, generic calls on the interpreted log)
-            for fd, mask in ready:
-                link = links.get(fd)
-                if link is None:
-                    continue
-                if mask & _OUT:
-                    self._write(link)
-                if mask & (_IN | _HUP) and not link.closed:
-                    self._read(link)
+            self._serve_links(ready)
             return
         aof = node.log
         logged = aof.end
         aof.deferring = True  # the turn's AOF records: one write
         try:
-            for fd, mask in ready:
-                link = links.get(fd)
-                if link is None:
-                    continue
-                if mask & _OUT:
-                    self._write(link)
-                if mask & (_IN | _HUP) and not link.closed:
-                    self._read(link)
+            self._serve_links(ready)
         finally:
             aof.deferring = False
             if aof.end != logged:
                 aof.end_batch()
+
+    def _serve_links(self, ready: list[tuple[int, int]]) -> None:
+        links = self.links
+        for fd, mask in ready:
+            link = links.get(fd)
+            if link is None:
+                continue
+            if mask & _OUT:
+                self._write(link)
+            if mask & (_IN | _HUP) and not link.closed:
+                self._read(link)
 
     def end_turn(self) -> None:
         if self.gone:
