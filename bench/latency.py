@@ -23,11 +23,21 @@ redis-server as the floor (LPUSH, and LPUSH -> BRPOP end to end):
 
 Offered rates are fractions (``--rates``) of a measured maximum: Disque C's
 when it is measured (the issue's goal compares at its rates), else
-trisque's; every server gets the same schedule.  A scenario's maximum is a
+trisque's; every server gets the same schedule.  ``--at`` gives rates in
+jobs/s instead, and no maximum is measured.  A scenario's maximum is a
 closed-loop run of its ADDJOB over the same connections; end to end, the
 acked jobs a second under an open-loop overload, until the last was acked.  ``--backlog N`` keeps N
 jobs queued on the first node through the run, so the tails include what
 a large heap costs (the cyclic collector's full passes walk every job).
+
+Each row also says how busy the machine was: ``cpu%``, the CPU the
+scenario's servers and the generator used over the run, as a share of all
+the machine's cores, and ``waitms``, how long the servers' processes were
+runnable but waiting for a core (/proc/PID/schedstat).  Under ``chrt -f
+10`` the real-time class may use 95% of the machine (sched_rt_runtime_us):
+near that, every process of the bench is stopped for ~50 ms once a second,
+and a tail there is the machine's (bench/README.md, "Tails below
+saturation, twenty-third session").
 """
 
 from __future__ import annotations
@@ -35,6 +45,7 @@ from __future__ import annotations
 import array
 import dataclasses
 import os
+import resource
 import tempfile
 import time
 from typing import Sequence
@@ -77,19 +88,50 @@ class Run:
     lost: int
     histograms: dict[str, HdrHistogram]  # "sent" / "got" / "acked"
     elapsed: float  # s, from the first due time until the last reply
+    cpu_share: float = float("nan")  # servers' and generator's CPU / (wall x cores)
+    waited_ms: float = float("nan")  # servers' time runnable without a core
+
+
+def _cpu_and_wait(pids: Sequence[int]) -> tuple[float, float]:
+    """CPU seconds used and seconds spent waiting for a core, summed over
+    ``pids`` (Linux's /proc/PID/schedstat: run ns, run-queue wait ns)."""
+    used = waited = 0.0
+    for pid in pids:
+        with open(f"/proc/{pid}/schedstat") as f:
+            run_ns, wait_ns = f.read().split()[:2]
+        used += int(run_ns) / 1e9
+        waited += int(wait_ns) / 1e9
+    return used, waited
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def open_loop(port: int, rate: float, seconds: float, kind: str,
-              consume_port: int | None = None) -> Run:
+              consume_port: int | None = None, servers: Sequence[Server] = ()) -> Run:
     binary = client.loadgen_binary()
     if binary is None:
         raise RuntimeError("no C compiler to build bench/loadgen.c")
+    pids = [s.proc.pid for s in servers]
     with tempfile.TemporaryDirectory(prefix="trisque-latency-") as tmp:
         out = os.path.join(tmp, "lat")
         args = [port, PRODUCERS, rate, seconds, kind, out]
         if consume_port is not None:
             args += [consume_port, CONSUMERS]
+        try:
+            before = _cpu_and_wait(pids)
+        except (OSError, ValueError):  # (no /proc/PID/schedstat here)
+            pids = []
+        started, children = time.monotonic(), _children_cpu()
         got = client.run_loadgen("open", *args)
+        wall, generator = time.monotonic() - started, _children_cpu() - children
+        cpu_share = waited_ms = float("nan")
+        if pids:
+            after = _cpu_and_wait(pids)
+            cpu_share = (after[0] - before[0] + generator) / (wall * (os.cpu_count() or 1))
+            waited_ms = (after[1] - before[1]) * 1000
         histograms = {}
         for point in ("sent", "got", "acked"):
             values = array.array("q")
@@ -101,7 +143,7 @@ def open_loop(port: int, rate: float, seconds: float, kind: str,
                     h.record_value(min(max(ns, 1), MAX_NS))
                 histograms[point] = h
     return Run(int(got["produced"]), int(got["errors"]), int(got["lost"]), histograms,
-               got["elapsed"])
+               got["elapsed"], cpu_share, waited_ms)
 
 
 def flush(servers: Sequence[Server], backlog: int = 0) -> None:
@@ -176,6 +218,8 @@ class Row:
     percentiles: tuple[float, ...]  # us, PERCENTILES then max
     lost: int
     errors: int
+    cpu_share: float = float("nan")  # see Run
+    waited_ms: float = float("nan")
 
 
 def rows_of(scenario: Scenario, server: str, rate: float, run: Run) -> list[Row]:
@@ -187,13 +231,15 @@ def rows_of(scenario: Scenario, server: str, rate: float, run: Run) -> list[Row]
             continue
         values = tuple(h.get_value_at_percentile(p) / 1000 for p in PERCENTILES)
         rows.append(Row(scenario.name, server, rate, point, values + (h.get_max_value() / 1000,),
-                        run.lost, run.errors))
+                        run.lost, run.errors, run.cpu_share, run.waited_ms))
     return rows
 
 
 def run(seconds: float, fractions: Sequence[float], scenarios: Sequence[Scenario],
         nodes: int, disque: str | None, max_requests: int,
-        plot: str | None, backlog: int = 0) -> list[Row]:
+        plot: str | None, backlog: int = 0, at: Sequence[float] = ()) -> list[Row]:
+    """Each scenario at each fraction of its maximum, or at each rate of
+    ``at`` (jobs/s; then no maximum is measured)."""
     clusters: dict[str, list[Server]] = {}
     try:
         clusters["trisque"] = start_cluster(nodes, start_trisque)
@@ -204,32 +250,21 @@ def run(seconds: float, fractions: Sequence[float], scenarios: Sequence[Scenario
             fill_backlog(servers, backlog)
         rows: list[Row] = []
         for scenario in scenarios:
-            maxima = {}
-            for name in ("trisque", "disque"):
-                servers = clusters.get(name)
-                if servers is None:
-                    continue
-                flush(servers, backlog)
-                maxima[name] = addjob_maximum(servers[0], scenario.kind, max_requests)
-                if scenario.end_to_end:
-                    flush(servers, backlog)
-                    maxima[name] = end_to_end_maximum(servers, scenario, maxima[name],
-                                                      min(seconds, 2.0))
-                flush(servers, backlog)
-            reference = maxima.get("disque", maxima["trisque"])
-            shown = ", ".join(f"{k} {v:,.0f}/s" for k, v in maxima.items())
-            print(f"{scenario.name}: maximum {shown}", flush=True)
-            for fraction in fractions:
-                rate = max(1.0, reference * fraction)
+            rates = list(at)
+            if not rates:
+                reference = maximum(clusters, scenario, seconds, max_requests, backlog)
+                rates = [max(1.0, f * reference) for f in fractions]
+            for rate in rates:
                 for name, servers in clusters.items():
                     flush(servers, backlog)
                     if name == "redis":
                         got = open_loop(servers[0].port, rate, seconds, "lists",
-                                        servers[0].port if scenario.end_to_end else None)
+                                        servers[0].port if scenario.end_to_end else None,
+                                        servers)
                     else:
                         got = open_loop(servers[0].port, rate, seconds, scenario.kind,
                                         servers[scenario.consumer_node].port
-                                        if scenario.end_to_end else None)
+                                        if scenario.end_to_end else None, servers)
                     these = rows_of(scenario, name, rate, got)
                     print_rows(these, header=False)
                     rows += these
@@ -244,15 +279,37 @@ def run(seconds: float, fractions: Sequence[float], scenarios: Sequence[Scenario
                 s.stop()
 
 
+def maximum(clusters: dict[str, list[Server]], scenario: Scenario, seconds: float,
+            max_requests: int, backlog: int) -> float:
+    """The scenario's maximum the rates are fractions of: Disque C's when
+    it runs, else trisque's (each measured, and printed)."""
+    maxima = {}
+    for name in ("trisque", "disque"):
+        servers = clusters.get(name)
+        if servers is None:
+            continue
+        flush(servers, backlog)
+        maxima[name] = addjob_maximum(servers[0], scenario.kind, max_requests)
+        if scenario.end_to_end:
+            flush(servers, backlog)
+            maxima[name] = end_to_end_maximum(servers, scenario, maxima[name],
+                                              min(seconds, 2.0))
+        flush(servers, backlog)
+    shown = ", ".join(f"{k} {v:,.0f}/s" for k, v in maxima.items())
+    print(f"{scenario.name}: maximum {shown}", flush=True)
+    return maxima.get("disque", maxima["trisque"])
+
+
 def print_rows(rows: Sequence[Row], header: bool) -> None:
     if header:
         names = " ".join(f"{'p' + format(p, 'g'):>9}" for p in PERCENTILES)
         print(f"{'scenario':<16} {'server':<8} {'rate/s':>8} {'point':<6} {names} "
-              f"{'max':>9}  lost errors   (us)")
+              f"{'max':>9}  lost errors  cpu% waitms   (us)")
     for r in rows:
         figures = " ".join(f"{v:9.0f}" for v in r.percentiles)
         print(f"{r.scenario:<16} {r.server:<8} {r.rate:8.0f} {r.point:<6} {figures} "
-              f"{r.lost:5d} {r.errors:6d}", flush=True)
+              f"{r.lost:5d} {r.errors:6d} {r.cpu_share * 100:5.0f} {r.waited_ms:6.0f}",
+              flush=True)
 
 
 def draw(rows: Sequence[Row], path: str) -> None:
@@ -299,6 +356,9 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="length of each open-loop run (default 5)")
     parser.add_argument("--rates", default="0.1,0.5,0.8",
                         help="offered rates as fractions of the maximum")
+    parser.add_argument("--at", metavar="RATES", default="",
+                        help="offered rates in jobs/s (comma-separated) instead of "
+                             "fractions: no maximum is measured")
     parser.add_argument("--scenarios", default=",".join(SCENARIOS),
                         help="comma-separated: " + ", ".join(SCENARIOS))
     parser.add_argument("--nodes", type=int, default=3)
@@ -314,7 +374,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     if any(s.consumer_node >= args.nodes for s in chosen):
         parser.error("e2e-federated needs --nodes 2 or more")
     run(args.seconds, [float(x) for x in args.rates.split(",")], chosen, args.nodes,
-        args.disque, args.max_requests, args.plot, args.backlog)
+        args.disque, args.max_requests, args.plot, args.backlog,
+        [float(x) for x in args.at.split(",") if x])
 
 
 if __name__ == "__main__":

@@ -30,3 +30,17 @@ def test_open_loop_times_every_request_and_every_job(tmp_path):
         p50, p90, p99, p999, top = r.percentiles
         assert 0 < p50 <= p90 <= p99 <= p999 <= top, r
     assert plot.stat().st_size > 0
+
+
+def test_fixed_rates_skip_the_maxima_and_say_how_busy_the_machine_was(capsys):
+    chosen = [latency.SCENARIOS["e2e-local-r1"]]
+    rows = latency.run(0.3, [], chosen, nodes=1, disque=None, max_requests=2000,
+                       plot=None, at=[200.0])
+    assert "maximum" not in capsys.readouterr().out
+    assert {(r.server, r.rate, r.point) for r in rows} == {
+        (server, 200.0, point) for server in ("trisque", "redis") for point in ("got", "acked")
+        if not (server == "redis" and point == "acked")}
+    for r in rows:
+        # the servers and the generator used some CPU, waited none or some
+        assert 0 < r.cpu_share <= 1.0, r
+        assert r.waited_ms >= 0, r
