@@ -16,6 +16,7 @@ garbage collection state machine").
 """
 
 from collections.abc import Sequence
+from typing import Final
 
 from ..protocol import bus, jobid
 from ..core.hooks import AckHooks
@@ -25,10 +26,12 @@ from .membership import ClusterNode, Membership
 from .outbox import Outbox
 from .replication import Replication, drop_passed
 
-GC_RETRY_MIN_MS = 1000
-GC_RETRY_MAX_MS = 3 * 60 * 1000
-GC_RETRY_COUNT_MAX = 10
-TOMBSTONE_MS = 10000  # far longer than a frame can be delayed on the bus
+# (Final: constants to the compiled module, where a module global is a
+# dictionary look-up at each use)
+GC_RETRY_MIN_MS: Final = 1000
+GC_RETRY_MAX_MS: Final = 3 * 60 * 1000
+GC_RETRY_COUNT_MAX: Final = 10
+TOMBSTONE_MS: Final = 10000  # far longer than a frame can be delayed on the bus
 
 
 def _all_in(holders: tuple[str, ...], confirmed: set[str]) -> bool:
@@ -68,7 +71,9 @@ class Acks(AckHooks):
 
     def next_gc_ms(self, job: Job) -> int:
         node = self.node
-        period = min(GC_RETRY_MIN_MS << job.gc_retry, GC_RETRY_MAX_MS)
+        period = GC_RETRY_MIN_MS << job.gc_retry
+        if period > GC_RETRY_MAX_MS:
+            period = GC_RETRY_MAX_MS
         return node.now_ms() + period + node.jitter_ms()
 
     def try_gc(self, job: Job) -> None:
@@ -86,22 +91,20 @@ class Acks(AckHooks):
         # property call, and the confirmations a typed set for native ops)
         holders = job.nodes_delivered
         dummy = not holders
-        confirmed: set[str]  # (not optional: compiled, set operations native)
-        if job._rare is None:
-            # A plain job's first GC: its retry count and confirmations in
-            # one step (as the properties below would set them: a new dict
-            # and two inserts through two setter calls)
-            confirmed = {my_id}
-            job._rare = {"gc_retry": 1, "nodes_confirmed": confirmed}
-        else:
+        # (not optional: compiled, set operations native)
+        confirmed: set[str] = {my_id}
+        # A plain job's first GC: its retry count and confirmations in one
+        # step (as the properties below would set them: a new dict and two
+        # inserts through two setter calls)
+        if not job.start_rare({"gc_retry": 1, "nodes_confirmed": confirmed}):
             retries = job.gc_retry
             if retries < GC_RETRY_COUNT_MAX:
                 job.gc_retry = retries + 1
             known: set[str] | None = job.nodes_confirmed
             if known is None:
-                known = {my_id}
-                job.nodes_confirmed = known
-            confirmed = known
+                job.nodes_confirmed = confirmed
+            else:
+                confirmed = known
         if not dummy and _all_in(holders, confirmed):
             self.free_acked(job)
             if len(job.nodes_delivered) > 1:

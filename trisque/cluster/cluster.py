@@ -311,11 +311,41 @@ class Cluster(ClusterHooks):
 
     def receive(self, frame: bytes | bytearray | memoryview, link: Any) -> None:
         """One frame from ``link``.  Raises bus.BusError if malformed."""
-        msg = bus.decode(frame, True)  # (a GOTJOB's items raw: on_gotjob_frame)
-        type_ = msg.type
+        data = frame if isinstance(frame, bytes) else bytes(frame)
+        type_, mflags, sender_id = bus.read_header(data)
         if type_ >= bus.TYPE_COUNT:
             return  # a newer node's message type: ignored (protocol/bus.py)
-        self.frames_received[type_] += 1
+        counts = self.frames_received
+        counts[type_] = counts[type_] + 1  # (not +=: compiled, a generic in-place add)
+        # Every job's frames (REPLJOB, GOTJOB, WORKING, SETACK, GOTACK,
+        # DELJOB): their body alone, no Message, and their handlers called
+        # directly (a native call, not a look-up in ``handlers`` and a call
+        # of its lambda).  (The body is read before the sender is known: a
+        # malformed frame closes the link whoever sent it.)
+        if type_ == bus.REPLJOB:
+            records = bus.decode_body(data, type_)
+            sender = self._job_sender(sender_id)
+            if sender is not None:
+                self.replication.on_repljob(sender, records, mflags)
+            return
+        if (type_ == bus.GOTJOB or type_ == bus.SETACK or type_ == bus.GOTACK
+                or type_ == bus.DELJOB or type_ == bus.WORKING):
+            body = bus.decode_body(data, type_, True)  # (a GOTJOB's items raw)
+            sender = self._job_sender(sender_id)
+            if sender is None:
+                return
+            if type_ == bus.GOTJOB:
+                self.replication.on_gotjob_frame(sender, body)
+            elif type_ == bus.SETACK:
+                self.acks.on_setack(sender, body)
+            elif type_ == bus.GOTACK:
+                self.acks.on_gotack(sender, body)
+            elif type_ == bus.DELJOB:
+                self.acks.on_deljob(sender, body)
+            else:
+                self.requeue.on_queued_or_working(sender, body, bus.WORKING, mflags)
+            return
+        msg = bus.decode(data)
         if type_ == bus.PING or type_ == bus.PONG or type_ == bus.MEET:
             self.membership.on_gossip_message(msg, link)
             peer = self.membership.nodes.get(msg.sender)
@@ -331,28 +361,20 @@ class Cluster(ClusterHooks):
                     peer.schedules = True
                     self._send_schedules(peer.id, list(self.node.schedules.by_name))
             return
-        sender = self.membership.nodes.get(msg.sender)
-        if sender is None or sender.handshake or sender.myself:
-            return  # only known nodes may talk about jobs
-        self.membership.messages_received += 1
-        # Every job's frames called directly (a native call, not a look-up
-        # in ``handlers`` and a call of its lambda); the rest by the table.
-        if type_ == bus.REPLJOB:
-            self.replication.on_repljob(sender, msg.body, msg.mflags)
-        elif type_ == bus.GOTJOB:
-            self.replication.on_gotjob_frame(sender, msg.body)
-        elif type_ == bus.SETACK:
-            self.acks.on_setack(sender, msg.body)
-        elif type_ == bus.GOTACK:
-            self.acks.on_gotack(sender, msg.body)
-        elif type_ == bus.DELJOB:
-            self.acks.on_deljob(sender, msg.body)
-        elif type_ == bus.WORKING:
-            self.requeue.on_queued_or_working(sender, msg.body, bus.WORKING, msg.mflags)
-        else:
+        sender = self._job_sender(sender_id)
+        if sender is not None:
             handler = self.handlers.get(type_)
             if handler is not None:
                 handler(sender, msg)
+
+    def _job_sender(self, sender_id: str) -> ClusterNode | None:
+        """The peer that sent a frame about jobs, counted, or None: only
+        known nodes may talk about jobs."""
+        sender = self.membership.nodes.get(sender_id)
+        if sender is None or sender.handshake or sender.myself:
+            return None
+        self.membership.messages_received += 1
+        return sender
 
     def _on_pause(self, queue_name: bytes, flags: int) -> None:
         node = self.node

@@ -293,9 +293,8 @@ class Replication(ReplicationHooks):
             # Sent before the rare fields below are set: a plain job's
             # record is then built without reading them.
             self._send_first(job, others, now_ms)
-            if job._rare is None:  # (job.nodes_confirmed, job.waiter: in one step)
-                job._rare = {"nodes_confirmed": confirmed, "waiter": pending}
-            else:
+            # (job.nodes_confirmed, job.waiter: in one step)
+            if not job.start_rare({"nodes_confirmed": confirmed, "waiter": pending}):
                 job.nodes_confirmed = confirmed
                 job.waiter = pending
             self.add_timer.watch(node, pending, now_ms)
@@ -569,7 +568,7 @@ class Replication(ReplicationHooks):
                 # (by its own ID, whose hash is kept and which the dict's key is)
                 del replicating[job.id]
                 if len(rare) == 2:  # (only replicate()'s two, read above)
-                    job._rare = None
+                    job.clear_rare()
                     self._achieved_plain(job, now_ms, pending, confirmed)
                 else:
                     self._achieved(job, now_ms)
@@ -605,14 +604,14 @@ class Replication(ReplicationHooks):
             pending = rare.get("waiter")
             confirmed = rare.get("nodes_confirmed")
             if len(rare) == 2 and pending is not None and confirmed is not None:
-                job._rare = None  # only replicate()'s two: a plain job again, in one step
+                job.clear_rare()  # only replicate()'s two: a plain job again
             else:
                 if "waiter" in rare:
                     del rare["waiter"]
                 if "nodes_confirmed" in rare:
                     del rare["nodes_confirmed"]
                 if not rare or not any(rare.values()):
-                    job._rare = None  # every rare field back at its default (memory)
+                    job.clear_rare()  # every rare field back at its default (memory)
         if pending is not None:
             node.resolve(pending, b"+%s\r\n" % job.id)
         return self._achieved_rest(job, -1 if now_ms is None else now_ms, confirmed)

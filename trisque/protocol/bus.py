@@ -427,6 +427,20 @@ def decode(frame: bytes | bytearray | memoryview, gotjob_raw: bool = False) -> M
     checked), for replication.on_gotjob_frame to match as a whole before
     unpacking them (jobid_items)."""
     data = frame if isinstance(frame, bytes) else bytes(frame)
+    type_, mflags, sender = read_header(data)
+    sflags = data[11]
+    port = data[52] | data[53] << 8
+    bus_port = data[54] | data[55] << 8
+    if type_ >= TYPE_COUNT:  # a newer node's: ignored (see the top)
+        return Message(type_, mflags, sender, sflags, port, bus_port, None)
+    return Message(type_, mflags, sender, sflags, port, bus_port,
+                   decode_body(data, type_, gotjob_raw))
+
+
+def read_header(data: bytes) -> tuple[int, int, str]:
+    """The type, mflags and sender of one whole frame, its header checked
+    (as decode's: BusError if it does not hold).  With decode_body, what
+    the cluster reads of every job's frames: no Message made."""
     size = len(data)
     if size < HEADER_SIZE:
         raise BusError("short frame")
@@ -436,11 +450,6 @@ def decode(frame: bytes | bytearray | memoryview, gotjob_raw: bool = False) -> M
     if (data[0] != _M0 or data[1] != _M1 or data[2] != _M2 or data[3] != VERSION
             or length != size):
         raise BusError("bad frame header")
-    type_ = data[8] | data[9] << 8
-    mflags = data[10]
-    sflags = data[11]
-    port = data[52] | data[53] << 8
-    bus_port = data[54] | data[55] << 8
     raw_sender = data[12:HEADER_SIZE - 4]
     last = _LAST_SENDER
     if raw_sender == last.raw:
@@ -451,8 +460,14 @@ def decode(frame: bytes | bytearray | memoryview, gotjob_raw: bool = False) -> M
             raise BusError("bad sender id")
         sender = last.text = checked
         last.raw = raw_sender
-    if type_ >= TYPE_COUNT:  # a newer node's: ignored (see the top)
-        return Message(type_, mflags, sender, sflags, port, bus_port, None)
+    return data[8] | data[9] << 8, data[10], sender
+
+
+def decode_body(data: bytes, type_: int, gotjob_raw: bool = False) -> Any:
+    """The body of a whole frame of a type this node knows (< TYPE_COUNT),
+    its header read (read_header), as decode's Message has it.  Raises
+    BusError if the payload does not add up."""
+    size = len(data)
     body: Any  # (by type: a compiled local keeps the type of its first value)
     kind = _KINDS[type_]
     try:
@@ -479,7 +494,7 @@ def decode(frame: bytes | bytearray | memoryview, gotjob_raw: bool = False) -> M
             body = _decode_body(type_, memoryview(data)[HEADER_SIZE:])
     except (struct.error, ValueError, UnicodeDecodeError) as exc:
         raise BusError(f"bad {NAMES[type_]} payload: {exc}") from None
-    return Message(type_, mflags, sender, sflags, port, bus_port, body)
+    return body
 
 
 def jobid_items(raw: bytes) -> list[tuple[bytes, int]]:

@@ -327,12 +327,15 @@ class TcpTransport(SocketOwner):
         if not self.to_write or self.held:
             return
         # A GOTJOB promises the peer a copy: with appendfsync always that
-        # copy must be on disk (fsynced) before we say so.
-        aof = self.cluster.node.log
-        if aof.durable < aof.end:
-            self.held = True
-            aof.hold(aof.end, self._durable, None)
-            return
+        # copy must be on disk (fsynced) before we say so.  (No log: no
+        # copy to wait for, and no attribute of the interpreted log read.)
+        node = self.cluster.node
+        if node.log_active:
+            aof = node.log
+            if aof.durable < aof.end:
+                self.held = True
+                aof.hold(aof.end, self._durable, None)
+                return
         to_write, self.to_write = self.to_write, []
         for link in to_write:
             link.queued = False

@@ -288,6 +288,20 @@ class Job(Ordered):
     def waiter(self, value: Any) -> None:
         _set_rare(self, "waiter", value, None)
 
+    def start_rare(self, fields: dict[str, Any]) -> bool:
+        """A job with no rare field set takes ``fields`` (none at its
+        default) as its rare fields, in one step: the setters would be a
+        call and an insert each.  False, nothing set, if it has some."""
+        if self._rare is not None:
+            return False
+        self._rare = fields
+        return True
+
+    def clear_rare(self) -> None:
+        """Every rare field back at its default (the caller has read the
+        ones it needed): a plain job again, in one step."""
+        self._rare = None
+
     def __init__(self, job_id: bytes, queue: bytes, body: bytes, state: int, repl: int,
                  ctime: int, etime_ms: int, delay_s: int, retry_s: int) -> None:
         self.id = job_id  # 40 bytes, see protocol.jobid
