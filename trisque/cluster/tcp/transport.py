@@ -173,7 +173,9 @@ class TcpTransport(SocketOwner):
     # --------------------------------------------- interface for Cluster
 
     def send(self, node_id: str, frame: bytes) -> None:
-        self.frames_sent[frame[bus.TYPE_OFFSET]] += 1
+        counts = self.frames_sent
+        type_ = frame[bus.TYPE_OFFSET]
+        counts[type_] = counts[type_] + 1  # (not +=: compiled, a generic in-place add)
         link = self.out_links.get(node_id)
         if link is None:
             # A node we know but have no link to yet (just learned from
@@ -478,6 +480,7 @@ class TcpTransport(SocketOwner):
                 else:
                     break  # nothing leaves before the peer's hello
                 out.clear()
+            sent: int  # (typed: the arithmetic and compares below native)
             try:
                 sent = _WRITE(link.fd, data) if link.plain else sock.send(data)
             except BlockingIOError:
