@@ -97,10 +97,14 @@ class Federation(FederationHooks):
 
     def import_rate(self, queue: Queue) -> int:
         """Jobs/s received from other nodes over the last two 1 s buckets."""
+        if queue.import_buckets is None:
+            return 0
+        return self._rate(queue, self.node.now_ms())
+
+    def _rate(self, queue: Queue, now_ms: int) -> int:
         buckets = queue.import_buckets
         if buckets is None:
             return 0
-        now_ms = self.node.now_ms()
         prev_ms, prev_count, cur_ms, cur_count = buckets
         if now_ms - cur_ms > RATE_WINDOW_MS:
             return 0
@@ -128,14 +132,16 @@ class Federation(FederationHooks):
 
     # ------------------------------------------------------- asking
 
-    def need_jobs(self, queue_name: bytes) -> None:
-        """A consumer found ``queue_name`` empty here."""
-        if self.membership.size() <= 1 or self.membership.myself.leaving:
+    def need_jobs(self, queue: Queue, now_ms: int) -> None:
+        """A consumer found ``queue`` empty here (at ``now_ms``)."""
+        membership = self.membership
+        if membership.size() <= 1 or membership.myself.leaving:
             return
         watched = self.watched
-        if queue_name not in watched:  # (a look-up costs less than a store)
-            watched[queue_name] = None
-        self._need_jobs(self.node.get_queue(queue_name), CLIENTS_WAITING)
+        name = queue.name  # (the queue's own bytes: their hash is kept)
+        if name not in watched:  # (a look-up costs less than a store)
+            watched[name] = None
+        self._need_jobs(queue, CLIENTS_WAITING, now_ms)
 
     def queue_drained(self, queue: Queue) -> None:
         """The queue just became empty.  Asked at the end of this turn, if
@@ -148,15 +154,13 @@ class Federation(FederationHooks):
             self.outbox.transport.flush_soon()
         self.drained[queue.name] = queue
 
-    def _need_jobs(self, queue: Queue, reason: int) -> None:
-        node = self.node
-        rate = self.import_rate(queue)
+    def _need_jobs(self, queue: Queue, reason: int, now_ms: int) -> None:
+        rate = self._rate(queue, now_ms)
         if reason == REACHED_ZERO and rate == 0:
             return
-        now_ms = node.now_ms()
-        sources = self._valid_sources(queue, now_ms)
-        count = rate // len(sources) if sources else MIN_REQUEST
-        count = max(MIN_REQUEST, min(MAX_REQUEST, count))
+        # (no sources, the usual for a queue that never imported: no list
+        # made, no rate divided; a blocked consumer asks every tick)
+        sources = self._valid_sources(queue, now_ms) if queue.import_from else None
         bcast_delay = min(BCAST_MIN_MS << min(queue.needjobs_bcast_attempt, 16), BCAST_MAX_MS)
         # (a clock set back must not hold the asks back by the step)
         if not 0 <= now_ms - queue.needjobs_bcast_ms <= bcast_delay:
@@ -165,11 +169,14 @@ class Federation(FederationHooks):
             targets = [n.id for n in self.membership.others()
                        if n.link_ok and not n.handshake]
             self._send(targets, queue.name, 1)  # discovery: one job is enough
+        if not sources:
+            return
         adhoc_delay = min(ADHOC_MIN_MS << min(queue.needjobs_adhoc_attempt, 16), ADHOC_MAX_MS)
-        if sources and (reason == REACHED_ZERO
-                        or not 0 <= now_ms - queue.needjobs_adhoc_ms <= adhoc_delay):
+        if (reason == REACHED_ZERO
+                or not 0 <= now_ms - queue.needjobs_adhoc_ms <= adhoc_delay):
             queue.needjobs_adhoc_ms = now_ms
             queue.needjobs_adhoc_attempt += 1
+            count = max(MIN_REQUEST, min(MAX_REQUEST, rate // len(sources)))
             self._send(sources, queue.name, count)
 
     def _send(self, node_ids: list[str], queue_name: bytes, count: int) -> None:
@@ -200,7 +207,7 @@ class Federation(FederationHooks):
             # Blocked with jobs queued means paused OUT: as GETJOB, ask
             # elsewhere.
             elif not queue.jobs or queue.paused & PAUSED_OUT:
-                self._need_jobs(queue, CLIENTS_WAITING)
+                self._need_jobs(queue, CLIENTS_WAITING, now_ms)
         for name in gone:
             del self.watched[name]
 
@@ -254,9 +261,10 @@ class Federation(FederationHooks):
             drained, self.drained = self.drained, {}
             membership = self.membership
             if membership.size() > 1 and not membership.myself.leaving:
+                now_ms = node.now_ms()
                 for name, queue in drained.items():
                     if not queue.jobs and node.queues.get(name) is queue:
-                        self._need_jobs(queue, REACHED_ZERO)
+                        self._need_jobs(queue, REACHED_ZERO, now_ms)
         if self.ready:
             self._answer_open_asks()
 

@@ -94,8 +94,8 @@ class AckHooks:
 class FederationHooks:
     """Federation: consumers here, jobs elsewhere (NEEDJOBS/YOURJOBS)."""
 
-    def need_jobs(self, queue_name: bytes) -> None:
-        """A consumer found the queue empty."""
+    def need_jobs(self, queue: Queue, now_ms: int) -> None:
+        """A consumer found ``queue`` empty (at ``now_ms``)."""
 
     def queue_drained(self, queue: Queue) -> None:
         """The queue just became empty (an ad-hoc NEEDJOBS)."""

@@ -383,7 +383,7 @@ def getjob(node: Node, client: Client, argv: list[bytes]) -> bytes | None:
 
                 count -= 1
         if count and node.cluster_size > 1:
-            node.federation.need_jobs(name)  # (federation: nobody to ask alone)
+            node.federation.need_jobs(queue, now_ms)  # (federation: nobody to ask alone)
         progress = False
     while count and progress:
         progress = False
@@ -394,7 +394,7 @@ def getjob(node: Node, client: Client, argv: list[bytes]) -> bytes | None:
             queue.consumer_ms = now_ms
             if not queue.jobs or queue.paused & PAUSED_OUT:
                 if node.cluster_size > 1:
-                    node.federation.need_jobs(name)
+                    node.federation.need_jobs(queue, now_ms)
                 continue
             out.append(job_reply(node.fetch(queue, now_ms), withcounters))
             progress = True

@@ -23,6 +23,7 @@ it, and the GOTJOBs' turn sends the reply, without a second task woken in
 between (bench/README.md, "Cluster: replicated ADDJOB").
 """
 
+import os
 import select
 import socket
 from typing import Any, Final
@@ -45,6 +46,11 @@ from ...shell.timers import Timers
 from ...shell.tls import ClientTls, enforce_deadlines
 
 RECV_SIZE: Final = 16 * 1024
+# A plain client's socket is read and written by its fd: a call of a
+# builtin bound once, where sock.recv and sock.send were a method look-up
+# and an argument-tuple parse each (bench/README.md, "The origin's job").
+_OS_READ: Final = os.read
+_OS_WRITE: Final = os.write
 OUTPUT_HIGH_WATER: Final = 1024 * 1024  # stop reading a client with this much unsent
 _NO_CAP: Final = 1 << 62  # client-output-buffer-limit's hard limit off
 # Pipelined requests of one client run PIPELINE_BATCH at a time: when
@@ -64,12 +70,13 @@ _READ: Final = int(select.EPOLLIN | _HUP)
 class Connection:
     """The shell's half of a client: socket, parser, unsent bytes."""
 
-    __slots__ = ("server", "sock", "fd", "client", "parser", "pending", "pending_at", "outbuf",
-                 "closed", "mark", "events", "held", "queued", "closing",
+    __slots__ = ("server", "sock", "fd", "plain", "client", "parser", "pending", "pending_at",
+                 "outbuf", "closed", "mark", "events", "held", "queued", "closing",
                  "pending_bytes", "soft_since_ms", "out_counted", "out_bytes", "marked")
     server: "ClientServer"
     sock: Any  # socket.socket, or tls.TlsSocket on the TLS port
     fd: int
+    plain: bool  # a socket.socket: read and written by its fd
     client: Client  # set by ClientServer._add, right after
     parser: RequestParser
     pending: list[list[bytes]]
@@ -91,6 +98,7 @@ class Connection:
         self.server = server
         self.sock = sock
         self.fd = sock.fileno()
+        self.plain = type(sock) is socket.socket
         self.parser = RequestParser(max_bulk_len)
         # Requests read: pending[pending_at:] have not run yet.  Empty once
         # all have, so ``if conn.pending`` asks whether any waits.  (A list
@@ -123,6 +131,8 @@ class Connection:
 
     def flush(self, stats: Stats) -> None:
         """Send as much output as the kernel takes without waiting."""
+        if self.closed:
+            return  # (its fd number may be another socket's by now)
         client = self.client
         out = client.out
         if out:
@@ -137,7 +147,7 @@ class Connection:
                 return
         sent: int  # (typed: native compares and adds below)
         try:
-            sent = self.sock.send(data)
+            sent = _OS_WRITE(self.fd, data) if self.plain else self.sock.send(data)
         except BlockingIOError:
             sent = 0
         except OSError:
@@ -540,7 +550,7 @@ class ClientServer:
         if events & _READ and not conn.closing and (
                 not conn.pending or client.blocked is not None):
             try:
-                data = conn.sock.recv(RECV_SIZE)
+                data = _OS_READ(conn.fd, RECV_SIZE) if conn.plain else conn.sock.recv(RECV_SIZE)
             except BlockingIOError:
                 data = None
             except OSError:
