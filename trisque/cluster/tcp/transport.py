@@ -18,7 +18,9 @@ are in bench/README.md, "Cluster: replicated ADDJOB").
 """
 
 import errno
+import io
 import ipaddress
+import mmap
 import os
 import select
 import socket
@@ -38,10 +40,9 @@ from ...shell.socket_set import SocketOwner, SocketSet
 from ...shell.tls import TlsSocket, enforce_deadlines
 
 RECV_SIZE: Final = 64 * 1024
-# A plain link's socket is read and written by its fd: a call of a builtin
-# bound once, where sock.recv and sock.send were a method look-up and an
-# argument-tuple parse each (bench/README.md, "A replica's lone job").
-_READ: Final = os.read
+# A plain link's socket is written by its fd: a call of a builtin bound
+# once, where sock.send was a method look-up and an argument-tuple parse
+# (bench/README.md, "A replica's lone job").
 _WRITE: Final = os.write
 _ANY = ("", "0.0.0.0", "::", "*")  # no address of its own: every interface
 CONNECT_RETRY_MS = 20  # at most one connection attempt per peer this often
@@ -62,7 +63,7 @@ class Link:
     """One TCP connection of the bus, inbound or outbound."""
 
     __slots__ = ("transport", "node_id", "peer_ip", "sock", "fd", "plain", "out",
-                 "out_bytes", "outbuf", "inbuf", "closed", "connected",
+                 "out_bytes", "outbuf", "inbuf", "closed", "connected", "readinto",
                  "events", "queued", "connect_scope", "auth")
     # (typed: the turn's reads and writes are compiled, setup.py)
     transport: "TcpTransport"
@@ -71,6 +72,7 @@ class Link:
     sock: Any  # socket.socket, or TlsSocket; None until connected
     fd: int
     plain: bool
+    readinto: Any  # a plain link's: its fd's FileIO.readinto (see _read)
     out: list[bytes]
     out_bytes: int
     outbuf: bytes | memoryview
@@ -90,6 +92,7 @@ class Link:
         self.sock = None
         self.fd = -1
         self.plain = False  # a plain socket (no TLS): read and written by its fd
+        self.readinto = None
         self.out = []  # frames not yet handed to the kernel
         self.out_bytes = 0  # bytes queued and not yet sent (out + outbuf)
         self.outbuf = b""  # the part of a send the kernel did not take
@@ -147,6 +150,7 @@ class TcpTransport(SocketOwner):
     also_accepted: Any
     max_frame: int
     send_queue_limit: int
+    rbuf: mmap.mmap
 
     def __init__(self, nursery: trio.Nursery, after_event: Callable[[], None],
                  sockets: SocketSet) -> None:
@@ -169,6 +173,11 @@ class TcpTransport(SocketOwner):
         self.also_accepted = None  # cluster-secret-accept's key (rotation)
         self.max_frame = bus.MAX_FRAME  # cluster-bus-max-frame
         self.send_queue_limit = 256 * 1024 * 1024  # cluster-bus-send-queue-limit
+        # Every plain link's reads land here, then leave as bytes of just
+        # what arrived (a slice of an mmap is bytes: one copy), where
+        # os.read allocated 64 KB and shrank it each read (bench/README.md,
+        # "A replica's job, twenty-third session").
+        self.rbuf = mmap.mmap(-1, RECV_SIZE)
 
     # --------------------------------------------- interface for Cluster
 
@@ -350,16 +359,29 @@ class TcpTransport(SocketOwner):
 
     def _read(self, link: Link) -> None:
         data: bytes
-        try:
-            data = _READ(link.fd, RECV_SIZE) if link.plain else link.sock.recv(RECV_SIZE)
-        except BlockingIOError:
-            return
-        except OSError:
-            self.close_link(link)
-            return
-        if not data:
-            self.close_link(link)
-            return
+        if link.plain:
+            try:
+                got = link.readinto(self.rbuf)  # (None: EAGAIN, no error raised)
+            except OSError:
+                self.close_link(link)
+                return
+            if got is None:
+                return
+            if not got:
+                self.close_link(link)
+                return
+            data = self.rbuf[:got]
+        else:
+            try:
+                data = link.sock.recv(RECV_SIZE)
+            except BlockingIOError:
+                return
+            except OSError:
+                self.close_link(link)
+                return
+            if not data:
+                self.close_link(link)
+                return
         inbuf = link.inbuf
         buf: bytes | bytearray
         if inbuf is not None:
@@ -537,6 +559,8 @@ class TcpTransport(SocketOwner):
         link.sock = sock
         link.fd = fd
         link.plain = not isinstance(sock, TlsSocket)
+        if link.plain:  # (closefd False: the socket owns and closes the fd)
+            link.readinto = io.FileIO(fd, "r", closefd=False).readinto
         link.connected = True
         link.events = _IN
         self.links[fd] = link
