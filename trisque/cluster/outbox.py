@@ -139,12 +139,9 @@ class Outbox:
 
     def send_to_holders(self, job: Job, type_: int, aux: int = 0, mflags: int = 0,
                         lazy: bool = False) -> None:
-        my_id = self.node.id
         item = (job.id, aux)  # (one tuple for every holder: never changed)
         for node_id in job.nodes_delivered:
-            if node_id != my_id:
-                self._batch(node_id, type_, mflags, lazy).append(item)
-                self._count_queued(1)
+            self._enqueue(node_id, type_, mflags, item, lazy)  # (skips ours)
 
     def send_last_error(self, job: Job, text: bytes) -> None:
         """LASTERROR to the job's other holders that read policies: its own
@@ -159,9 +156,7 @@ class Outbox:
                 self.transport.send(node_id, frame)
 
     def send_setack(self, node_id: str, job: Job, lazy: bool = False) -> None:
-        if node_id != self.node.id:
-            self._batch(node_id, bus.SETACK, 0, lazy).append((job.id, len(job.nodes_delivered)))
-            self._count_queued(1)
+        self._enqueue(node_id, bus.SETACK, 0, (job.id, len(job.nodes_delivered)), lazy)
 
     def send_to_all(self, node_ids: list[str], type_: int, mflags: int, item: bytes) -> None:
         """The same message to several other nodes (a REPLJOB record to
