@@ -104,7 +104,7 @@ def jobs_round(trisque, requests, pipeline, loader):
     cpu_before = trisque.cpu_seconds()
     acked = client.replay(port, reqs, CLIENTS, pipeline, loader)
     figures["ACKJOB"] = acked.rate
-    # the server's CPU per ack (10 ms ticks): steadier than the rate on a
+    # the server's CPU per ack (Server.cpu_seconds): steadier than the rate on a
     # loaded machine, and the loader's cost is not in it
     figures["ACKJOB cpu_us"] = (trisque.cpu_seconds() - cpu_before) / len(ids) * 1e6
     if (acked.int_sum != len(ids) or acked.replies != len(ids) or acked.errors
@@ -240,6 +240,6 @@ def table(results, cycles, requests, cycle_jobs, others, loader):
         lines.append(line)
     lines.append(f"loaders: redis-benchmark for ADDJOB, GETJOB, RPOP, LPUSH and the first "
                  f"unknown-id row; {loader} for ACKJOB real jobs; the cross-check and "
-                 f"cycle rows name theirs (redis: push->pop); server CPU from /proc ticks "
-                 f"(10 ms: coarse below -n 100000)")
+                 f"cycle rows name theirs (redis: push->pop); server CPU from /proc "
+                 f"(schedstat's ns, else 10 ms ticks)")
     return "\n".join(lines)
