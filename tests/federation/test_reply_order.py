@@ -81,3 +81,25 @@ def test_replies_released_in_part_then_the_client_leaves():
     assert not net.clusters[0].replication.replicating
     assert not pending_ids & set(node.jobs)
     assert all(r == b"PONG" or r in node.jobs for r in replies)
+
+
+def test_a_blocked_getjob_is_answered_before_the_addjob():
+    """The copies confirmed, the job is queued before the ADDJOB is
+    answered: a client blocked in GETJOB on its queue is woken (its reply
+    written by the loop) first, as Disque C writes it, so the consumer's
+    reply leaves before a write that may wake the producer onto our core."""
+    net = Net(3)
+    node = net.nodes[0]
+    consumer = net.new_client(0)
+    producer = net.new_client(0)
+    node.execute(consumer, [b"GETJOB", b"TIMEOUT", b"10000", b"FROM", b"q"])
+    assert not consumer.out  # blocked
+    woken = []
+    node.on_wake = woken.append
+    node.execute(producer, [b"ADDJOB", b"q", b"body", b"10000", b"REPLICATE", b"3"])
+    assert not producer.out  # waits for its two copies
+    net.deliver()
+    assert woken == [consumer, producer]
+    job_id = Net.take_all(producer)[0]
+    [[queue, got_id, body]] = Net.take_all(consumer)[0]
+    assert (queue, got_id, body) == (b"q", job_id, b"body")

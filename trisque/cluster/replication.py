@@ -612,9 +612,14 @@ class Replication(ReplicationHooks):
                     del rare["nodes_confirmed"]
                 if not rare or not any(rare.values()):
                     job.clear_rare()  # every rare field back at its default (memory)
+        # The copy is queued first: a client blocked in GETJOB on the queue
+        # has its reply written before the ADDJOB's (each write may wake a
+        # process that takes our core: bench/README.md, "A replicated
+        # job's critical path").
+        kept = self._achieved_rest(job, -1 if now_ms is None else now_ms, confirmed)
         if pending is not None:
             node.resolve(pending, b"+%s\r\n" % job.id)
-        return self._achieved_rest(job, -1 if now_ms is None else now_ms, confirmed)
+        return kept
 
     def _achieved_plain(self, job: Job, now_ms: int, pending: PendingReply,
                         confirmed: set[str]) -> None:
@@ -622,12 +627,12 @@ class Replication(ReplicationHooks):
         its confirmations, already dropped (by _confirm, which read them:
         two dict reads fewer)."""
         job.state = ACTIVE
+        self._achieved_rest(job, now_ms, confirmed)  # (queued first: see _achieved)
         self.node.resolve(pending, b"+%s\r\n" % job.id)
-        self._achieved_rest(job, now_ms, confirmed)
 
     def _achieved_rest(self, job: Job, now_ms: int, confirmed: Any) -> bool:
-        """_achieved once the client has its reply: the copy kept (logged,
-        queued) or, with none kept here, handed to a holder.  ``now_ms``
+        """_achieved's copy: kept (logged, queued) or, with none kept
+        here, handed to a holder; the client's reply follows.  ``now_ms``
         -1: not read yet (an int, not an optional: compiled, a time passed
         as an optional is boxed, a new int object each call)."""
         node = self.node
