@@ -25,6 +25,7 @@ COMPILED = [
     "trisque/core/jobs/deadlines.py",
     "trisque/core/jobs/policy.py",
     "trisque/core/jobs/job.py",
+    "trisque/core/jobs/registry.py",
     "trisque/core/jobs/queue.py",
     "trisque/core/jobs/lifecycle.py",
     "trisque/core/admin/stats.py",

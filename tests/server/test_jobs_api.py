@@ -198,6 +198,37 @@ def test_qscan_jscan_loops(any_c):
     assert all(as_dict(i)[b"queue"] == b"q3" for i in items)
 
 
+def test_jscan_over_the_registry_shards_with_jobs_deleted_and_added(c):
+    # Enough jobs for every shard of the registry (core/jobs/registry.py);
+    # between JSCAN calls some are deleted and new ones land in shards
+    # already walked and not yet; halfway, 65 other scans push this one's
+    # snapshot out, so it goes on by position.  Every job present for the
+    # whole scan comes back.
+    pipe = c.pipeline(transaction=False)
+    for i in range(4000):
+        pipe.execute_command("ADDJOB", "q", "j%d" % i, 0)
+    ids = pipe.execute()
+    doomed = ids[1::3]
+    survivors = set(ids) - set(doomed)
+    cursor, seen, calls = 0, set(), 0
+    while True:
+        cursor, items = c.execute_command("JSCAN", cursor, "COUNT", 60)
+        seen.update(items)
+        calls += 1
+        if cursor == b"0":
+            break
+        if calls == 30:
+            for _ in range(65):
+                assert int(c.execute_command("JSCAN", 0, "COUNT", 10)[0]) >> 52
+        for _ in range(20):
+            if doomed:
+                assert c.execute_command("DELJOB", doomed.pop()) == 1
+        add(c, "later")
+    assert calls > 60
+    assert c.info("jobs")["registered_jobs"] == len(survivors) + calls - 1 + len(doomed)
+    assert survivors <= seen
+
+
 def test_delay_and_retry_with_real_time(c):
     delayed = add(c, "d", "x", "DELAY", 1)
     assert c.execute_command("QLEN", "d") == 0

@@ -38,6 +38,7 @@ from .idempotency import IdempotencyIndex
 from .policy import Policy, QueuePolicy
 from . import policy as policy_codec
 from .queue import PAUSED_IN, PAUSED_OUT, QUEUE_OVERHEAD, Queue
+from .registry import JobRegistry
 from .waits import UNKNOWN
 
 WILLQUEUE_ADVANCE_MS: Final = 500  # WILLQUEUE goes out this long before a requeue
@@ -63,7 +64,7 @@ class JobLifecycle:
     _jitter_at: int
     _new_jitter_ms: int
     _new_jitter: int
-    jobs: dict[bytes, Job]
+    jobs: JobRegistry
     queues: dict[bytes, Queue]
     queue_policies: dict[bytes, QueuePolicy]
     idempotency: IdempotencyIndex
@@ -102,7 +103,7 @@ class JobLifecycle:
         self._jitter_at = 0
         self._new_jitter_ms = -1  # see enqueue_new
         self._new_jitter = 0
-        self.jobs = {}  # job id -> Job
+        self.jobs = JobRegistry()  # job id -> Job (registry.py)
         self.queues = {}  # name -> Queue
         self.queue_policies = {}  # name -> its QCONFIG defaults (policy.py)
         self.idempotency = IdempotencyIndex()  # ADDJOB ... IDEMPOTENCY keys
@@ -265,9 +266,7 @@ class JobLifecycle:
         if job.state == QUEUED:
             self._remove_from_queue(job)
         self.deadlines.cancel(job)
-        jobs = self.jobs
-        if job.id in jobs:  # (two lookups of a cached hash: dict.pop is a method call compiled)
-            del jobs[job.id]
+        if self.jobs.pop(job.id) is not None:
             self.memory_changed(-job.memory())
             self.deletions += 1
             if self.waited:  # (empty but while someone uses WAITJOB)

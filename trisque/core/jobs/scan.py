@@ -14,10 +14,11 @@ keys) keep a snapshot: the least recently used ones are dropped, and so
 is a finished scan's.
 
 A cursor whose snapshot is gone still works: it also carries the position
-in the dict's insertion order and the deletion count when that position
-was valid, and resuming there, stepped back by the deletions since, can
-return an element twice but never skip one (new keys go to the end of a
-dict).
+in the mapping's order and the deletion count when that position was
+valid, and resuming there, stepped back by the deletions since, can
+return an element twice but never skip one (a new key goes to the end of
+a dict, or of its shard in the job registry: it never moves another
+forward past the position).
 
 Cursor layout (fits an unsigned 64-bit integer, as Disque's):
   bits 52-63 snapshot id (0: none), bits 32-51 deletions at start (mod
@@ -25,9 +26,9 @@ Cursor layout (fits an unsigned 64-bit integer, as Disque's):
 """
 
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from itertools import islice
-from typing import Any, Literal, TypeVar, overload
+from typing import Any, Literal, Protocol, TypeVar, overload
 
 from ...protocol import errors
 from ...protocol.args import to_int
@@ -47,6 +48,16 @@ _U64 = 1 << 64
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
+V_co = TypeVar("V_co", covariant=True)
+
+
+class Scanned(Protocol[K, V_co]):
+    """What a scan walks: a dict, or the job registry (registry.py)."""
+
+    def __len__(self) -> int: ...
+    def __iter__(self) -> Iterator[K]: ...
+    def get(self, key: K, /) -> V_co | None: ...
+    def values(self) -> Iterable[V_co]: ...
 
 
 def parse_cursor(arg: bytes) -> int:
@@ -113,7 +124,7 @@ _next_id = [0]
 _total_keys = [0]
 
 
-def _new_snapshot(mapping: Mapping[Any, object], deletions: int) -> int:
+def _new_snapshot(mapping: Scanned[Any, object], deletions: int) -> int:
     _next_id[0] = _next_id[0] % (_SNAP_IDS - 1) + 1  # 1 .. 4095
     snap_id = _next_id[0]
     _drop((id(mapping), snap_id))
@@ -137,18 +148,18 @@ def _cursor(snap_id: int, deletions: int, position: int) -> int:
 
 
 @overload
-def scan(mapping: Mapping[K, V], cursor: int, count: int, busyloop: bool,
+def scan(mapping: Scanned[K, V], cursor: int, count: int, busyloop: bool,
          wanted: Callable[[V], object], deletions: int,
          keys: Literal[False] = False) -> tuple[int, list[V]]: ...
 
 
 @overload
-def scan(mapping: Mapping[K, V], cursor: int, count: int, busyloop: bool,
+def scan(mapping: Scanned[K, V], cursor: int, count: int, busyloop: bool,
          wanted: Callable[[K], object], deletions: int,
          keys: Literal[True]) -> tuple[int, list[K]]: ...
 
 
-def scan(mapping: Mapping[Any, Any], cursor: int, count: int, busyloop: bool,
+def scan(mapping: Scanned[Any, Any], cursor: int, count: int, busyloop: bool,
          wanted: Callable[[Any], object], deletions: int,
          keys: bool = False) -> tuple[int, list[Any]]:
     """Return (next cursor, matching values); the next cursor is 0 at the end.

@@ -1,0 +1,102 @@
+"""The job registry (core/jobs/registry.py): a node's jobs spread over its
+shards by their IDs' random characters, so the shards grow (and their
+dicts double) at different counts; every dict operation the node uses
+finds the job in its shard; and JSCAN still returns every job present for
+the whole scan while jobs come and go between its calls, with the scan's
+snapshot and without it."""
+
+from trisque.core.jobs import scan as scan_module
+from trisque.core.jobs.registry import SHARDS, JobRegistry, shard_of
+
+
+def add(core, n, queue="q"):
+    return [core("ADDJOB", queue, "body%d" % i, 0) for i in range(n)]
+
+
+def full_jscan(core, count, between=None):
+    cursor, seen = b"0", []
+    while True:
+        cursor, found = core("JSCAN", cursor, "COUNT", count)
+        seen += found
+        if between:
+            between()
+        if cursor == b"0":
+            return seen
+
+
+def test_jobs_spread_over_every_shard_and_cross_sizes_apart(core):
+    ids = add(core, 40000)
+    registry = core.node.jobs
+    sizes = [len(shard) for shard in registry.shards]
+    assert len(sizes) == SHARDS and sum(sizes) == len(registry) == 40000
+    mean = 40000 / SHARDS
+    assert min(sizes) > mean / 2 and max(sizes) < mean * 2
+    # The job count at which each shard took its 86th job (past 2/3 of 128
+    # slots: where a dict doubles): not the same count for all of them.
+    taken = [0] * SHARDS
+    crossed = []
+    for n, job_id in enumerate(ids, 1):
+        shard = shard_of(job_id)
+        taken[shard] += 1
+        if taken[shard] == 86:
+            crossed.append(n)
+    assert len(crossed) == SHARDS
+    assert max(crossed) - min(crossed) > 4000  # spread over thousands of jobs
+    assert len(set(crossed)) > SHARDS * 3 // 4
+
+
+def test_dict_operations_find_each_job_in_its_shard(core):
+    ids = add(core, 2000)
+    registry = core.node.jobs
+    jobs = [registry.get(job_id) for job_id in ids]
+    assert all(job is not None and job.id == job_id for job, job_id in zip(jobs, ids))
+    assert all(job_id in registry and registry[job_id] is job for job_id, job in zip(ids, jobs))
+    assert list(registry) == list(registry.keys()) == [job.id for job in registry.values()]
+    assert dict(registry.items()) == dict(zip(ids, jobs))
+    assert set(registry) == set(ids)
+    for job_id in ids[:1000]:
+        assert core("DELJOB", job_id) == 1
+    assert len(registry) == 1000 and registry
+    assert registry.get(ids[0]) is None and ids[0] not in registry
+    assert registry.pop(ids[0]) is None
+    # IDs of another shape (a client's) are looked up, never raise
+    for odd in (b"", b"x", ids[1000][:39], ids[1000] + b"x"):
+        assert registry.get(odd) is None and odd not in registry
+    assert core("SHOW", ids[1000])  # still there
+    empty = JobRegistry()
+    assert not empty and len(empty) == 0 and list(empty.values()) == []
+
+
+def test_jscan_returns_every_survivor_while_jobs_come_and_go(core):
+    ids = add(core, 5000)
+    doomed = ids[::3]
+    survivors = set(ids) - set(doomed)
+    added = []
+
+    def churn():
+        for _ in range(10):
+            if doomed:
+                assert core("DELJOB", doomed.pop()) == 1
+        added.extend(add(core, 7, queue="later"))  # into shards before and after the cursor
+
+    seen = full_jscan(core, 40, churn)
+    assert survivors <= set(seen)
+    assert set(seen) <= set(ids) | set(added)
+
+
+def test_jscan_without_its_snapshot_never_skips(core):
+    ids = add(core, 5000)
+    cursor, seen = core("JSCAN", 0, "COUNT", 100)
+    assert int(cursor) >> 52  # a snapshot cursor
+    # other scans push its snapshot out: the cursor is a position now
+    for _ in range(scan_module.MAX_SNAPSHOTS + 1):
+        assert int(core("JSCAN", 0, "COUNT", 10)[0]) >> 52
+    doomed = set(ids[::4])
+    for job_id in doomed:
+        assert core("DELJOB", job_id) == 1
+    while cursor != b"0":
+        add(core, 20, queue="later")  # new jobs land in every shard, walked or not
+        cursor, found = core("JSCAN", cursor, "COUNT", 100)
+        assert int(cursor) >> 52 == 0
+        seen += found
+    assert set(ids) - doomed <= set(seen)
