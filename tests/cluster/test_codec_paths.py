@@ -101,6 +101,33 @@ def test_job_frames_with_a_given_size_are_the_same_frames():
     assert bus.decode(bus.jobs(header, bus.YOURJOBS, [])).body == []
 
 
+def test_a_lone_record_sent_to_several_holders_is_framed_once():
+    """A REPLJOB's lone record goes to each new holder: the frame made for
+    the first is returned again for the same record object (the same
+    bytes a fresh frame has), and never for another record, type or flags."""
+    header = bus.Header("f" * 40, 7711, 17711)
+    record = serialize(_job(("a" * 40, "b" * 40)), 1000)
+    first = bus.jobs(header, bus.REPLJOB, [record], 0, len(record))
+    assert bus.jobs(header, bus.REPLJOB, [record], 0, len(record)) is first
+    assert first == bus.HEADER.pack(bus.MAGIC, bus.VERSION, bus.HEADER_SIZE + 4 + len(record),
+                                    bus.REPLJOB, 0, header.flags, header.node_id, 7711,
+                                    17711) + struct.pack("<I", 1) + record
+    assert struct.unpack_from("<I", first, 4)[0] == len(first)
+    assert bus.decode(first).body == [jobcodec.decode(record)[0]]
+    noreply = bus.jobs(header, bus.REPLJOB, [record], bus.NOREPLY)
+    assert noreply is not first and bus.decode(noreply).mflags == bus.NOREPLY
+    yours = bus.jobs(header, bus.YOURJOBS, [record])
+    assert bus.decode(yours).type == bus.YOURJOBS
+    same_bytes = bytes(bytearray(record))  # equal, another object: framed anew
+    again = bus.jobs(header, bus.REPLJOB, [same_bytes])
+    assert again == first and again is not first
+    big = serialize(Job(b"D-0123abcd-" + b"B" * 24 + b"-0a0b", b"q", b"x" * (bus.LAST_FRAME_KEPT_BYTES + 1),
+                        ACTIVE, 3, 1_700_000_000_000_000_123, 1_700_000_086_400_000, 0, 30), 1000)
+    framed = bus.jobs(header, bus.REPLJOB, [big])
+    assert bus.jobs(header, bus.REPLJOB, [big]) is not framed  # a large one is not kept
+    assert header.last_record is not big
+
+
 def test_job_frames_decode_like_the_codec_and_refuse_bad_records():
     header = bus.Header("f" * 40, 7711, 17711)
     a, b = "a" * 40, "b" * 40
