@@ -3,10 +3,10 @@ shards by their IDs' random characters, so the shards grow (and their
 dicts double) at different counts; every dict operation the node uses
 finds the job in its shard; and JSCAN still returns every job present for
 the whole scan while jobs come and go between its calls, with the scan's
-snapshot and without it."""
+snapshot and without it.  The set of IDs (the ack GC's tombstones) too."""
 
 from trisque.core.jobs import scan as scan_module
-from trisque.core.jobs.registry import SHARDS, JobRegistry, shard_of
+from trisque.core.jobs.registry import SHARDS, JobIdSet, JobRegistry, shard_of
 
 
 def add(core, n, queue="q"):
@@ -100,3 +100,21 @@ def test_jscan_without_its_snapshot_never_skips(core):
         assert int(cursor) >> 52 == 0
         seen += found
     assert set(ids) - doomed <= set(seen)
+
+
+def test_id_set_counts_and_finds_ids_in_every_shard(core):
+    ids = add(core, 3000)
+    tombstones = JobIdSet()
+    assert not tombstones and len(tombstones) == 0
+    for job_id in ids + ids[:100]:  # (an ID added twice is one)
+        tombstones.add(job_id)
+    assert tombstones and len(tombstones) == 3000
+    assert all(len(shard) for shard in tombstones.shards)
+    assert all(job_id in tombstones for job_id in ids) and b"x" not in tombstones
+    for job_id in ids[:2000] + ids[:10]:  # (discarding one not there changes nothing)
+        tombstones.discard(job_id)
+    assert len(tombstones) == 1000 and sorted(tombstones) == sorted(ids[2000:])
+    assert ids[0] not in tombstones and ids[2000] in tombstones
+    for job_id in ids[2000:]:
+        tombstones.discard(job_id)
+    assert not tombstones and len(tombstones) == 0

@@ -21,6 +21,7 @@ from typing import Final
 from ..protocol import bus, jobid
 from ..core.hooks import AckHooks
 from ..core.jobs.job import ACKED, DUMMY_ACK, WAIT_REPL, Job
+from ..core.jobs.registry import JobIdSet
 from ..core.node import Node
 from .membership import ClusterNode, Membership
 from .outbox import Outbox
@@ -51,7 +52,7 @@ class Acks(AckHooks):
     outbox: Outbox
     membership: Membership
     replication: Replication
-    tombstones: set[bytes]
+    tombstones: JobIdSet
     # When each remembered ID expires (ms) and the IDs, in order from
     # _tombstone_head (lists and an index: compiled, a deque's append and
     # popleft are generic calls).  Two lists, not one of (ms, id) tuples: a
@@ -64,7 +65,7 @@ class Acks(AckHooks):
     _tombstone_head: int
 
     def __init__(self, node: Node, outbox: Outbox, membership: Membership,
-                 replication: Replication, tombstones: set[bytes]) -> None:
+                 replication: Replication, tombstones: JobIdSet) -> None:
         super().__init__(node)
         self.outbox = outbox
         self.membership = membership

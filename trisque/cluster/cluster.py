@@ -21,6 +21,7 @@ from ..core.jobs.commands_queues import set_paused
 from ..core.jobs import policy as policy_codec
 from ..core.jobs.policy import QueuePolicy
 from ..core.jobs import schedule as schedule_codec
+from ..core.jobs.registry import JobIdSet
 from ..core.node import Node
 from .acks import Acks
 from .bus_guard import BusGuard
@@ -45,7 +46,7 @@ class Cluster(ClusterHooks):
     acks: Acks
     federation: Federation
     waitjobs: WaitJobs
-    tombstones: set[bytes]
+    tombstones: JobIdSet
     handlers: dict[int, Handler]
     frames_received: list[int]
     _transport_cron: Callable[[int], None] | None
@@ -58,7 +59,7 @@ class Cluster(ClusterHooks):
         self.transport = transport
         self.membership = membership = Membership(node, transport, ip, port, bus_port)
         self.outbox = outbox = Outbox(node, transport, membership)
-        self.tombstones = set()  # IDs of acked jobs freed recently (acks.py)
+        self.tombstones = JobIdSet()  # IDs of acked jobs freed recently (acks.py)
         self.replication = Replication(node, outbox, membership, self.tombstones)
         self.requeue = Requeue(node, outbox)
         self.acks = Acks(node, outbox, membership, self.replication, self.tombstones)

@@ -36,6 +36,7 @@ from ..core.client import BlockedGet
 from ..core.hooks import FederationHooks
 from ..core.jobs.job import ACTIVE, BCAST_QUEUED, Job, serialize
 from ..core.jobs.queue import PAUSED_OUT, Queue
+from ..core.jobs.registry import JobIdSet
 from ..core.node import Node
 from .membership import ClusterNode, Membership
 from .outbox import Outbox
@@ -62,7 +63,7 @@ class Federation(FederationHooks):
     """NEEDJOBS asked and answered for this node's queues."""
 
     def __init__(self, node: Node, outbox: Outbox, membership: Membership,
-                 tombstones: set[bytes]) -> None:
+                 tombstones: JobIdSet) -> None:
         self.node = node
         self.outbox = outbox
         self.membership = membership

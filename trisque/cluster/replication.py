@@ -35,6 +35,7 @@ from ..core.hooks import ReplicationHooks
 from ..core.jobs.lifecycle import WILLQUEUE_ADVANCE_MS
 from ..core.node import Node
 from ..core.jobs.queue import PAUSED_IN, Queue
+from ..core.jobs.registry import JobIdSet
 from .membership import ClusterNode, Membership
 from .outbox import Outbox
 from .replication_latency import ReplicationLatency
@@ -225,7 +226,7 @@ class Replication(ReplicationHooks):
     node: Node
     outbox: Outbox
     membership: Membership
-    tombstones: set[bytes]
+    tombstones: JobIdSet
     replicating: dict[bytes, Job]
     add_timer: AddJobTimer
     holders_tuples: dict[tuple[str, ...], tuple[str, ...]]
@@ -240,7 +241,7 @@ class Replication(ReplicationHooks):
     copy_me: str
 
     def __init__(self, node: Node, outbox: Outbox, membership: Membership,
-                 tombstones: set[bytes]) -> None:
+                 tombstones: JobIdSet) -> None:
         self.node = node
         self.outbox = outbox
         self.membership = membership

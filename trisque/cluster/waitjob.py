@@ -23,6 +23,7 @@ from ..protocol import bus
 from ..core.hooks import WaitHooks
 from ..core.jobs.job import ACKED
 from ..core.jobs.waits import UNKNOWN
+from ..core.jobs.registry import JobIdSet
 from ..core.node import Node
 from .membership import ClusterNode, Membership
 from .outbox import Outbox
@@ -34,7 +35,7 @@ STOP: int = 0  # ... or forget me
 
 class WaitJobs(WaitHooks):
     def __init__(self, node: Node, outbox: Outbox, membership: Membership,
-                 tombstones: set[bytes]) -> None:
+                 tombstones: JobIdSet) -> None:
         self.node = node
         self.outbox = outbox
         self.membership = membership

@@ -1,8 +1,11 @@
 """The node's jobs by ID, in SHARDS dicts: a dict grows by copying all of
 itself into a table twice its size, a stall as long as the node is big
 (milliseconds at a few 100k jobs, on every node of a cluster at the same
-counts).  A shard is 1/SHARDS of that copy, and the shards, each holding
-its share of a random sample, cross their sizes at different counts.
+counts), and one with deletions copies itself again each time its free
+slots run out.  A shard is 1/SHARDS of that copy, and the shards, each
+holding its share of a random sample, cross their sizes at different
+counts.  ``JobIdSet``: the same for a set of IDs (the ack GC's
+tombstones, cluster/acks.py).
 
 The shard is two characters of the ID's random part (protocol/jobid.py:
 24 from the base64 alphabet, so 12 uniform bits), never its hash: the
@@ -18,6 +21,8 @@ skip a job.
 from itertools import chain
 from typing import Final, Iterator
 
+from mypy_extensions import i64
+
 from .job import Job
 
 SHARD_BITS: Final = 8
@@ -32,11 +37,14 @@ _SIX_BITS: Final = bytes(
     [_ALPHABET.index(byte) if byte in _ALPHABET else byte & 63 for byte in range(256)])
 
 
-def shard_of(job_id: bytes) -> int:
+def shard_of(job_id: bytes) -> i64:
+    # (the methods below repeat this inline: compiled, a call and tagged
+    # ints cost a lookup ~40 instructions more; bench/README.md, "The job
+    # registry's growth")
     if len(job_id) != _ID_LEN:
         return 0
     six = _SIX_BITS
-    return ((six[job_id[_HIGH]] << 6) | six[job_id[_LOW]]) & _MASK
+    return ((i64(six[job_id[_HIGH]]) << 6) | i64(six[job_id[_LOW]])) & _MASK
 
 
 class JobRegistry:
@@ -48,14 +56,26 @@ class JobRegistry:
         self.shards = [{} for _ in range(SHARDS)]
 
     def get(self, job_id: bytes) -> Job | None:
-        return self.shards[shard_of(job_id)].get(job_id)
+        i: i64 = 0
+        if len(job_id) == _ID_LEN:
+            six = _SIX_BITS
+            i = ((i64(six[job_id[_HIGH]]) << 6) | i64(six[job_id[_LOW]])) & _MASK
+        return self.shards[i].get(job_id)
 
     def setdefault(self, job_id: bytes, job: Job) -> Job:
-        return self.shards[shard_of(job_id)].setdefault(job_id, job)
+        i: i64 = 0
+        if len(job_id) == _ID_LEN:
+            six = _SIX_BITS
+            i = ((i64(six[job_id[_HIGH]]) << 6) | i64(six[job_id[_LOW]])) & _MASK
+        return self.shards[i].setdefault(job_id, job)
 
     def pop(self, job_id: bytes) -> Job | None:
         """The job removed, or None if it was not here."""
-        return self.shards[shard_of(job_id)].pop(job_id, None)
+        i: i64 = 0
+        if len(job_id) == _ID_LEN:
+            six = _SIX_BITS
+            i = ((i64(six[job_id[_HIGH]]) << 6) | i64(six[job_id[_LOW]])) & _MASK
+        return self.shards[i].pop(job_id, None)
 
     def __contains__(self, job_id: bytes) -> bool:
         return job_id in self.shards[shard_of(job_id)]
@@ -96,3 +116,39 @@ class JobRegistry:
     def clear(self) -> None:
         for shard in self.shards:
             shard.clear()
+
+
+class JobIdSet:
+    """A set of job IDs in SHARDS sets: the set methods its users call.
+    ``size`` counted as it goes: ``if ids`` is on REPLJOB's path."""
+
+    shards: list[set[bytes]]
+    size: int
+
+    def __init__(self) -> None:
+        self.shards = [set() for _ in range(SHARDS)]
+        self.size = 0
+
+    def add(self, job_id: bytes) -> None:
+        shard = self.shards[shard_of(job_id)]
+        before = len(shard)
+        shard.add(job_id)
+        self.size += len(shard) - before
+
+    def discard(self, job_id: bytes) -> None:
+        shard = self.shards[shard_of(job_id)]
+        before = len(shard)
+        shard.discard(job_id)
+        self.size -= before - len(shard)
+
+    def __contains__(self, job_id: bytes) -> bool:
+        return job_id in self.shards[shard_of(job_id)]
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __bool__(self) -> bool:
+        return self.size > 0
+
+    def __iter__(self) -> Iterator[bytes]:
+        return chain.from_iterable(self.shards)
