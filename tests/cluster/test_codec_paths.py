@@ -258,3 +258,32 @@ def test_a_lone_records_id_is_checked_byte_by_byte():
                 assert refused(good[:pos] + byte + good[pos + 1:], count), (pos, byte)
         for pos in (0, 1, 10, 35):
             assert refused(good[:pos] + b"a" + good[pos + 1:], count), pos
+
+
+def test_frame_headers_are_the_struct_layout():
+    """jobs() and jobids() build the header from parts kept per type and
+    mflags (bus._counted): byte for byte the header packed field by field,
+    for every type, mflags and count, on two headers made apart."""
+    counted = struct.Struct("<3sBIHBB40sHHI")
+    record = serialize(_job(("a" * 40,)), 1)
+    ids = [b"D-%08x-%s-0001" % (i, b"E" * 24) for i in range(3)]
+    for header in (bus.Header("f" * 40, 7711, 17711), bus.Header("e" * 40, 1, 65535, 3)):
+        for _ in range(2):  # made, then from what the header keeps
+            for mflags in (0, bus.NOREPLY, 4):
+                for records in ([record], [record, record + b""], []):
+                    size = len(record) * len(records)
+                    head = counted.pack(bus.MAGIC, bus.VERSION, bus.HEADER_SIZE + 4 + size,
+                                        bus.REPLJOB, mflags, header.flags, header.node_id,
+                                        header.port, header.bus_port, len(records))
+                    assert bus.jobs(header, bus.REPLJOB, records, mflags) == head + b"".join(records)
+                for type_ in (bus.GOTJOB, bus.DELJOB, bus.SETACK):
+                    frame = bus.jobids(header, type_, ids, mflags)
+                    head = counted.pack(bus.MAGIC, bus.VERSION, bus.HEADER_SIZE + 4 + 3 * 44,
+                                        type_, mflags, header.flags, header.node_id,
+                                        header.port, header.bus_port, 3)
+                    assert frame == head + b"".join(struct.pack("<40sI", i, 0) for i in ids)
+                    one = bus.jobids(header, type_, [(ids[0], 5)], mflags)
+                    assert one == counted.pack(bus.MAGIC, bus.VERSION, bus.HEADER_SIZE + 4 + 44,
+                                               type_, mflags, header.flags, header.node_id,
+                                               header.port, header.bus_port, 1) + \
+                        struct.pack("<40sI", ids[0], 5)

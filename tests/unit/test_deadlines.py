@@ -266,3 +266,36 @@ def test_a_deadline_removed_as_soon_as_set_gives_its_lane_back():
     check(deadlines, model)
     pop_and_check(deadlines, model, 10**12, 10**6)
     assert not model and len(deadlines) == 0
+
+
+def test_a_lone_deadline_moved_again_and_again_reuses_its_lane():
+    """A replica's lone copy: each WORKING moves its deadline, which
+    empties its lane and starts another.  The emptied lane is kept and
+    reused, empty: no item of before is still in it, the deadlines come
+    out in order, and a clients' lane beside it is not disturbed."""
+    deadlines = Deadlines()
+    model = {}
+    client = Item("client")
+    deadlines.set(client, 10_000_000)
+    model[client] = 10_000_000
+    jobs = [JobItem(f"j{n}", n) for n in range(3)]
+    now = 1_000
+    for step in range(200):
+        now += 7
+        job = jobs[step % 3]
+        wake = now + (step * 37) % 500  # forward and back, one job at a time
+        deadlines.set(job, wake)
+        model[job] = wake
+        if step % 3 == 2:  # the three leave in turn: lanes empty and start
+            for other in jobs:
+                deadlines.cancel(other)
+                del model[other]
+        for lane in deadlines._lanes:
+            live = lane.items[lane.head:]
+            assert live and all(item is not None for item in live)
+            assert lane.tail == live[-1].wake_ms
+        spare = deadlines._spare
+        assert spare is None or (not spare.items and spare not in deadlines._lanes)
+        check(deadlines, model)
+    due = pop_and_check(deadlines, model, 10**12, 10**6)
+    assert due[-1] is client and not model and len(deadlines) == 0

@@ -57,6 +57,9 @@ class Transport:
         """Optional: the transport's own housekeeping, each cron tick."""
 
 
+# acyclic: it holds job records and (id, aux) pairs, never itself: compiled,
+# not tracked by the cyclic GC (each frame's batch made and freed unwatched)
+@mypyc_attr(acyclic=True)
 class Batch:
     """Messages to one peer of one type and mflags, in a row: one frame.
     (A class, not a list: compiled, its fields are read natively.)"""
@@ -96,6 +99,8 @@ class Outbox:
     due: set[str]
     _queued: int
     _push: Callable[[], None] | None
+    _send: Callable[[str, bytes], None]
+    _flush_soon: Callable[[], None]
     _epoch: int
     _all_epoch: int
     _all_ids: list[str]
@@ -110,8 +115,12 @@ class Outbox:
         self.batches = {}  # node id -> its batches, in order
         self.due = set()  # peers with a message that is not lazy
         self._queued = 0  # messages in the outbox
-        # The transport's "write what is queued now", if it has one.
+        # The transport's "write what is queued now", if it has one; its
+        # send and flush_soon bound once (a method looked up per frame or
+        # turn on a transport that is Any to the compiled code).
         self._push = getattr(transport, "push", None)
+        self._send = transport.send
+        self._flush_soon = transport.flush_soon
         # Counts the batches started and the encodes: send_to_all's last
         # lists are still the last batches of their peers while it stays.
         self._epoch = 0
@@ -202,7 +211,7 @@ class Outbox:
             due = self.due
             if node_id not in due:
                 if not due:  # the first since the last encode: ask for one
-                    self.transport.flush_soon()
+                    self._flush_soon()
                 due.add(node_id)
         outbox = self.batches
         batches = outbox.get(node_id)
@@ -241,9 +250,9 @@ class Outbox:
             for node_id in held:
                 del outbox[node_id]
         if due:
-            self.due = set()
+            due.clear()  # (not a new set each turn: not read below)
         header = self.membership.header()
-        send = self.transport.send
+        send = self._send
         nodes = self.membership.nodes
         for node_id, batches in outbox.items():
             peer = nodes.get(node_id)

@@ -170,6 +170,10 @@ class _Lane:
 
     def __init__(self, item: Scheduled, wake_ms: int) -> None:
         self.items = [item]
+        self.start(item, wake_ms)
+
+    def start(self, item: Scheduled, wake_ms: int) -> None:
+        """The lane's fields for ``item`` alone, first in ``items``."""
         self.head = 0
         self.holes = 0
         self.after_hole = 0
@@ -187,9 +191,14 @@ class Deadlines:
     _len: int
     _last_ms: int
     _last_box: int | None
+    _spare: _Lane | None
 
     def __init__(self) -> None:
         self._lanes = []
+        # The last lane dropped, emptied, for the next one: a lone job's
+        # deadline moved (a replica's copy on WORKING, a job fetched) empties
+        # its lane and starts one (bench/README.md, "CPU a replicated job").
+        self._spare = None
         self._buckets = {}  # wake_ms -> the item, or a list of the items, due then
         self._keys = []  # heap of the buckets' wake_ms; some may be stale
         self._floor = None  # a deadline before this fits no lane (see set)
@@ -239,8 +248,15 @@ class Deadlines:
             if floor is not None and wake_ms < floor:
                 break
         else:
-            if len(lanes) < MAX_LANES:
-                lanes.append(_Lane(item, wake_ms))  # earlier than every tail: goes last
+            if len(lanes) < MAX_LANES:  # a lane earlier than every tail: goes last
+                spare = self._spare
+                if spare is None:
+                    lanes.append(_Lane(item, wake_ms))
+                else:
+                    self._spare = None
+                    spare.items.append(item)
+                    spare.start(item, wake_ms)
+                    lanes.append(spare)
                 return
             self._floor = lanes[-1].tail  # (tails only rise while lanes stay)
         buckets = self._buckets
@@ -382,6 +398,8 @@ class Deadlines:
         if head == end:
             self._lanes.remove(lane)
             self._floor = None  # room for a new lane
+            items.clear()
+            self._spare = lane
             return
         if head >= 1024 and 2 * head > end:
             del items[:head]
