@@ -50,6 +50,27 @@ def test_active_expiry_removes_due_keys_only(core):
     assert core.node.keyspace.expired_keys == 1000
 
 
+def test_active_expiry_looks_at_every_db_and_pops_stale_heads(core):
+    core("SELECT", 15)
+    core("SET", "k", "v", "PX", 100)
+    core("PEXPIRE", "k", 10000)  # the heap's head (+100 ms) goes stale
+    keyspace = core.node.keyspace
+    db = keyspace.dbs[15]
+    assert len(db.heap) == 2
+    assert not keyspace.expiry_due(int(core.now * 1000))
+    core.now += 0.2
+    assert keyspace.expiry_due(int(core.now * 1000))  # (the stale head)
+    core.cron()
+    assert len(db.heap) == 1  # the stale entry was popped, the key kept
+    assert not keyspace.expiry_due(int(core.now * 1000))
+    assert core("DBSIZE") == 1
+    core.now += 10
+    core.cron()
+    assert core("DBSIZE") == 0
+    assert keyspace.expired_keys == 1
+    assert not db.heap
+
+
 def test_ttl_churn_keeps_the_heap_bounded(core):
     for i in range(10000):
         core("SET", "lock", "v", "EX", 100 + i % 7)

@@ -510,7 +510,8 @@ class Node(JobLifecycle):
         self.evict_idle_queues(now_ms)
         self.expire_tombstones(now_ms)  # (idempotency keys of gone jobs)
         keyspace = self.keyspace
-        active_expire(keyspace, now_ms, self.config.hz)
+        if keyspace.expiry_due(now_ms):  # (most ticks: no TTL is due)
+            active_expire(keyspace, now_ms, self.config.hz)
         if keyspace.lazyfree:
             keyspace.free_lazily()
         if self.config.timeout:

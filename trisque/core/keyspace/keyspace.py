@@ -230,6 +230,16 @@ class Keyspace:
                 yield b"".join(parts)
         return chunks()
 
+    def expiry_due(self, now_ms: int) -> bool:
+        """Some db's earliest TTL (maybe a stale one) is due by ``now_ms``:
+        the cron's look before active expiry (expiry.py, interpreted), which
+        would find nothing to do otherwise."""
+        for db in self.dbs:
+            heap = db.heap
+            if heap and heap[0][0] <= now_ms:
+                return True
+        return False
+
     # --------------------------------------------------------- whole dbs
 
     def flush_db(self, db: Db, lazy: bool = False) -> None:
