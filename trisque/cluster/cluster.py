@@ -276,7 +276,8 @@ class Cluster(ClusterHooks):
         self.replication.cron()
         self.membership.cron(now_ms)
         self.federation.cron(now_ms)
-        self.waitjobs.cron(now_ms)
+        if self.node.waited:  # (waitjob.py is interpreted: most ticks, no call)
+            self.waitjobs.cron(now_ms)
         if self.node.schedules.by_name:
             self._resend_tombstones(now_ms)
         if self._transport_cron is not None:

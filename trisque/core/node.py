@@ -517,8 +517,9 @@ class Node(JobLifecycle):
         if self.config.timeout:
             self.close_idle_clients(now_ms)
         self.cluster.cron(now_ms)
-        self.schedules.cron(now_ms, self.config.schedule_grace_ms,
-                            self.config.schedule_tombstone_ms)
+        if self.schedules.by_name:  # (an interpreted call with nothing to do)
+            self.schedules.cron(now_ms, self.config.schedule_grace_ms,
+                                self.config.schedule_tombstone_ms)
 
     def close_idle_clients(self, now_ms: int) -> None:
         """``timeout`` seconds without a request closes a client, unless it
