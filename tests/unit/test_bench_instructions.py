@@ -32,3 +32,12 @@ def test_cycle_report_rows():
 def test_waiter_cycle_serves_and_acks_every_job():
     # (waiter_cycles raises if a job was left or a consumer not blocked again)
     assert instructions.waiter_cycles(300) > 0
+
+
+def test_acks_follow_the_order_jobs_were_added():
+    # (ACKJOB's figure is for FIFO acks; --shuffle measures the others)
+    node, client, requests = instructions.setup(300, "plain")
+    instructions.run(node, client, requests["ADDJOB"])
+    ids = instructions.acks_in_added_order(node)
+    assert [node.jobs[job_id].body for job_id in ids] == [b"%012d" % i for i in range(300)]
+    assert ids != [job.id for job in node.jobs.values()]  # not the registry's order
