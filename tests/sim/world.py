@@ -23,6 +23,7 @@ from collections.abc import Callable
 import hiredis
 
 from trisque.cluster.cluster import Cluster
+from trisque.cluster.outbox import Transport
 from trisque.core.jobs import policy as policy_codec
 from trisque.protocol import aof, bus
 from trisque.core.admin.config import Config
@@ -156,8 +157,8 @@ class SimLink:
             self.world.network.transmit(self, frame)
 
 
-class SimTransport:
-    """The transport interface of cluster/cluster.py, in memory."""
+class SimTransport(Transport):
+    """The cluster's transport (outbox.Transport), in memory."""
 
     def __init__(self, world, sim_node):
         self.world = world

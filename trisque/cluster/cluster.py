@@ -27,7 +27,7 @@ from .acks import Acks
 from .bus_guard import BusGuard
 from .federation import Federation
 from .membership import ClusterNode, Membership
-from .outbox import Outbox
+from .outbox import Outbox, Transport
 from .replication import Replication
 from .requeue import Requeue
 from .waitjob import WaitJobs
@@ -38,7 +38,7 @@ TOMBSTONE_RESEND_MS = 1000  # schedule tombstones a peer was not seen holding
 
 
 class Cluster(ClusterHooks):
-    transport: Any  # a Transport (outbox.py), or anything with its methods
+    transport: Transport
     membership: Membership
     outbox: Outbox
     replication: Replication
@@ -54,7 +54,7 @@ class Cluster(ClusterHooks):
     publish_too_big: int
     save_config: Callable[[], None]  # set by the shell (nodes.conf)
 
-    def __init__(self, node: Node, transport: Any, ip: str, port: int, bus_port: int) -> None:
+    def __init__(self, node: Node, transport: Transport, ip: str, port: int, bus_port: int) -> None:
         self.node = node
         self.transport = transport
         self.membership = membership = Membership(node, transport, ip, port, bus_port)

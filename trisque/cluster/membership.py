@@ -26,10 +26,13 @@ Rules (after Disque's cluster.c, in our words):
 """
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..protocol import bus
 from ..core.node import Node
+
+if TYPE_CHECKING:  # (outbox.py imports this module)
+    from .outbox import Transport
 
 HANDSHAKE_MIN_MS = 1000
 FORGET_BAN_MS = 60000
@@ -128,9 +131,10 @@ class ClusterNode:
 class Membership:
     """The node table and the gossip/failure-detection rules."""
 
-    def __init__(self, node: Node, transport: Any, ip: str, port: int, bus_port: int) -> None:
+    def __init__(self, node: Node, transport: "Transport", ip: str, port: int,
+                 bus_port: int) -> None:
         self.node = node
-        self.transport = transport  # (duck-typed: see outbox.Transport)
+        self.transport = transport
         self.local_ip = ip  # the bus's address; the transport learns it when bound to any
         myself_id = node.id
         me = ClusterNode(myself_id, ip, port, bus_port, node.now_ms())

@@ -31,7 +31,10 @@ JOBS_FRAME_BYTES: Final = 1024 * 1024
 JOBIDS_FRAME_ITEMS: Final = 16384  # job IDs per frame (44 bytes each: ~700 KB)
 
 
-@mypyc_attr(allow_interpreted_subclasses=True)  # test transports extend it
+# Every transport extends it: the compiled code calls a compiled one's
+# methods natively (an interpreted one's, the simulator's and tests', go
+# through Python's method look-up: mypyc's glue for interpreted subclasses).
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Transport:
     """What a transport provides, doing nothing: links to nobody (a node
     alone, or a test or benchmark that carries frames its own way)."""
@@ -93,14 +96,12 @@ class Outbox:
     """The messages of this turn, by peer, in order."""
 
     node: Node
-    transport: Any  # a Transport, or anything with its methods (duck-typed)
+    transport: Transport
     membership: Membership
     batches: dict[str, list[Batch]]
     due: set[str]
     _queued: int
     _push: Callable[[], None] | None
-    _send: Callable[[str, bytes], None]
-    _flush_soon: Callable[[], None]
     _epoch: int
     _all_epoch: int
     _all_ids: list[str]
@@ -108,19 +109,15 @@ class Outbox:
     _all_mflags: int
     _all_lists: list[list[Any]]
 
-    def __init__(self, node: Node, transport: Any, membership: Membership) -> None:
+    def __init__(self, node: Node, transport: Transport, membership: Membership) -> None:
         self.node = node  # (its id: nothing goes to myself)
         self.transport = transport
         self.membership = membership
         self.batches = {}  # node id -> its batches, in order
         self.due = set()  # peers with a message that is not lazy
         self._queued = 0  # messages in the outbox
-        # The transport's "write what is queued now", if it has one; its
-        # send and flush_soon bound once (a method looked up per frame or
-        # turn on a transport that is Any to the compiled code).
+        # The transport's "write what is queued now", if it has one.
         self._push = getattr(transport, "push", None)
-        self._send = transport.send
-        self._flush_soon = transport.flush_soon
         # Counts the batches started and the encodes: send_to_all's last
         # lists are still the last batches of their peers while it stays.
         self._epoch = 0
@@ -211,7 +208,7 @@ class Outbox:
             due = self.due
             if node_id not in due:
                 if not due:  # the first since the last encode: ask for one
-                    self._flush_soon()
+                    self.transport.flush_soon()
                 due.add(node_id)
         outbox = self.batches
         batches = outbox.get(node_id)
@@ -252,7 +249,7 @@ class Outbox:
         if due:
             due.clear()  # (not a new set each turn: not read below)
         header = self.membership.header()
-        send = self._send
+        transport = self.transport
         nodes = self.membership.nodes
         for node_id, batches in outbox.items():
             peer = nodes.get(node_id)
@@ -274,12 +271,12 @@ class Outbox:
                         size += len(record)
                     if len(items) > 1 and size > JOBS_FRAME_BYTES:
                         for part in _split_records(items):
-                            send(node_id, bus.jobs(header, type_, part, mflags))
+                            transport.send(node_id, bus.jobs(header, type_, part, mflags))
                     else:
-                        send(node_id, bus.jobs(header, type_, items, mflags, size))
+                        transport.send(node_id, bus.jobs(header, type_, items, mflags, size))
                 elif len(items) > JOBIDS_FRAME_ITEMS:
                     for start in range(0, len(items), JOBIDS_FRAME_ITEMS):
-                        send(node_id, bus.jobids(header, type_,
+                        transport.send(node_id, bus.jobids(header, type_,
                                                  items[start:start + JOBIDS_FRAME_ITEMS], mflags))
                 else:
-                    send(node_id, bus.jobids(header, type_, items, mflags))
+                    transport.send(node_id, bus.jobids(header, type_, items, mflags))

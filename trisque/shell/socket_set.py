@@ -8,6 +8,7 @@ import select
 from typing import Any, Callable, Final
 
 import trio
+from mypy_extensions import trait
 
 # trio.testing's wait_all_tasks_blocked, from where trio keeps it:
 # importing trio.testing imports pytest.
@@ -39,6 +40,9 @@ _NEVER_S: Final = float("inf")  # wait()'s due_s when the caller has no deadline
 # (~550 instructions); 32 fit Python's small-object allocator.
 MAX_EVENTS: Final = 32
 
+# A trait, not a base class: the bus's transport has outbox.Transport as
+# its one native base (its send and ensure_link called natively).
+@trait
 class SocketOwner:
     """Sockets of another part served in the client loop's turns (the
     cluster bus): one task and one wait for every socket, so a turn that

@@ -30,7 +30,8 @@ from typing import Any, Callable, Final
 import trio
 
 from ..cluster import Cluster
-from ..outbox import JOBS_FRAME_BYTES
+from ..membership import ClusterNode
+from ..outbox import JOBS_FRAME_BYTES, Transport
 from .. import bus_guard
 from ...protocol import bus
 from ...shell import log
@@ -127,8 +128,9 @@ class Link:
         self.transport.close_link(self)
 
 
-class TcpTransport(SocketOwner):
-    """Implements the transport interface cluster/cluster.py expects."""
+class TcpTransport(Transport, SocketOwner):
+    """The cluster's transport (outbox.Transport) over TCP, its links
+    served in the client loop's turns (a SocketOwner)."""
 
     nursery: trio.Nursery
     after_event: Callable[[], None]
@@ -202,7 +204,7 @@ class TcpTransport(SocketOwner):
         # fails, the frames go with the link.
         link.send(frame)
 
-    def ensure_link(self, node):
+    def ensure_link(self, node: ClusterNode) -> None:
         if node.id in self.out_links:
             return
         now_ms = self.cluster.node.now_ms()
@@ -213,12 +215,12 @@ class TcpTransport(SocketOwner):
         self.out_links[node.id] = link
         self.nursery.start_soon(self._connect, link, node.ip, node.bus_port)
 
-    def drop_link(self, node_id):
+    def drop_link(self, node_id: str) -> None:
         link = self.out_links.pop(node_id, None)
         if link is not None:
             link.close()
 
-    def rename_link(self, old_id, new_id):
+    def rename_link(self, old_id: str, new_id: str) -> None:
         link = self.out_links.pop(old_id, None)
         if link is not None:
             link.node_id = new_id
