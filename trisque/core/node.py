@@ -46,6 +46,10 @@ MAX_TIMERS_PER_RUN: Final = 10000  # bounded work per timer turn
 # Replies already sent are cut from the front of a client's slots once
 # this many pile up behind a pending one (else only when all are sent).
 SLOTS_COMPACT: Final = 1024
+# Node.turn_ms outside the event loop's turns (every now_ms reads the
+# clock: the simulator's, a test's), and in a turn before its first reading.
+NO_TURN: Final = -2
+TURN_UNREAD: Final = -1
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # the simulator's ObservedNode
@@ -83,10 +87,12 @@ class Node(JobLifecycle):
     on_busy: Callable[[], None] | None
     on_log: Callable[[str, str], None] | None
     schedules: Schedules
+    turn_ms: int
 
     def __init__(self, config: Config, node_id: str, clock: Callable[[], float],
                  rng: _random.Random | None = None, *, table: dict[bytes, Command],
                  random_bytes: Callable[[int], bytes] | None = None) -> None:
+        self.turn_ms = NO_TURN  # (first: the base's __init__ reads now_ms)
         super().__init__(node_id, clock, rng, random_bytes or os.urandom)
         self.config = config
         self.table = table  # name -> Command (table.COMMANDS): the node imports no command
@@ -124,6 +130,29 @@ class Node(JobLifecycle):
         self.schedules = Schedules(self)  # periodic jobs (docs/schedules.md)
         self.on_busy = None  # shell hook: serve others while a script is too long
         self.on_log = None  # shell hook: (level name, text) to the server log
+
+    # --------------------------------------------------------------- time
+
+    def now_ms(self) -> int:
+        """The wall clock in ms, read once per turn of the shell's loop
+        (begin_turn): a job's turns read it a dozen times, each a generic
+        call of time.time.  Outside a turn, read each time."""
+        ms = self.turn_ms
+        if ms >= 0:
+            return ms
+        ms = int(self.clock() * 1000)
+        if self.turn_ms == TURN_UNREAD:
+            self.turn_ms = ms
+        return ms
+
+    def begin_turn(self) -> None:
+        """The shell's loop starts a turn: now_ms's first reading holds
+        for the rest of it."""
+        self.turn_ms = TURN_UNREAD
+
+    def end_turn(self) -> None:
+        """The turn is over (the loop waits next): now_ms reads the clock."""
+        self.turn_ms = NO_TURN
 
     # ------------------------------------------------------------ clients
 

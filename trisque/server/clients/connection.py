@@ -463,8 +463,10 @@ class ClientServer:
         bus = self.bus
         timers = self.timers
         others: list[tuple[int, int]] = []  # the bus's ready sockets
+        node = self.node
         try:
             while True:
+                node.end_turn()  # (while it waits, other tasks read the clock)
                 if bus is None and self.released is not None:
                     await self.released.wait()
                     epoll.yielded()
@@ -480,6 +482,7 @@ class ClientServer:
                     ready_fds = await epoll.through_trio(busy, timers.due_s)
                 else:
                     ready_fds = await epoll.wait(busy, timers.due_s)
+                node.begin_turn()  # the clock read once for the turn (Node.now_ms)
                 if perf_counter() >= timers.due_s:
                     # (first: a blocked GETJOB's timeout replies this turn)
                     timers.run()
@@ -533,6 +536,7 @@ class ClientServer:
                 if self.dirty:
                     self.flush_dirty()
         finally:
+            node.end_turn()
             for conn in list(conns.values()):
                 self._close(conn)
             if bus is not None:
