@@ -22,6 +22,7 @@ COMPILED = [
     "trisque/protocol/resp.py",
     "trisque/protocol/jobid.py",
     "trisque/protocol/args.py",
+    "trisque/core/jobs/shards.py",
     "trisque/core/jobs/deadlines.py",
     "trisque/core/jobs/policy.py",
     "trisque/core/jobs/job.py",

@@ -20,12 +20,13 @@ In a cluster the requeue deadlines are jittered (+-250 ms, so that holders
 do not all requeue at once): they arrive out of order, and once the lanes
 are taken almost none fits one.  Those go to buckets: a dict from the
 millisecond to the item due then, or a list of them, and a heap of the
-buckets' milliseconds.  At tens of thousands of jobs a second dozens share
+buckets' milliseconds.  The dict is sharded (shards.py): one
+dict of 300k milliseconds (RETRY 300 s) copied itself whole as it grew.  At tens of thousands of jobs a second dozens share
 a millisecond, so most changes are a dict lookup and a list append or
 removal (found by creation time, as in a lane); a new millisecond is one
 heappush (C, O(log n)).  A removal that empties a bucket leaves its key in
-the heap (skipped when it comes up; the heap is rebuilt once most keys are
-stale).  Items due in the same millisecond may come out in any order.
+the heap (popped once it reaches the top, so the top is always a live
+bucket's; the heap is rebuilt once most keys are stale).  Items due in the same millisecond may come out in any order.
 
 Lanes and buckets replaced one SortedKeyList of every deadline to make
 the common changes cheap (the figures: bench/README.md, "Deadlines").
@@ -35,6 +36,8 @@ from heapq import heapify, heappop, heappush
 from typing import Any, Final
 
 from mypy_extensions import mypyc_attr
+
+from .shards import ShardedDict
 
 MAX_LANES: Final = 8
 STALE_MIN: Final = 64  # stale bucket keys in the heap before it is worth rebuilding
@@ -154,14 +157,18 @@ def _bisect_wake(items: list[Any], key: int, lo: int, hi: int, right: bool) -> i
 class _Lane:
     """Items appended in non-decreasing ``wake_ms`` order.  Entries before
     ``head`` are gone; ``items[head]`` is always live (an empty lane is
-    dropped); ``holes`` counts the _Hole entries after it.  ``by_ctime``:
+    dropped); ``first_ms`` is its deadline, kept here for the scans of
+    every lane (next_ms, pop_due: an int read, not the item's boxed
+    deadline); ``holes`` counts the _Hole entries after it.  ``by_ctime``:
     every item appended so far was a job created after the one before it
     (jobs expiring, or fetched from one queue), so a job is found by one
     bisection on its creation time."""
 
-    __slots__ = ("items", "head", "holes", "tail", "by_ctime", "last_ctime", "after_hole")
+    __slots__ = ("items", "head", "first_ms", "holes", "tail", "by_ctime", "last_ctime",
+                 "after_hole")
     items: list[Any]  # Scheduled, or None before head
     head: int
+    first_ms: int
     holes: int
     after_hole: int  # the index after the last hole made (0: none since compacting)
     tail: int
@@ -175,6 +182,7 @@ class _Lane:
     def start(self, item: Scheduled, wake_ms: int) -> None:
         """The lane's fields for ``item`` alone, first in ``items``."""
         self.head = 0
+        self.first_ms = wake_ms
         self.holes = 0
         self.after_hole = 0
         self.tail = wake_ms  # the latest deadline ever appended
@@ -185,7 +193,7 @@ class _Lane:
 @mypyc_attr(allow_interpreted_subclasses=True)  # (AOF loading's stand-in, server/aof/load.py)
 class Deadlines:
     _lanes: list[_Lane]
-    _buckets: dict[int, Any]
+    _buckets: ShardedDict[int, Any]
     _keys: list[int]
     _floor: int | None
     _len: int
@@ -199,7 +207,7 @@ class Deadlines:
         # deadline moved (a replica's copy on WORKING, a job fetched) empties
         # its lane and starts one (bench/README.md, "CPU a replicated job").
         self._spare = None
-        self._buckets = {}  # wake_ms -> the item, or a list of the items, due then
+        self._buckets = ShardedDict()  # wake_ms -> the item, or a list of the items, due then
         self._keys = []  # heap of the buckets' wake_ms; some may be stale
         self._floor = None  # a deadline before this fits no lane (see set)
         self._len = 0
@@ -286,20 +294,22 @@ class Deadlines:
             if first is item:  # the usual case: the oldest goes first
                 items[head] = None
                 head += 1
-                if head & 1023 and head < len(items) and type(items[head]) is not _Hole:
-                    lane.head = head
-                else:
-                    self._advance(lane, head)
+                if head & 1023 and head < len(items):
+                    after: Scheduled = items[head]
+                    if type(after) is not _Hole:
+                        lane.head = head
+                        lane.first_ms = after.wake_ms  # type: ignore[assignment]  # (live: has one)
+                        return
+                self._advance(lane, head)
                 return
-            first_ms = first.wake_ms  # (narrowed below: compared unboxed, key not boxed)
-            if first_ms is not None and key < first_ms:  # (a live item has one)
+            if key < lane.first_ms:
                 continue
             if items[-1] is item:  # the newest: a job served or acked as soon as set
                 self._pop_tail(lane)
                 return
             # Not at a head: before searching lanes, its bucket (jittered
             # deadlines on a cluster node are mostly there).
-            if self._buckets and self._remove_from_bucket(item, key):
+            if self._buckets.size and self._remove_from_bucket(item, key):
                 return
             i = _near(items, item, lane.after_hole)
             if i < 0 and lane.by_ctime:  # (acks out of order) one bisection, not the two below
@@ -363,9 +373,12 @@ class Deadlines:
         bucket = buckets.get(key)
         if bucket is item:
             del buckets[key]
-            if len(self._keys) > 2 * len(buckets) + STALE_MIN:
-                self._keys = list(buckets)  # drop the stale keys
-                heapify(self._keys)
+            keys = self._keys
+            if len(keys) > 2 * buckets.size + STALE_MIN:
+                self._keys = keys = list(buckets)  # drop the stale keys
+                heapify(keys)
+            elif keys[0] == key:
+                self._pop_stale()
             return True
         if type(bucket) is list:
             i = _find_in_run(bucket, item, 0, len(bucket))
@@ -376,16 +389,14 @@ class Deadlines:
                 return True
         return False
 
-    def _first_key(self) -> int:
-        """The earliest bucket's deadline (buckets not empty): stale keys
-        at the top of the heap (buckets emptied by removals) go first."""
+    def _pop_stale(self) -> None:
+        """Pop the keys of emptied buckets off the heap's top, so that its
+        top is the earliest bucket's (read without a lookup by next_ms and
+        pop_due, several times a job)."""
         keys = self._keys
         buckets = self._buckets
-        key = keys[0]
-        while key not in buckets:
+        while keys and keys[0] not in buckets:
             heappop(keys)
-            key = keys[0]
-        return key
 
     def _advance(self, lane: _Lane, head: int) -> None:
         """The entry before ``head`` is gone: move the head past holes, drop
@@ -405,6 +416,8 @@ class Deadlines:
             del items[:head]
             head = 0
         lane.head = head
+        first: Scheduled = items[head]
+        lane.first_ms = first.wake_ms  # type: ignore[assignment]  # (a live item has one)
 
     def _compact(self, lane: _Lane) -> None:
         lane.items = [i for i in lane.items[lane.head:] if type(i) is not _Hole]
@@ -419,13 +432,12 @@ class Deadlines:
         best = 0
         found = False
         for lane in self._lanes:
-            first: Scheduled = lane.items[lane.head]
-            key: int = first.wake_ms  # type: ignore[assignment]  # (a live item has one)
+            key = lane.first_ms
             if not found or key < best:
                 best = key
                 found = True
-        if self._buckets:
-            key = self._first_key()
+        if self._buckets.size:
+            key = self._keys[0]
             if not found or key < best:
                 best = key
                 found = True
@@ -439,13 +451,12 @@ class Deadlines:
             best: _Lane | None = None
             best_key = 0
             for lane in self._lanes:
-                first: Scheduled = lane.items[lane.head]
-                key: int = first.wake_ms  # type: ignore[assignment]  # (a live item has one)
+                key = lane.first_ms
                 if best is None or key < best_key:
                     best = lane
                     best_key = key
-            if buckets:
-                key = self._first_key()
+            if buckets.size:
+                key = self._keys[0]
                 if best is None or key < best_key:
                     if key > now_ms:
                         break
@@ -476,6 +487,7 @@ class Deadlines:
             taken = bucket if type(bucket) is list else [bucket]
             del buckets[key]
             heappop(self._keys)
+            self._pop_stale()
         for entry in taken:
             item: Scheduled = entry  # (typed: a native write of wake_ms)
             item.wake_ms = None

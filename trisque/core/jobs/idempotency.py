@@ -10,10 +10,15 @@ the same ID; tombstones are logged (``IDEMKEY`` records), rewritten, and
 dropped when their time is over.  A key is scoped by the queue the job was
 added to (as SQS and BullMQ scope theirs): a dead-lettered job keeps it
 under that queue.
+
+Both maps are sharded (shards.py): one dict of every keyed job
+copied itself whole as it grew, a stall as long as the node is big.
 """
 
 import heapq
 from typing import Final
+
+from .shards import ShardedDict
 
 # What an index entry or a tombstone costs (the dict entry, the tuple, the
 # heap entry), beyond the key and queue name: counted in used_memory.
@@ -26,13 +31,13 @@ class IdempotencyIndex:
     """One node's keys: the live jobs' and the tombstones of gone ones."""
 
     __slots__ = ("live", "gone", "_expiries")
-    live: dict[Scope, bytes]  # -> job ID, while the job is held here
-    gone: dict[Scope, tuple[bytes, int]]  # -> (job ID, ms the TTL ends)
+    live: ShardedDict[Scope, bytes]  # -> job ID, while the job is held here
+    gone: ShardedDict[Scope, tuple[bytes, int]]  # -> (job ID, ms the TTL ends)
     _expiries: list[tuple[int, bytes, bytes]]  # heap: (ms, queue, key)
 
     def __init__(self) -> None:
-        self.live = {}
-        self.gone = {}
+        self.live = ShardedDict()
+        self.gone = ShardedDict()
         self._expiries = []
 
     def __len__(self) -> int:

@@ -5,7 +5,7 @@ counts), and one with deletions copies itself again each time its free
 slots run out.  A shard is 1/SHARDS of that copy, and the shards, each
 holding its share of a random sample, cross their sizes at different
 counts.  ``JobIdSet``: the same for a set of IDs (the ack GC's
-tombstones, cluster/acks.py).
+tombstones, cluster/acks.py).  (shards.py: the same for other keys.)
 
 The shard is two characters of the ID's random part (protocol/jobid.py:
 24 from the base64 alphabet, so 12 uniform bits), never its hash: the
@@ -24,10 +24,8 @@ from typing import Final, Iterator
 from mypy_extensions import i64
 
 from .job import Job
-
-SHARD_BITS: Final = 8
-SHARDS: Final = 1 << SHARD_BITS
-_MASK: Final = SHARDS - 1
+from .shards import MASK as _MASK
+from .shards import SHARDS, DictShards
 _ID_LEN: Final = 40  # protocol/jobid.py's ID_LEN
 _HIGH: Final = 33  # the last two of the 24 random characters
 _LOW: Final = 34
@@ -47,10 +45,8 @@ def shard_of(job_id: bytes) -> i64:
     return ((i64(six[job_id[_HIGH]]) << 6) | i64(six[job_id[_LOW]])) & _MASK
 
 
-class JobRegistry:
+class JobRegistry(DictShards[bytes, Job]):
     """job id -> Job, with the dict methods the node uses."""
-
-    shards: list[dict[bytes, Job]]
 
     def __init__(self) -> None:
         self.shards = [{} for _ in range(SHARDS)]
@@ -101,17 +97,8 @@ class JobRegistry:
                 return True
         return False
 
-    def __iter__(self) -> Iterator[bytes]:
-        return chain.from_iterable(self.shards)
-
     def keys(self) -> Iterator[bytes]:
         return chain.from_iterable(self.shards)
-
-    def values(self) -> Iterator[Job]:
-        return chain.from_iterable([shard.values() for shard in self.shards])
-
-    def items(self) -> Iterator[tuple[bytes, Job]]:
-        return chain.from_iterable([shard.items() for shard in self.shards])
 
     def clear(self) -> None:
         for shard in self.shards:
