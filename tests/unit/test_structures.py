@@ -250,3 +250,27 @@ def test_joblist_around_the_small_size_matches_a_sorted_model(seed):
                 assert jobs[0] is model[0] and jobs[-1] is model[-1]
         if not model:
             assert jobs._fifo.__class__ is list
+
+
+@pytest.mark.parametrize("size", (5, SMALL_LIST + 5, SMALL_FIFO + 5))
+def test_joblist_keeps_its_tail_through_removals(size):
+    """A list, a short deque, a long one: once its newest job leaves (pop
+    from the tail, remove), a job between the new newest and the one gone
+    still joins the FIFO at its tail; one older than the newest sorts."""
+    items = [job_item(n, 10 * n) for n in range(size)]
+    for take in ("pop", "remove"):
+        jobs = JobList()
+        for item in items:
+            jobs.add(item)
+        gone = jobs.pop(-1) if take == "pop" else items[-1]
+        if take == "remove":
+            jobs.remove(gone)
+        assert gone is items[-1] and jobs._sorted is None
+        between = job_item("between", 10 * (size - 1) - 5)
+        jobs.add(between)
+        assert jobs._sorted is None  # no sort: it is the newest
+        assert list(jobs) == items[:-1] + [between]
+        jobs.remove(between)
+        older = job_item("older", 10 * (size - 2) - 5)
+        jobs.add(older)
+        assert list(jobs) == items[:-2] + [older, items[-2]]

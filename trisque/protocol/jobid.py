@@ -34,9 +34,12 @@ class IdGenerator:
     _suffixes: dict[int, bytes]
     _last_key: int
     _last_suffix: bytes
+    _reply_prefix: bytes
+    _last_reply_suffix: bytes
 
     def __init__(self, node_id: str, random_bytes: Callable[[int], bytes] = os.urandom) -> None:
         self.prefix = b"D-" + node_id[:8].encode() + b"-"
+        self._reply_prefix = b"+" + self.prefix  # (see new_reply)
         self.random_bytes = random_bytes
         # The random middles of 4096 IDs as one text of the base64
         # alphabet (144 random bits an ID): new() cuts the next 24
@@ -49,25 +52,41 @@ class IdGenerator:
         # key no TTL makes until then.
         self._last_key = _NO_KEY
         self._last_suffix = b""
+        self._last_reply_suffix = b""
 
     def new(self, ttl_s: int, retry_s: int) -> bytes:
+        middle = self._middle()
+        if (ttl_s if retry_s > 0 else -ttl_s) != self._last_key:
+            self._use_suffix(ttl_s, retry_s)
+        return b"%s%s%s" % (self.prefix, middle, self._last_suffix)
+
+    def new_reply(self, ttl_s: int, retry_s: int) -> bytes:
+        """A new ID as ADDJOB's reply, ``+<ID>\r\n``: its ``[1:-2]`` is the
+        ID (one build and a slice, where new() and the reply's own format
+        were two builds)."""
+        middle = self._middle()
+        if (ttl_s if retry_s > 0 else -ttl_s) != self._last_key:
+            self._use_suffix(ttl_s, retry_s)
+        return b"%s%s%s" % (self._reply_prefix, middle, self._last_reply_suffix)
+
+    def _middle(self) -> bytes:
         at = self._at
         if at >= len(self._pool):
             self._pool = self.random_bytes(_RANDOM_POOL_BYTES).translate(_CHAR_OF_BYTE)
             at = 0
         self._at = at + 24
+        return self._pool[at:at + 24]
+
+    def _use_suffix(self, ttl_s: int, retry_s: int) -> None:
         key = ttl_s if retry_s > 0 else -ttl_s
-        if key == self._last_key:
-            suffix = self._last_suffix
-        else:
-            found = self._suffixes.get(key)
-            if found is None:
-                if len(self._suffixes) >= 1024:
-                    self._suffixes.clear()
-                found = self._suffixes[key] = b"-%04x" % ttl_digits(ttl_s, retry_s)
-            suffix = self._last_suffix = found
-            self._last_key = key
-        return b"%s%s%s" % (self.prefix, self._pool[at:at + 24], suffix)
+        found = self._suffixes.get(key)
+        if found is None:
+            if len(self._suffixes) >= 1024:
+                self._suffixes.clear()
+            found = self._suffixes[key] = b"-%04x" % ttl_digits(ttl_s, retry_s)
+        self._last_suffix = found
+        self._last_reply_suffix = found + b"\r\n"
+        self._last_key = key
 
 
 def ttl_digits(ttl_s: int, retry_s: int) -> int:

@@ -221,7 +221,14 @@ def addjob(node: Node, client: Client, argv: list[bytes]) -> Any:
             raise CommandError(errors.PAUSED_IN)
 
     now_ms = node.now_ms()
-    job = node.create_job(qname, argv[2], replicate, ttl_s, retry_s, delay_s, now_ms)
+    replicated = replicate > 1 or external
+    if replicated:
+        reply = b""  # (the replication's, once enough copies are made)
+        job_id = node.ids.new(ttl_s, retry_s)
+    else:
+        reply = node.ids.new_reply(ttl_s, retry_s)  # the ID in its reply: one build
+        job_id = reply[1:-2]
+    job = node.create_job(job_id, qname, argv[2], replicate, ttl_s, retry_s, delay_s, now_ms)
     # Only a job with options or in a queue with defaults has a policy (a
     # reset queue's entry sets nothing: its jobs are plain); one of only
     # settings is shared with the jobs of the same (policy.derived).
@@ -235,7 +242,7 @@ def addjob(node: Node, client: Client, argv: list[bytes]) -> Any:
         job_policy(job, base, policy)
     elif max_deliveries or priority or base is not None:
         job.policy = derived(base, max_deliveries, priority)
-    if replicate > 1 or external:
+    if replicated:
         # Synchronous replication blocks the client until enough nodes
         # confirmed (or answers now, for ASYNC); see cluster/replication.py.
         # Inside EXEC or a script nothing waits: ADDJOB acts as ASYNC.
@@ -251,7 +258,7 @@ def addjob(node: Node, client: Client, argv: list[bytes]) -> Any:
         node.schedule(job)
     else:
         node.enqueue_new(job, queue if queue is not None else node.get_queue(qname), now_ms)
-    return b"+%s\r\n" % job.id
+    return reply
 
 
 def job_policy(job: Job, default: Policy | None, given: Policy) -> None:

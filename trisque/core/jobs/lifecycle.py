@@ -217,8 +217,9 @@ class JobLifecycle:
 
     # ------------------------------------------------------ job registry
 
-    def create_job(self, queue: bytes, body: bytes, repl: int, ttl_s: int, retry_s: int,
-                   delay_s: int, now_ms: int) -> Job:
+    def create_job(self, job_id: bytes, queue: bytes, body: bytes, repl: int, ttl_s: int,
+                   retry_s: int, delay_s: int, now_ms: int) -> Job:
+        """A new job of ours, ``job_id`` from ``self.ids`` (new, or new_reply)."""
         etime_ms = now_ms + ttl_s * 1000
         if etime_ms == self._last_etime:
             etime_ms = self._last_etime  # jobs of the same ms share the int (memory)
@@ -232,8 +233,7 @@ class JobLifecycle:
         if ctime <= self._last_ctime:
             ctime = self._last_ctime + 1
         self._last_ctime = ctime
-        job = Job(self.ids.new(ttl_s, retry_s), queue, body, WAIT_REPL, repl,
-                  ctime, etime_ms, delay_s, retry_s)
+        job = Job(job_id, queue, body, WAIT_REPL, repl, ctime, etime_ms, delay_s, retry_s)
         job.qtime_ms = now_ms + (delay_s or retry_s) * 1000
         return job
 

@@ -52,15 +52,22 @@ class JobList:
     branch: plain jobs, or all at PRIORITY 7, take the same fast path.
     """
 
-    __slots__ = ("_fifo", "_sorted", "_level")
+    __slots__ = ("_fifo", "_sorted", "_level", "_tail", "_append")
     _fifo: list[Job] | deque[Job]
     _sorted: Any  # a SortedKeyList of Job, a Levels, or None
     _level: int  # the level of all its jobs while not a Levels
+    # For add() on a deque without a generic item read and method call
+    # (compiled): the newest FIFO job's _ctime while _fifo holds jobs, and
+    # the deque's bound append (None while _fifo is a list).
+    _tail: int
+    _append: Any
 
     def __init__(self) -> None:
         self._fifo = []
         self._sorted = None
         self._level = DEFAULT_PRIORITY
+        self._tail = 0
+        self._append = None
 
     def __len__(self) -> int:
         s = self._sorted
@@ -97,20 +104,30 @@ class JobList:
         s = self._sorted
         level = job._common.level if job._rare is None else level_of(job)
         if s is None:
+            ctime = job._ctime
             fifo = self._fifo
-            if not fifo:
-                self._level = level
-                if isinstance(fifo, list):  # (compiled, a native append)
-                    fifo.append(job)
-                else:
-                    fifo.append(job)
-                return
-            if level == self._level:
-                if fifo[-1]._ctime < job._ctime:
-                    if isinstance(fifo, list) and len(fifo) >= SMALL_LIST:
-                        fifo = self._fifo = deque(fifo)
+            append = self._append
+            if append is None and isinstance(fifo, list):  # (compiled: native list calls)
+                if not fifo:
+                    self._level = level
+                    self._tail = ctime
                     fifo.append(job)
                     return
+                if level == self._level and self._tail < ctime:
+                    self._tail = ctime
+                    if len(fifo) < SMALL_LIST:
+                        fifo.append(job)
+                    else:
+                        grown = self._fifo = deque(fifo)
+                        self._append = grown.append
+                        grown.append(job)
+                    return
+            elif append is not None and level == self._level and self._tail < ctime:
+                # a deque (never empty: drained, it is a list again)
+                self._tail = ctime
+                append(job)
+                return
+            if level == self._level:
                 s = self._make_sorted()
             else:
                 s = self._make_levels()
@@ -123,7 +140,10 @@ class JobList:
         if s is None:
             fifo = self._fifo
             if isinstance(fifo, list):
-                return fifo.pop(index)
+                taken = fifo.pop(index)
+                if index and fifo:
+                    self._tail = fifo[-1]._ctime
+                return taken
             if index == 0:
                 taken = fifo.popleft()
             elif index == -1:
@@ -133,6 +153,9 @@ class JobList:
                 del fifo[index]
             if not fifo:
                 self._fifo = []  # drained: small again
+                self._append = None
+            elif index:
+                self._tail = fifo[-1]._ctime
             return taken
         job: Job = s.pop(index)  # (sortedcontainers is untyped)
         if not s:
@@ -145,17 +168,23 @@ class JobList:
             fifo = self._fifo
             if isinstance(fifo, list):
                 fifo.remove(job)  # ValueError if absent, as SortedKeyList
+                if fifo:
+                    self._tail = fifo[-1]._ctime
                 return
             if len(fifo) <= SMALL_FIFO:
                 fifo.remove(job)
                 if not fifo:
                     self._fifo = []
+                    self._append = None
+                else:
+                    self._tail = fifo[-1]._ctime
                 return
             if fifo[0] is job:
                 fifo.popleft()
                 return
             if fifo[-1] is job:
                 fifo.pop()
+                self._tail = fifo[-1]._ctime  # (longer than SMALL_FIFO: not empty)
                 return
             s = self._make_sorted()
         s.remove(job)
@@ -165,14 +194,17 @@ class JobList:
     def _make_sorted(self) -> Any:
         s = self._sorted = SortedKeyList(self._fifo, key=_CTIME)
         self._fifo = []
+        self._append = None
         return s
 
     def _make_levels(self) -> "Levels":
         """A job of another level joins: the list becomes a Levels."""
         one = JobList()  # what the list held: all of one level
         one._fifo, one._sorted, one._level = self._fifo, self._sorted, self._level
+        one._tail, one._append = self._tail, self._append
         s = self._sorted = Levels(one)
         self._fifo = []
+        self._append = None
         return s
 
     def add_any(self, job: Job) -> None:
