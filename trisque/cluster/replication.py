@@ -44,6 +44,7 @@ from .replication_latency import ReplicationLatency
 ADD_NODE_PERIOD_MS = 50
 RESEND_PERIOD_MS = 1000
 MAX_SHARED_HOLDERS = 4096  # distinct holder tuples shared between jobs
+_NO_AUX: Final = b"\0\0\0\0"  # a GOTJOB item's aux: a lone item is its ID and this
 
 
 def drop_passed(items: list[Any], head: int) -> int:
@@ -189,13 +190,15 @@ class SentJobs:
     by the peer) is looked up as before, and a job is taken from here only
     while it still waits for copies (its waiter set: in ``replicating``)."""
 
-    __slots__ = ("jobs", "head")
+    __slots__ = ("jobs", "head", "latency")
     jobs: list[Job]  # from ``head``: sent, not yet matched by a GOTJOB
     head: int
+    latency: ReplicationLatency | None  # the peer's in repl_latency, once made
 
     def __init__(self) -> None:
         self.jobs = []
         self.head = 0
+        self.latency = None
 
     def add(self, job: Job) -> None:
         jobs = self.jobs
@@ -481,11 +484,21 @@ class Replication(ReplicationHooks):
             head = sent.head
             expected = sent.jobs
             if len(expected) - head >= count:
-                jobs = expected[head:head + count]
-                if bus.jobids_raw([job.id for job in jobs]) == raw:
-                    self._confirm(sender.id, jobs)
-                    self._passed(sent, head + count)
-                    return
+                if count == 1:
+                    # A lone job's GOTJOB (each one at a low rate, on the
+                    # origin's critical path): its one item compared as is,
+                    # no slice of the hints nor join of their IDs.
+                    job = expected[head]
+                    if raw == job.id + _NO_AUX:
+                        self._confirm(sender.id, [job], sent)
+                        self._passed(sent, head + 1)
+                        return
+                else:
+                    jobs = expected[head:head + count]
+                    if bus.jobids_raw([job.id for job in jobs]) == raw:
+                        self._confirm(sender.id, jobs, sent)
+                        self._passed(sent, head + count)
+                        return
         self.on_gotjob(sender, bus.jobid_items(raw))
 
     def on_gotjob(self, sender: ClusterNode,
@@ -522,7 +535,7 @@ class Replication(ReplicationHooks):
                 job = replicating.get(job_id)
                 if job is not None:
                     found_jobs.append(job)
-        self._confirm(sender_id, found_jobs)
+        self._confirm(sender_id, found_jobs, sent)
         self._passed(sent, head)
 
     def cron(self) -> None:
@@ -540,10 +553,10 @@ class Replication(ReplicationHooks):
         """The jobs of ``sent`` before ``head`` were matched or passed over."""
         sent.head = drop_passed(sent.jobs, head)
 
-    def _confirm(self, sender_id: str, jobs: list[Job]) -> None:
+    def _confirm(self, sender_id: str, jobs: list[Job], sent: SentJobs) -> None:
         """``sender_id`` holds a copy of each of ``jobs`` (its GOTJOB):
         those still waiting for copies count it, and are answered at
-        their REPLICATE count."""
+        their REPLICATE count.  ``sent``: the sender's SentJobs."""
         replicating = self.replicating
         now_ms = self.node.now_ms()
         # Jobs made in the same ms have the same latency: recorded once a run.
@@ -561,7 +574,7 @@ class Replication(ReplicationHooks):
             # (the creation ms from _ctime: job.ctime is past 64 bits, a big int)
             took_ms = now_ms - job._ctime // 1_000_000 - CTIME_EPOCH_MS
             if took_ms != run_ms and run:
-                self._record_latency(sender_id, run_ms, run)
+                self._record_latency(sender_id, sent, run_ms, run)
                 run = 0
             run_ms = took_ms
             run += 1
@@ -574,14 +587,19 @@ class Replication(ReplicationHooks):
                 else:
                     self._achieved(job, now_ms)
         if run:
-            self._record_latency(sender_id, run_ms, run)
+            self._record_latency(sender_id, sent, run_ms, run)
 
-    def _record_latency(self, sender_id: str, took_ms: int, times: int) -> None:
+    def _record_latency(self, sender_id: str, sent: SentJobs, took_ms: int,
+                        times: int) -> None:
         """``times`` of ``sender_id``'s GOTJOBs came ``took_ms`` after their
-        ADDJOB (its histogram made at its first GOTJOB that counts)."""
-        latency = self.repl_latency.get(sender_id)
+        ADDJOB (its histogram made at its first GOTJOB that counts; kept on
+        its SentJobs too: no dict look-up a GOTJOB)."""
+        latency = sent.latency
         if latency is None:
-            latency = self.repl_latency[sender_id] = ReplicationLatency()
+            latency = self.repl_latency.get(sender_id)
+            if latency is None:
+                latency = self.repl_latency[sender_id] = ReplicationLatency()
+            sent.latency = latency
         latency.record(took_ms, times)
 
     def achieved(self, job: Job, now_ms: int | None = None) -> bool:
