@@ -49,7 +49,7 @@ class JobRegistry(DictShards[bytes, Job]):
     """job id -> Job, with the dict methods the node uses."""
 
     def __init__(self) -> None:
-        self.shards = [{} for _ in range(SHARDS)]
+        self.shards = tuple([{} for _ in range(SHARDS)])
 
     def get(self, job_id: bytes) -> Job | None:
         i: i64 = 0

@@ -22,9 +22,10 @@ V = TypeVar("V")
 
 class DictShards(Generic[K, V]):
     """Iteration over dicts in shards, shard by shard (each in its
-    insertion order)."""
+    insertion order).  A tuple of them, not a list: once its dicts hold
+    no tracked object (jobs, ints) the collector stops walking it."""
 
-    shards: list[dict[K, V]]
+    shards: tuple[dict[K, V], ...]
 
     def __iter__(self) -> Iterator[K]:
         return chain.from_iterable(self.shards)
@@ -46,7 +47,7 @@ class ShardedDict(DictShards[K, V]):
     size: int
 
     def __init__(self) -> None:
-        self.shards = [{} for _ in range(SHARDS)]
+        self.shards = tuple([{} for _ in range(SHARDS)])
         self.size = 0
 
     def shard(self, key: K) -> dict[K, V]:
