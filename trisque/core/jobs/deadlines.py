@@ -20,13 +20,15 @@ In a cluster the requeue deadlines are jittered (+-250 ms, so that holders
 do not all requeue at once): they arrive out of order, and once the lanes
 are taken almost none fits one.  Those go to buckets: a dict from the
 millisecond to the item due then, or a list of them, and a heap of the
-buckets' milliseconds.  The dict is sharded (shards.py): one
-dict of 300k milliseconds (RETRY 300 s) copied itself whole as it grew.  At tens of thousands of jobs a second dozens share
-a millisecond, so most changes are a dict lookup and a list append or
-removal (found by creation time, as in a lane); a new millisecond is one
-heappush (C, O(log n)).  A removal that empties a bucket leaves its key in
-the heap (popped once it reaches the top, so the top is always a live
-bucket's; the heap is rebuilt once most keys are stale).  Items due in the same millisecond may come out in any order.
+buckets' milliseconds.  The dict is sharded (shards.py): as one dict of
+300k milliseconds (RETRY 300 s) it copied itself whole as it grew.  At
+tens of thousands of jobs a second dozens share a millisecond, so most
+changes are a dict lookup and a list append or removal (found by creation
+time, as in a lane); a new millisecond is one heappush (C, O(log n)).  A
+removal that empties a bucket leaves its key in the heap (popped once it
+reaches the top, so the top is always a live bucket's; the heap is
+rebuilt once most keys are stale).  Items due in the same millisecond may
+come out in any order.
 
 Lanes and buckets replaced one SortedKeyList of every deadline to make
 the common changes cheap (the figures: bench/README.md, "Deadlines").
