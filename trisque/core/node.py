@@ -490,7 +490,7 @@ class Node(JobLifecycle):
             get: BlockedGet = client.blocked  # (typed: a native read of withcounters)
             withcounters = get.withcounters
             self.unblock(client, now_ms)
-            self.reply(client, b"*1\r\n" + job_reply(job, withcounters))
+            self.reply(client, job_reply(job, withcounters, b"*1\r\n"))
 
     # ------------------------------------------------------------ timers
 

@@ -385,6 +385,8 @@ def getjob(node: Node, client: Client, argv: list[bytes]) -> bytes | None:
         single = queue
         if not queue.paused & PAUSED_OUT:
             jobs = queue.jobs
+            if count == 1 and len(jobs):  # (the usual GETJOB: its reply in one build)
+                return job_reply(node.fetch(queue, now_ms), withcounters, b"*1\r\n")
             while count and len(jobs):  # (compiled, len a native call; truth a generic one)
                 out.append(job_reply(node.fetch(queue, now_ms), withcounters))
 

@@ -80,7 +80,7 @@ class Common:
     Common is not)."""
 
     __slots__ = ("queue", "nodes_delivered", "retry_s", "policy", "level", "names",
-                 "next_nodes", "next", "with_policy", "wire")
+                 "next_nodes", "next", "with_policy", "wire", "reply_head")
     queue: bytes
     nodes_delivered: tuple[str, ...]
     retry_s: int
@@ -91,6 +91,7 @@ class Common:
     next: "Common"
     with_policy: "Common"
     wire: "_Wire | None"  # its part of a job record, made at the first serialize
+    reply_head: bytes | None  # GETJOB's reply of a job up to its ID (job_reply.py)
 
     def __init__(self, queue: bytes, nodes_delivered: tuple[str, ...], retry_s: int,
                  policy: Policy | None = None, level: int = DEFAULT_PRIORITY) -> None:
@@ -104,6 +105,7 @@ class Common:
         self.next = self  # (GC-tracked: these links may form cycles)
         self.with_policy = self
         self.wire = None
+        self.reply_head = None
 
 
 _commons: dict[tuple[bytes, tuple[str, ...], int, int, int], Common] = {}

@@ -52,15 +52,16 @@ class JobList:
     branch: plain jobs, or all at PRIORITY 7, take the same fast path.
     """
 
-    __slots__ = ("_fifo", "_sorted", "_level", "_tail", "_append")
+    __slots__ = ("_fifo", "_sorted", "_level", "_tail", "_append", "_popleft")
     _fifo: list[Job] | deque[Job]
     _sorted: Any  # a SortedKeyList of Job, a Levels, or None
     _level: int  # the level of all its jobs while not a Levels
-    # For add() on a deque without a generic item read and method call
-    # (compiled): the newest FIFO job's _ctime while _fifo holds jobs, and
-    # the deque's bound append (None while _fifo is a list).
+    # For add() and pop(0) on a deque without a generic item read and method
+    # calls (compiled): the newest FIFO job's _ctime while _fifo holds jobs,
+    # and the deque's bound append and popleft (None while _fifo is a list).
     _tail: int
     _append: Any
+    _popleft: Any
 
     def __init__(self) -> None:
         self._fifo = []
@@ -68,6 +69,7 @@ class JobList:
         self._level = DEFAULT_PRIORITY
         self._tail = 0
         self._append = None
+        self._popleft = None
 
     def __len__(self) -> int:
         s = self._sorted
@@ -120,6 +122,7 @@ class JobList:
                     else:
                         grown = self._fifo = deque(fifo)
                         self._append = grown.append
+                        self._popleft = grown.popleft
                         grown.append(job)
                     return
             elif append is not None and level == self._level and self._tail < ctime:
@@ -145,7 +148,7 @@ class JobList:
                     self._tail = fifo[-1]._ctime
                 return taken
             if index == 0:
-                taken = fifo.popleft()
+                taken = self._popleft()
             elif index == -1:
                 taken = fifo.pop()
             else:
@@ -153,7 +156,7 @@ class JobList:
                 del fifo[index]
             if not fifo:
                 self._fifo = []  # drained: small again
-                self._append = None
+                self._append = self._popleft = None
             elif index:
                 self._tail = fifo[-1]._ctime
             return taken
@@ -175,7 +178,7 @@ class JobList:
                 fifo.remove(job)
                 if not fifo:
                     self._fifo = []
-                    self._append = None
+                    self._append = self._popleft = None
                 else:
                     self._tail = fifo[-1]._ctime
                 return
@@ -194,17 +197,17 @@ class JobList:
     def _make_sorted(self) -> Any:
         s = self._sorted = SortedKeyList(self._fifo, key=_CTIME)
         self._fifo = []
-        self._append = None
+        self._append = self._popleft = None
         return s
 
     def _make_levels(self) -> "Levels":
         """A job of another level joins: the list becomes a Levels."""
         one = JobList()  # what the list held: all of one level
         one._fifo, one._sorted, one._level = self._fifo, self._sorted, self._level
-        one._tail, one._append = self._tail, self._append
+        one._tail, one._append, one._popleft = self._tail, self._append, self._popleft
         s = self._sorted = Levels(one)
         self._fifo = []
-        self._append = None
+        self._append = self._popleft = None
         return s
 
     def add_any(self, job: Job) -> None:
