@@ -276,7 +276,7 @@ class Outbox:
                         transport.send(node_id, bus.jobs(header, type_, items, mflags, size))
                 elif len(items) > JOBIDS_FRAME_ITEMS:
                     for start in range(0, len(items), JOBIDS_FRAME_ITEMS):
-                        transport.send(node_id, bus.jobids(header, type_,
-                                                 items[start:start + JOBIDS_FRAME_ITEMS], mflags))
+                        ids = items[start:start + JOBIDS_FRAME_ITEMS]
+                        transport.send(node_id, bus.jobids(header, type_, ids, mflags))
                 else:
                     transport.send(node_id, bus.jobids(header, type_, items, mflags))
