@@ -246,13 +246,12 @@ class Node(JobLifecycle):
         if self.on_wake is not None:
             self.on_wake(client)
 
-    def block(self, client: Client, blocked: Any, timeout_ms: int, now_ms: int = -1) -> None:
-        """``now_ms``: the caller's clock reading, -1 if none (an int, not
-        an optional: compiled, an optional is boxed)."""
+    def block(self, client: Client, blocked: Any, timeout_ms: int) -> None:
         client.blocked = blocked
         if timeout_ms:
-            if now_ms < 0:
-                now_ms = self.now_ms()
+            # The clock itself, not the turn's reading: later in a long turn,
+            # that would cut the wait short (Node.now_ms).
+            now_ms = int(self.clock() * 1000)
             # (a clock step not seen yet would move this new TIMEOUT back
             # too at the timers' next look, ending the wait at once)
             self.watch_clock(now_ms)

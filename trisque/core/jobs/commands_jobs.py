@@ -427,7 +427,7 @@ def getjob(node: Node, client: Client, argv: list[bytes]) -> bytes | None:
         unique = list(dict.fromkeys(names))
         for name in unique:
             node.get_queue(name).blocked[client] = None
-    node.block(client, BlockedGet(unique, withcounters), timeout_ms, now_ms)
+    node.block(client, BlockedGet(unique, withcounters), timeout_ms)
     return None
 
 
