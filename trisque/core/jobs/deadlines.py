@@ -314,6 +314,11 @@ class Deadlines:
             if self._buckets.size and self._remove_from_bucket(item, key):
                 return
             i = _near(items, item, lane.after_hole)
+            if i < 0 and not lane.by_ctime:
+                # A lane of mixed items (blocked clients' timeouts, then a
+                # job's GC retry): the item is mostly a few entries past
+                # the head; identity tests first, not two bisections.
+                i = _near(items, item, head + 1)
             if i < 0 and lane.by_ctime:  # (acks out of order) one bisection, not the two below
                 if not isinstance(item, Ordered):  # not a job: not in this lane
                     continue
@@ -329,7 +334,14 @@ class Deadlines:
                 i = _find_in_run(items, item, lo, hi)
                 if i < 0:
                     continue
-            if i - head <= NEAR_HEAD:
+            if i - head <= NEAR:
+                # (a few: one by one, not a slice assignment's ~650)
+                while i > head:
+                    items[i] = items[i - 1]
+                    i -= 1
+                items[head] = None
+                lane.head = head + 1
+            elif i - head <= NEAR_HEAD:
                 items[head + 1:i + 1] = items[head:i]
                 items[head] = None
                 lane.head = head + 1
