@@ -15,7 +15,6 @@ garbage collection state machine").
 - FASTACK just deletes everywhere, best effort (DELJOB).
 """
 
-from collections.abc import Sequence
 from typing import Final
 
 from ..protocol import bus, jobid
@@ -25,7 +24,7 @@ from ..core.jobs.registry import JobIdSet
 from ..core.node import Node
 from .membership import ClusterNode, Membership
 from .outbox import Outbox
-from .replication import Replication, drop_passed
+from .replication import Replication, drop_passed, holds
 
 # (Final: constants to the compiled module, where a module global is a
 # dictionary look-up at each use)
@@ -121,12 +120,16 @@ class Acks(AckHooks):
         if dummy and self.membership.size() == 1:
             node.delete_job(job)
             return
-        targets: Sequence[str] = (
-            holders if not dummy
-            else [n.id for n in self.membership.others() if not n.handshake])
         # Lazy (outbox.py): the ack is ours already; a holder about to
         # requeue asks first (WILLQUEUE), and that answer is not lazy.
-        for target in targets:
+        if not dummy:
+            # (the tuple walked as one: compiled, a Sequence is walked by
+            # the generic iterator protocol)
+            for target in holders:
+                if target not in confirmed:
+                    self.outbox.send_setack(target, job, lazy=True)
+            return
+        for target in [n.id for n in self.membership.others() if not n.handshake]:
             if target not in confirmed:
                 self.outbox.send_setack(target, job, lazy=True)
 
@@ -194,8 +197,9 @@ class Acks(AckHooks):
             if dummy and known:
                 node.unregister(job)  # a node that knows it will finish the GC
                 continue
-            if known or sender_id in holders:
-                if sender_id not in holders:
+            held = holds(holders, sender_id)
+            if known or held:
+                if not held:
                     holders = holders + (sender_id,)
                     job.nodes_delivered = holders
                 if confirmed is not None:

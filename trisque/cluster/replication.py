@@ -41,9 +41,11 @@ from .outbox import Outbox
 from .replication_latency import ReplicationLatency
 
 
-ADD_NODE_PERIOD_MS = 50
-RESEND_PERIOD_MS = 1000
-MAX_SHARED_HOLDERS = 4096  # distinct holder tuples shared between jobs
+# (Final: constants to the compiled module, where a module global is a
+# dictionary look-up at each use: AddJobTimer.watch's, once an ADDJOB)
+ADD_NODE_PERIOD_MS: Final = 50
+RESEND_PERIOD_MS: Final = 1000
+MAX_SHARED_HOLDERS: Final = 4096  # distinct holder tuples shared between jobs
 _NO_AUX: Final = b"\0\0\0\0"  # a GOTJOB item's aux: a lone item is its ID and this
 
 
@@ -210,6 +212,15 @@ class SentJobs:
     def clear(self) -> None:
         self.jobs.clear()
         self.head = 0
+
+
+def holds(nodes: tuple[str, ...], node_id: str) -> bool:
+    """``node_id`` is one of ``nodes`` (a job's holders).  (A loop: compiled,
+    ``in`` on a tuple is the generic sequence protocol.)"""
+    for holder in nodes:
+        if holder == node_id:
+            return True
+    return False
 
 
 def _waiting_for(job: Job, node_id: str) -> bool:
@@ -490,7 +501,7 @@ class Replication(ReplicationHooks):
                     # no slice of the hints nor join of their IDs.
                     job = expected[head]
                     if raw == job.id + _NO_AUX:
-                        self._confirm(sender.id, [job], sent)
+                        self._confirm_one(sender.id, job, sent)
                         self._passed(sent, head + 1)
                         return
                 else:
@@ -557,12 +568,11 @@ class Replication(ReplicationHooks):
         """``sender_id`` holds a copy of each of ``jobs`` (its GOTJOB):
         those still waiting for copies count it, and are answered at
         their REPLICATE count.  ``sent``: the sender's SentJobs."""
-        replicating = self.replicating
         now_ms = self.node.now_ms()
         # Jobs made in the same ms have the same latency: recorded once a run.
         run_ms = 0
         run = 0
-        for job in jobs:
+        for job in jobs:  # (_confirm_one: the same for one job)
             rare = job._rare  # (nodes_confirmed, set by replicate(); no property call)
             if job.state != WAIT_REPL or rare is None:
                 continue
@@ -579,15 +589,38 @@ class Replication(ReplicationHooks):
             run_ms = took_ms
             run += 1
             if len(confirmed) >= job.repl:
-                # (by its own ID, whose hash is kept and which the dict's key is)
-                del replicating[job.id]
-                if len(rare) == 2:  # (only replicate()'s two, read above)
-                    job.clear_rare()
-                    self._achieved_plain(job, now_ms, pending, confirmed)
-                else:
-                    self._achieved(job, now_ms)
+                self._replicated(job, rare, pending, confirmed, now_ms)
         if run:
             self._record_latency(sender_id, sent, run_ms, run)
+
+    def _confirm_one(self, sender_id: str, job: Job, sent: SentJobs) -> None:
+        """_confirm of a lone job (a GOTJOB of one item: each one at a low
+        rate, on the origin's critical path), without its list and loop."""
+        rare = job._rare
+        if job.state != WAIT_REPL or rare is None:
+            return
+        pending: PendingReply | None = rare.get("waiter")
+        if pending is None:
+            return
+        confirmed: set[str] = rare["nodes_confirmed"]
+        confirmed.add(sender_id)
+        now_ms = self.node.now_ms()
+        self._record_latency(sender_id, sent,
+                             now_ms - job._ctime // 1_000_000 - CTIME_EPOCH_MS, 1)
+        if len(confirmed) >= job.repl:
+            self._replicated(job, rare, pending, confirmed, now_ms)
+
+    def _replicated(self, job: Job, rare: dict[str, Any], pending: PendingReply,
+                    confirmed: set[str], now_ms: int) -> None:
+        """_confirm's job reached its REPLICATE count (``rare``: its rare
+        fields, with its ``pending`` reply and ``confirmed`` set)."""
+        # (by its own ID, whose hash is kept and which the dict's key is)
+        del self.replicating[job.id]
+        if len(rare) == 2:  # (only replicate()'s two, read by the caller)
+            job.clear_rare()
+            self._achieved_plain(job, now_ms, pending, confirmed)
+        else:
+            self._achieved(job, now_ms)
 
     def _record_latency(self, sender_id: str, sent: SentJobs, took_ms: int,
                         times: int) -> None:
@@ -655,7 +688,7 @@ class Replication(ReplicationHooks):
         -1: not read yet (an int, not an optional: compiled, a time passed
         as an optional is boxed, a new int object each call)."""
         node = self.node
-        if node.id not in job.nodes_delivered:
+        if not holds(job.nodes_delivered, node.id):
             if confirmed:
                 target = node.random.choice(sorted(confirmed))
                 self.outbox.send_jobid(target, bus.ENQUEUE, job.id, job.delay_s)

@@ -45,6 +45,7 @@
   copy back and hold it back.
 """
 
+from typing import Final
 
 from ..protocol import bus
 from ..core.jobs.job import (ACKED, ACTIVE, BCAST_QUEUED, BCAST_WILLQUEUE,
@@ -56,13 +57,15 @@ from ..core.jobs.policy import MAX_REASON_BYTES, Policy
 from ..core.jobs.queue import PAUSED_IN, PAUSED_OUT
 from .membership import ClusterNode
 from .outbox import Outbox
+from .replication import holds
 
-CONSUMER_RECENT_MS = 1000  # a GETJOB this recent means consumers poll here
-CONSUMERS_WAIT = 1  # WILLQUEUE's aux: the sender has consumers waiting
-DEAD_NACK = 1  # DEADJOB's aux: the last delivery ended in a NACK
+# (Final: constants to the compiled module, not a dictionary look-up a use)
+CONSUMER_RECENT_MS: Final = 1000  # a GETJOB this recent means consumers poll here
+CONSUMERS_WAIT: Final = 1  # WILLQUEUE's aux: the sender has consumers waiting
+DEAD_NACK: Final = 1  # DEADJOB's aux: the last delivery ended in a NACK
 # ... and a consumer said it failed for good (NACK ... DEAD): copies with
 # no policy move too (a node from before it reads bit 1 only, and leaves them)
-DEAD_FAILED = 2
+DEAD_FAILED: Final = 2
 
 
 def consumers_wait(node: Node, queue_name: bytes) -> bool:
@@ -202,7 +205,7 @@ class Requeue(RequeueHooks):
                     job.nacks += 1
                 if mflags & bus.INCR_DELIV:
                     job.deliveries += 1
-            if sender.id not in job.nodes_delivered:
+            if not holds(job.nodes_delivered, sender.id):
                 job.nodes_delivered += (sender.id,)
 
     def on_willqueue(self, sender: ClusterNode, items: list[tuple[bytes, int]]) -> None:
@@ -211,7 +214,7 @@ class Requeue(RequeueHooks):
             job = node.jobs.get(job_id)
             if job is None:
                 continue
-            if job.state in (ACTIVE, QUEUED) and sender.id not in job.nodes_delivered:
+            if job.state in (ACTIVE, QUEUED) and not holds(job.nodes_delivered, sender.id):
                 job.nodes_delivered += (sender.id,)
             if job.state == QUEUED:
                 if aux & CONSUMERS_WAIT and job.retry_s and not consumers_wait(node, job.queue):
