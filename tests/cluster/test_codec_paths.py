@@ -287,3 +287,32 @@ def test_frame_headers_are_the_struct_layout():
                                                type_, mflags, header.flags, header.node_id,
                                                header.port, header.bus_port, 1) + \
                         struct.pack("<40sI", ids[0], 5)
+
+
+def test_lone_item_frames_past_the_kept_heads_are_the_packed_frames():
+    """The Header keeps lone-item heads for types below 32 and mflags below
+    8; any other type or mflags (a u8 on the wire) is framed all the same,
+    and a kept head is never taken for another type or mflags."""
+    header = bus.Header("e" * 40, 7711, 17711, bus.F_PUBSUB)
+    job_id = b"D-0123abcd-" + b"A" * 24 + b"-0a0b"
+    for _round in range(2):
+        for type_ in (bus.GOTJOB, bus.SETACK, 31, 32, 255, 256 + bus.GOTJOB):
+            for mflags in (0, 1, 7, 8, 9, 32, 255):
+                for items in ([job_id], [(job_id, 5)]):
+                    assert bus.jobids(header, type_, items, mflags) == _reference_jobids(
+                        header, type_, items, mflags), (type_, mflags)
+
+
+def test_frames_from_peers_in_turn_name_each_sender():
+    """read_header keeps the last two senders: frames alternating between
+    two peers, then a third, each read as its own sender; a bad sender ID
+    is refused whatever came before."""
+    job_id = b"D-0123abcd-" + b"A" * 24 + b"-0a0b"
+    peers = ["a" * 40, "b" * 40, "c" * 40]
+    frames = {p: bus.jobids(bus.Header(p, 7711, 17711), bus.GOTJOB, [job_id]) for p in peers}
+    for sender in peers[:2] * 3 + [peers[2], peers[0], peers[2], peers[1], peers[1]]:
+        assert bus.read_header(frames[sender]) == (bus.GOTJOB, 0, sender)
+    bad = frames[peers[0]][:12] + b"A" * 40 + frames[peers[0]][52:]
+    with pytest.raises(bus.BusError):
+        bus.read_header(bad)
+    assert bus.read_header(frames[peers[1]])[2] == peers[1]

@@ -208,6 +208,7 @@ class Message:
         return f"<{name} from {self.sender[:8]} {self.body!r:.80}>"
 
 
+_ONE_ITEM_KEYS: Final = 256  # Header.one_item_heads' size: 32 types x 8 mflags
 # jobs() keeps its last lone-record frame when the record is this small.
 LAST_FRAME_KEPT_BYTES: Final = 64 * 1024
 
@@ -223,7 +224,10 @@ class Header:
     port: int
     bus_port: int
     flags: int
-    one_item_heads: dict[int, bytes]  # by type | mflags << 16: header and count of 1
+    # by type | mflags << 5 (types below 32, mflags below 8): a one-item
+    # frame's header and count, b"" until made (a list: no int boxed and
+    # hashed a frame, as a dict's key was)
+    one_item_heads: list[bytes]
     middles: dict[int, bytes]  # by type | mflags << 16: the header from its type on
     # jobs()'s last lone-record frame, for the same record object again
     last_record: bytes | None
@@ -235,7 +239,7 @@ class Header:
         self.port = port
         self.bus_port = bus_port
         self.flags = flags
-        self.one_item_heads = {}
+        self.one_item_heads = [b""] * _ONE_ITEM_KEYS
         self.middles = {}
         self.last_record = None
         self.last_key = -1
@@ -319,7 +323,7 @@ def jobs(header: Header, type_: int, records: list[bytes], mflags: int = 0,
     return b"".join(parts)
 
 
-def jobids(header: Header, type_: int, items: Sequence[bytes | tuple[bytes, int]],
+def jobids(header: Header, type_: int, items: list[bytes | tuple[bytes, int]],
            mflags: int = 0) -> bytes:
     """items: (job id bytes, aux) pairs, or a job ID alone for aux 0 (a
     replica's GOTJOBs: no pair made per copy), all of the same type and
@@ -334,10 +338,11 @@ def jobids(header: Header, type_: int, items: Sequence[bytes | tuple[bytes, int]
             aux = 0
         else:
             job_id, aux = item
-        if len(job_id) == JOB_ID_LEN and 0 <= aux < _AUX_CACHED:
-            key = type_ | mflags << 16
-            head = header.one_item_heads.get(key)
-            if head is None:
+        if (len(job_id) == JOB_ID_LEN and 0 <= aux < _AUX_CACHED and 0 <= type_ < 32
+                and 0 <= mflags < 8):
+            key = type_ | mflags << 5
+            head = header.one_item_heads[key]
+            if not head:
                 head = _COUNTED_PACK(MAGIC, VERSION, ONE_ITEM_FRAME_LEN, type_, mflags,
                                      header.flags, header.node_id, header.port,
                                      header.bus_port, 1)
@@ -456,17 +461,22 @@ def frame_len(buf: bytes, pos: int, max_frame: int) -> int:
 
 
 class _LastSender:
-    """The sender of the last frame decoded, raw and as text: a link's
-    frames come from one peer, so a 40-byte compare mostly replaces the
-    hash and look-up of _CHECKED_IDS."""
+    """The senders of the last two frames decoded, raw and as text: a
+    link's frames come from one peer, and a replicated job's from its two
+    other holders in turn, so a 40-byte compare mostly replaces the hash
+    and look-up of _CHECKED_IDS."""
 
-    __slots__ = ("raw", "text")
+    __slots__ = ("raw", "text", "raw2", "text2")
     raw: bytes
     text: str
+    raw2: bytes  # the one before: kept while frames alternate between two
+    text2: str
 
     def __init__(self) -> None:
         self.raw = b""
         self.text = ""
+        self.raw2 = b""
+        self.text2 = ""
 
 
 _LAST_SENDER: Final = _LastSender()
@@ -505,10 +515,14 @@ def read_header(data: bytes) -> tuple[int, int, str]:
     last = _LAST_SENDER
     if raw_sender == last.raw:
         sender = last.text
+    elif raw_sender == last.raw2:
+        sender = last.text2
     else:
         checked = _node_id(raw_sender)
         if checked is None:
             raise BusError("bad sender id")
+        last.raw2 = last.raw
+        last.text2 = last.text
         sender = last.text = checked
         last.raw = raw_sender
     return data[8] | data[9] << 8, data[10], sender
