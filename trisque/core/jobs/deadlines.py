@@ -45,6 +45,9 @@ MAX_LANES: Final = 8
 STALE_MIN: Final = 64  # stale bucket keys in the heap before it is worth rebuilding
 COMPACT_MIN: Final = 64  # holes in a lane before it is worth squeezing them out
 NEAR_HEAD: Final = 32  # a removal this close to the head shifts instead of a hole
+# pop_due's answer when nothing is due (most calls): shared, never appended
+# to, so such a call makes no list.
+_NOTHING_DUE: Final[list[Any]] = []
 
 
 # acyclic: no reference cycle runs through these attributes, so compiled
@@ -264,7 +267,11 @@ class Deadlines:
                     lanes.append(_Lane(item, wake_ms))
                 else:
                     self._spare = None
-                    spare.items.append(item)
+                    items = spare.items
+                    if items:  # (the lone entry's list, kept: see _advance)
+                        items[0] = item
+                    else:
+                        items.append(item)
                     spare.start(item, wake_ms)
                     lanes.append(spare)
                 return
@@ -422,12 +429,22 @@ class Deadlines:
             lane.holes -= 1
         if head == end:
             lanes = self._lanes
-            for i in range(len(lanes)):  # (list.remove: a slice assignment, ~500 instructions)
+            last = len(lanes) - 1
+            for i in range(last + 1):
                 if lanes[i] is lane:
-                    lanes.pop(i)
+                    # (the few after it moved up one by one: list.remove is
+                    # a slice assignment, ~500 instructions, pop(i) ~240)
+                    while i < last:
+                        lanes[i] = lanes[i + 1]
+                        i += 1
+                    lanes.pop()
                     break
             self._floor = None  # room for a new lane
-            items.clear()
+            if end > 1:
+                items.clear()
+            # else the lone entry's list ([None]) is kept for the next lane:
+            # cleared, its next append allocates again (a replica's lone
+            # copy empties and starts a lane on each WORKING and SETACK)
             self._spare = lane
             return
         if head >= 1024 and 2 * head > end:
@@ -464,8 +481,9 @@ class Deadlines:
         return first.wake_ms
 
     def pop_due(self, now_ms: int, limit: int) -> list[Any]:
-        """Remove and return up to ``limit`` items due at ``now_ms``."""
-        due: list[Any] = []
+        """Remove and return up to ``limit`` items due at ``now_ms`` (the
+        list is not the caller's to change)."""
+        due = _NOTHING_DUE
         buckets = self._buckets
         while len(due) < limit:
             best: _Lane | None = None
@@ -480,10 +498,14 @@ class Deadlines:
                 if best is None or key < best_key:
                     if key > now_ms:
                         break
+                    if due is _NOTHING_DUE:
+                        due = []
                     self._pop_bucket(key, limit - len(due), due)
                     continue
             if best is None or best_key > now_ms:
                 break
+            if due is _NOTHING_DUE:
+                due = []
             head = best.head
             item: Scheduled = best.items[head]  # (typed: a native write of wake_ms)
             best.items[head] = None

@@ -75,6 +75,15 @@ class JobList:
         s = self._sorted
         return len(self._fifo) if s is None else len(s)
 
+    def __bool__(self) -> bool:
+        # (compiled, ``if queue.jobs`` calls this natively, not len's
+        # generic slot; a deque is never empty: drained, it is a list again)
+        s = self._sorted
+        if s is None:
+            fifo = self._fifo
+            return not isinstance(fifo, list) or len(fifo) > 0
+        return bool(s)
+
     def __iter__(self) -> Iterator[Job]:
         s = self._sorted
         return iter(self._fifo if s is None else s)
