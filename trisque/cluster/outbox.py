@@ -149,7 +149,8 @@ class Outbox:
 
     def send_jobid(self, node_id: str, type_: int, job_id: bytes, aux: int = 0,
                    mflags: int = 0, lazy: bool = False) -> None:
-        self._enqueue(node_id, type_, mflags, (job_id, aux), lazy)
+        # (an ID alone for aux 0, as bus.jobids takes it: no pair made and freed)
+        self._enqueue(node_id, type_, mflags, (job_id, aux) if aux else job_id, lazy)
 
     def send_jobids(self, node_id: str, type_: int,
                     items: Sequence[bytes | tuple[bytes, int]], mflags: int = 0) -> None:
@@ -165,7 +166,8 @@ class Outbox:
 
     def send_to_holders(self, job: Job, type_: int, aux: int = 0, mflags: int = 0,
                         lazy: bool = False) -> None:
-        item = (job.id, aux)  # (one tuple for every holder: never changed)
+        # (one item for every holder, never changed; an ID alone for aux 0)
+        item: bytes | tuple[bytes, int] = (job.id, aux) if aux else job.id
         for node_id in job.nodes_delivered:
             self._enqueue(node_id, type_, mflags, item, lazy)  # (skips ours)
 
