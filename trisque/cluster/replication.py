@@ -439,7 +439,7 @@ class Replication(ReplicationHooks):
                 last_name = queue_name
             if queue is not None and queue.paused & PAUSED_IN:
                 continue
-            if tombstones and job_id in tombstones:  # (mostly none: no set lookup)
+            if tombstones.size and job_id in tombstones:  # (mostly none; .size: no __bool__ call)
                 continue  # a stale copy of a job acked and freed here
             job = jobs.get(job_id)
             if job is not None:
