@@ -282,6 +282,8 @@ class Outbox:
                     self._queued += len(out.batches[i].items)
                 continue
             peer = nodes.get(node_id)
+            if peer is None:  # forgotten: its batches are not kept for it
+                del self.peers[node_id]
             # A peer from before delivery policies (no F_POLICIES seen):
             # jobs without their policy, no policy messages (bus.py).
             old_peer = peer is None or not peer.policies
