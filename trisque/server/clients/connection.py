@@ -276,8 +276,10 @@ class ClientServer:
         if not self.dirty:
             return
         dirty, self.dirty = self.dirty, []
-        aof = self.node.log
-        end = aof.end
+        node = self.node
+        # No log: its end stands still where durable is (_stop), no mark to
+        # move (and no generic read of the interpreted AOF's end)
+        end: int = node.log.end if node.log_active else 0
         for conn in dirty:
             conn.marked = False
             if not conn.closed:
@@ -595,11 +597,14 @@ class ClientServer:
             cap = self.output_cap if client.pubsub is None else self.pubsub_cap
             budget = PIPELINE_BATCH
             at = conn.pending_at
+            chain = 0  # the last command's end: the next one's start (Node.chain_ns)
             try:
                 while at < len(pending) and _free(client):
                     argv = pending[at]
                     at += 1
+                    node.chain_ns = chain
                     node.execute(client, argv)
+                    chain = node.last_end_ns
                     if client.close_after_reply or client.killed:
                         at = len(pending)  # the rest is dropped
                         break
@@ -616,6 +621,7 @@ class ClientServer:
                             if self._others_waiting(conn):
                                 break  # the rest: see _output
                             budget = PIPELINE_BATCH
+                            chain = 0  # (its poll is no command's time)
             finally:
                 if conn.pending is pending:  # (not closed meanwhile)
                     if at < len(pending):
