@@ -268,8 +268,9 @@ class Node(JobLifecycle):
             self.deadlines.set(client, wake_ms)
             self.timers_changed(wake_ms)
 
-    def unblock(self, client: Client, now_ms: int = -1) -> None:
-        """``now_ms`` as in block()."""
+    def unblock(self, client: Client, now_ms: int = -1, served: Queue | None = None) -> None:
+        """``now_ms`` as in block(); ``served``: the queue whose blocked
+        clients ``client`` is taken from (serve_blocked)."""
         blocked = client.blocked
         if blocked is None:
             return
@@ -278,7 +279,12 @@ class Node(JobLifecycle):
         client.last_ms = now_ms if now_ms >= 0 else self.now_ms()
         self.deadlines.cancel(client)
         if type(blocked) is BlockedGet:
-            for name in blocked.queues:
+            names = blocked.queues
+            if served is not None and len(names) == 1:
+                # (its one queue is that one: no look-up of it by name)
+                del served.blocked[client]
+                return
+            for name in names:
                 queue = self.queues.get(name)
                 if queue is not None:
                     waiting = queue.blocked
@@ -505,7 +511,7 @@ class Node(JobLifecycle):
             job = self.fetch(queue, now_ms)
             get: BlockedGet = client.blocked  # (typed: a native read of withcounters)
             withcounters = get.withcounters
-            self.unblock(client, now_ms)
+            self.unblock(client, now_ms, queue)
             self.reply(client, job_reply(job, withcounters, b"*1\r\n"))
 
     # ------------------------------------------------------------ timers
