@@ -8,7 +8,8 @@ import time
 
 import pytest
 
-from trisque.core.jobs.deadlines import MAX_LANES, STALE_MIN, Deadlines, Ordered, Scheduled
+from trisque.core.jobs.deadlines import (
+    MAX_LANES, SLOT_BITS, STALE_MIN, Deadlines, Ordered, Scheduled)
 
 
 class Item(Scheduled):
@@ -43,10 +44,28 @@ def check(deadlines, model):
     assert deadlines.next_ms() == (min(model.values()) if model else None)
     for item, wake in model.items():
         assert item.wake_ms == wake
-    # every live bucket has its key in the heap; stale keys stay bounded
-    keys = set(deadlines._keys)
-    assert all(k in keys for k in deadlines._buckets)
-    assert len(deadlines._keys) <= 2 * len(deadlines._buckets) + STALE_MIN + 1
+    check_calendar(deadlines)
+
+
+def check_calendar(deadlines):
+    """Every live bucket has its key in its slot's heap, every slot with a
+    live bucket its number in the slots' heap; the top is the earliest
+    bucket's; stale keys and slots stay bounded."""
+    buckets = list(deadlines._buckets)
+    slots = dict(deadlines._slots.items())
+    assert sorted(slots) == sorted({k >> SLOT_BITS for k in buckets})
+    assert set(slots) <= set(deadlines._slot_heap)
+    assert len(deadlines._slot_heap) <= 2 * len(slots) + STALE_MIN + 1
+    for no, slot in slots.items():
+        mine = [k for k in buckets if k >> SLOT_BITS == no]
+        assert slot.live == set(mine)
+        assert set(mine) <= set(slot.keys)
+        assert all(k >> SLOT_BITS == no for k in slot.keys)
+        assert len(slot.keys) <= 2 * len(slot.live) + STALE_MIN + 1
+    if buckets:
+        assert deadlines._keys is deadlines._top.keys
+        assert deadlines._keys[0] == min(buckets)
+        assert deadlines._top is slots[min(buckets) >> SLOT_BITS]
 
 
 def pop_and_check(deadlines, model, now, limit):
@@ -148,8 +167,10 @@ def test_removed_buckets_leave_no_lasting_keys():
         live.append(item)
         if len(live) > 100:
             deadlines.cancel(live.pop(rng.randrange(len(live))))
+        if n % 97 == 0:  # (slots empty at random: the slots' heap is rebuilt)
+            check_calendar(deadlines)
     assert len(deadlines._buckets) <= 100
-    assert len(deadlines._keys) <= 2 * len(deadlines._buckets) + STALE_MIN + 1
+    check_calendar(deadlines)
     due = deadlines.pop_due(10**6, 10**6)
     assert sorted(map(id, due)) == sorted(map(id, live))
     assert [i.wake_ms for i in due] == [None] * len(due)
@@ -300,3 +321,56 @@ def test_a_lone_deadline_moved_again_and_again_reuses_its_lane():
         check(deadlines, model)
     due = pop_and_check(deadlines, model, 10**12, 10**6)
     assert due[-1] is client and not model and len(deadlines) == 0
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_no_deadline_lost_or_out_of_order_across_the_calendars_rebuilds(seed):
+    """A replica's stream, jittered (+-250 ms) and acked out of order, long
+    enough that buckets empty in every slot: slots' heaps and the heap of
+    slots drop their stale keys many times over (and slots empty and come
+    back).  Every deadline still comes out once, in order, none before its
+    time nor left behind."""
+    rng = random.Random(seed)
+    deadlines = Deadlines()
+    model = {}
+    for n in range(MAX_LANES):  # every lane taken: the stream goes to the buckets
+        far = Item(f"far{n}")
+        deadlines.set(far, 10**12 - n)
+        model[far] = 10**12 - n
+    retry = rng.choice([3_000, 20_000])
+    live = []
+    wakes = {}  # every item's last deadline, kept after it is popped
+    popped = 0
+    last = 0
+    now = 0
+    for step in range(30_000):
+        now += rng.randrange(0, 3)
+        job = JobItem(f"j{step}", step)
+        wake = now + retry + rng.randrange(-250, 250)
+        deadlines.set(job, wake)
+        model[job] = wakes[job] = wake
+        live.append(job)
+        if rng.random() < 0.7:  # acked, any of the recent ones
+            gone = live.pop(rng.randrange(max(0, len(live) - 500), len(live)))
+            if gone.wake_ms is not None:
+                deadlines.cancel(gone)
+                del model[gone]
+        if rng.random() < 0.01:  # a burst of moves (WORKING) into an early slot
+            for moved in rng.sample(live, min(20, len(live))):
+                if moved.wake_ms is not None:
+                    wake = now + rng.randrange(0, 2000)
+                    deadlines.set(moved, wake)
+                    model[moved] = wakes[moved] = wake
+        if step % 7 == 0:
+            due = pop_and_check(deadlines, model, now, rng.choice([1, 10, 1000]))
+            for item in due:  # in order across calls too
+                assert last <= wakes[item] <= now
+                last = wakes[item]
+            popped += len(due)
+        if step % 1000 == 0:
+            check(deadlines, model)
+    check(deadlines, model)
+    assert popped > 1000, "the stream never came due"
+    pop_and_check(deadlines, model, 10**12, 10**7)
+    assert not model and len(deadlines) == 0 and deadlines.next_ms() is None
+    assert not deadlines._buckets and not deadlines._slot_heap and not deadlines._slots

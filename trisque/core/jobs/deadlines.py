@@ -26,9 +26,12 @@ tens of thousands of jobs a second dozens share a millisecond, so most
 changes are a dict lookup and a list append or removal (found by creation
 time, as in a lane); a new millisecond is one heappush (C, O(log n)).  A
 removal that empties a bucket leaves its key in the heap (popped once it
-reaches the top, so the top is always a live bucket's; the heap is
-rebuilt once most keys are stale).  Items due in the same millisecond may
-come out in any order.
+reaches the top, so the top is always a live bucket's).  The heap is a
+calendar: one small heap per slot of 2**SLOT_BITS ms and a heap of the
+slots, so that dropping stale keys once they outnumber the live ones
+rebuilds one slot's heap, never all of them (a rebuild of one heap of
+100k keys was a stall of milliseconds).  Items due in the same
+millisecond may come out in any order.
 
 Lanes and buckets replaced one SortedKeyList of every deadline to make
 the common changes cheap (the figures: bench/README.md, "Deadlines").
@@ -42,7 +45,9 @@ from mypy_extensions import mypyc_attr
 from .shards import ShardedDict
 
 MAX_LANES: Final = 8
-STALE_MIN: Final = 64  # stale bucket keys in the heap before it is worth rebuilding
+SLOT_BITS: Final = 9  # a slot of the buckets' calendar: 512 ms of deadlines
+STALE_MIN: Final = 64  # stale keys (or slots) in a heap before it is worth rebuilding
+_NO_SLOT: Final = -(1 << 60)  # (no millisecond's slot number)
 COMPACT_MIN: Final = 64  # holes in a lane before it is worth squeezing them out
 NEAR_HEAD: Final = 32  # a removal this close to the head shifts instead of a hole
 # pop_due's answer when nothing is due (most calls): shared, never appended
@@ -195,10 +200,32 @@ class _Lane:
         self.last_ctime = item._ctime if isinstance(item, Ordered) else -1
 
 
+@mypyc_attr(acyclic=True)
+class _Slot:
+    """The buckets due in one slot of 2**SLOT_BITS ms: a heap of their
+    milliseconds (some stale: emptied buckets', or a key twice), and the
+    set of the live ones (the heap is rebuilt from it, and its top checked
+    against it: not a lookup in the buckets a key)."""
+
+    __slots__ = ("keys", "live")
+    keys: list[int]
+    live: set[int]
+
+    def __init__(self) -> None:
+        self.keys = []
+        self.live = set()
+
+
 @mypyc_attr(allow_interpreted_subclasses=True)  # (AOF loading's stand-in, server/aof/load.py)
 class Deadlines:
     _lanes: list[_Lane]
     _buckets: ShardedDict[int, Any]
+    _slots: dict[int, _Slot]
+    _slot_heap: list[int]
+    _top: _Slot
+    _top_no: int
+    _last: _Slot
+    _last_no: int
     _keys: list[int]
     _floor: int | None
     _len: int
@@ -213,7 +240,17 @@ class Deadlines:
         # its lane and starts one (bench/README.md, "CPU a replicated job").
         self._spare = None
         self._buckets = ShardedDict()  # wake_ms -> the item, or a list of the items, due then
-        self._keys = []  # heap of the buckets' wake_ms; some may be stale
+        # wake_ms >> SLOT_BITS -> its _Slot, while it has live buckets (one
+        # dict: a slot a 512 ms, ~600 of them for RETRY 300 s)
+        self._slots = {}
+        self._slot_heap = []  # heap of the slots' numbers; some stale (or twice)
+        self._top = _Slot()  # the earliest slot with a live bucket (while any)
+        self._top_no = 0
+        self._keys = self._top.keys  # its heap: the earliest bucket's wake_ms on top
+        # The slot used last, while live: a replica's jittered deadlines
+        # (+-250 ms) come and go in one or two slots at a time.
+        self._last = self._top
+        self._last_no = _NO_SLOT
         self._floor = None  # a deadline before this fits no lane (see set)
         self._len = 0
         # The deadline set last, and one int object for it that its items
@@ -280,7 +317,7 @@ class Deadlines:
         bucket = buckets.get(wake_ms)
         if bucket is None:
             buckets[wake_ms] = item
-            heappush(self._keys, wake_ms)
+            self._add_key(wake_ms)
         elif type(bucket) is list:
             bucket.append(item)
         else:
@@ -394,12 +431,7 @@ class Deadlines:
         bucket = buckets.get(key)
         if bucket is item:
             del buckets[key]
-            keys = self._keys
-            if len(keys) > 2 * buckets.size + STALE_MIN:
-                self._keys = keys = list(buckets)  # drop the stale keys
-                heapify(keys)
-            elif keys[0] == key:
-                self._pop_stale()
+            self._drop_key(key)
             return True
         if type(bucket) is list:
             i = _find_in_run(bucket, item, 0, len(bucket))
@@ -410,14 +442,83 @@ class Deadlines:
                 return True
         return False
 
-    def _pop_stale(self) -> None:
-        """Pop the keys of emptied buckets off the heap's top, so that its
-        top is the earliest bucket's (read without a lookup by next_ms and
-        pop_due, several times a job)."""
-        keys = self._keys
-        buckets = self._buckets
-        while keys and keys[0] not in buckets:
-            heappop(keys)
+    def _add_key(self, key: int) -> None:
+        """A bucket was made for ``key``: its key into its slot's heap."""
+        no = key >> SLOT_BITS
+        first = self._buckets.size == 1  # (then no slot is left either)
+        if no == self._last_no:
+            slot = self._last
+        else:
+            found = self._slots.get(no)
+            if found is None:
+                slot = _Slot()
+                self._slots[no] = slot
+                heappush(self._slot_heap, no)
+            else:
+                slot = found
+            self._last = slot
+            self._last_no = no
+        slot.live.add(key)
+        heappush(slot.keys, key)
+        if first or no < self._top_no:  # (then it is the slot heap's top)
+            self._top = slot
+            self._top_no = no
+            self._keys = slot.keys
+
+    def _drop_key(self, key: int) -> None:
+        """The bucket of ``key`` is gone (emptied or popped): its key stays
+        in its slot's heap, stale, until it reaches the top (the top is
+        always a live bucket's: next_ms and pop_due read it without a
+        lookup) or the stale keys outnumber the live ones (one slot's
+        heap rebuilt: at most ~2**SLOT_BITS keys, whatever the node holds)."""
+        no = key >> SLOT_BITS
+        top = self._top
+        if no == self._last_no:
+            slot = self._last
+        else:
+            slot = top if no == self._top_no else self._slots[no]
+            self._last = slot
+            self._last_no = no
+        live = slot.live
+        live.discard(key)
+        if not live:
+            del self._slots[no]  # (its number stays in the slot heap, stale)
+            slot.keys.clear()
+            self._last_no = _NO_SLOT  # (not live any more)
+            heap = self._slot_heap
+            if len(heap) > 2 * len(self._slots) + STALE_MIN:
+                heap[:] = list(self._slots)  # drop the stale slots
+                heapify(heap)
+            if slot is top:
+                self._settle()
+            return
+        keys = slot.keys
+        if len(keys) > 2 * len(live) + STALE_MIN:
+            keys[:] = list(live)  # (in place: _keys may be it)
+            heapify(keys)
+        elif slot is top and keys[0] == key:
+            while keys[0] not in live:  # (a live key is left)
+                heappop(keys)
+
+    def _settle(self) -> None:
+        """The top slot has no live bucket left: the next one with a live
+        bucket becomes the top, its stale keys popped off its heap's top."""
+        heap = self._slot_heap
+        slots = self._slots
+        while heap:
+            no = heap[0]
+            slot = slots.get(no)
+            if slot is None:
+                heappop(heap)  # stale: a slot emptied
+                continue
+            keys = slot.keys
+            live = slot.live
+            while keys[0] not in live:  # (a live key is left)
+                heappop(keys)
+            self._top = slot
+            self._top_no = no
+            self._keys = keys
+            return
 
     def _advance(self, lane: _Lane, head: int) -> None:
         """The entry before ``head`` is gone: move the head past holes, drop
@@ -528,8 +629,7 @@ class Deadlines:
         else:  # the whole bucket
             taken = bucket if type(bucket) is list else [bucket]
             del buckets[key]
-            heappop(self._keys)
-            self._pop_stale()
+            self._drop_key(key)
         for entry in taken:
             item: Scheduled = entry  # (typed: a native write of wake_ms)
             item.wake_ms = None
