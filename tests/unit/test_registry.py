@@ -109,7 +109,9 @@ def test_id_set_counts_and_finds_ids_in_every_shard(core):
     for job_id in ids + ids[:100]:  # (an ID added twice is one)
         tombstones.add(job_id)
     assert tombstones and len(tombstones) == 3000
-    assert all(len(shard) for shard in tombstones.shards)
+    # spread over the shards: 3,000 random IDs leave a given one of 256 empty
+    # with odds ~8e-6, so "every shard" failed ~0.2% of runs; 250 is sure
+    assert sum(1 for shard in tombstones.shards if len(shard)) >= 250
     assert all(job_id in tombstones for job_id in ids) and b"x" not in tombstones
     for job_id in ids[:2000] + ids[:10]:  # (discarding one not there changes nothing)
         tombstones.discard(job_id)
