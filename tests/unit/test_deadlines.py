@@ -39,6 +39,15 @@ class JobItem(Ordered):
         return f"<{self.name} {self.wake_ms} c{self._ctime}>"
 
 
+def take_every_lane(deadlines, model, far_ms):
+    """Fill every lane with a far deadline of its own (``far_ms`` down):
+    the deadlines set after it go to the buckets."""
+    for n in range(MAX_LANES):
+        far = Item(f"far{n}")
+        deadlines.set(far, far_ms - n)
+        model[far] = far_ms - n
+
+
 def check(deadlines, model):
     assert len(deadlines) == len(model)
     assert deadlines.next_ms() == (min(model.values()) if model else None)
@@ -333,10 +342,7 @@ def test_no_deadline_lost_or_out_of_order_across_the_calendars_rebuilds(seed):
     rng = random.Random(seed)
     deadlines = Deadlines()
     model = {}
-    for n in range(MAX_LANES):  # every lane taken: the stream goes to the buckets
-        far = Item(f"far{n}")
-        deadlines.set(far, 10**12 - n)
-        model[far] = 10**12 - n
+    take_every_lane(deadlines, model, 10**12)  # the stream goes to the buckets
     retry = rng.choice([3_000, 20_000])
     live = []
     wakes = {}  # every item's last deadline, kept after it is popped

@@ -7,7 +7,7 @@ is forgotten."""
 import random
 
 from trisque.core.jobs import idempotency
-from tests.unit.test_deadlines import Item, JobItem
+from tests.unit.test_deadlines import Item, JobItem, take_every_lane
 from trisque.core.jobs.deadlines import MAX_LANES, Deadlines
 from trisque.core.jobs.shards import SHARDS, ShardedDict
 
@@ -70,10 +70,7 @@ def test_deadlines_keep_their_order_across_the_buckets_growth():
     rng = random.Random(7)
     deadlines = Deadlines()
     model = {}
-    for n in range(MAX_LANES):  # every lane taken: the jittered ones go to buckets
-        far = Item(f"far{n}")
-        deadlines.set(far, 10**13 - n)
-        model[far] = 10**13 - n
+    take_every_lane(deadlines, model, 10**13)  # the jittered ones go to buckets
     now = 1_700_000_000_000
     jobs = []
     for n in range(150_000):
