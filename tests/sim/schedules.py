@@ -16,7 +16,9 @@ clockjump profile):
   node held the schedule (learnt before the tick) and ran its cron, by its
   own clock, after every rank's turn for that tick was over and before the
   next tick (core/jobs/schedules.py: such a node fires the tick unless it
-  heard that another did, so no job means a broken rule).  Nodes down,
+  heard that another did, so no job means a broken rule).  A node that
+  started less than a grace ago waits one and a half steps more than its
+  rank says: its turn is over that much later.  Nodes down,
   stalled or with a clock jumped past the tick do not count.
 - *deleted stays deleted* (every profile): once the run has settled, no
   node holds the schedule (nor s2, deleted while the faults ran, unless
@@ -53,7 +55,8 @@ class ScheduleChecker:
         self.world = world
         self.rng = random.Random(world.seed * 1000003 + 6)
         self.jobs_by_tick = {}  # tick ms -> job ids created for it
-        self.crons = []  # (node clock ms, since ms) of crons run holding the schedule
+        # (node clock ms, since ms, just started) of crons run holding the schedule
+        self.crons = []
         self.added_ms = None
         self.deleted_ms = None
         self.rare_del_node = None  # the node that took s2's DEL
@@ -95,7 +98,10 @@ class ScheduleChecker:
     def node_cron(self, node):
         entry = node.schedules.by_name.get(NAME)
         if entry is not None and not entry.deleted:
-            self.crons.append((node.now_ms(), entry.since_ms))
+            now_ms = node.now_ms()
+            # (schedules.py's cron: such a node waits 3 half steps more)
+            just_started = now_ms - node.schedules.started_ms < node.config.schedule_grace_ms
+            self.crons.append((now_ms, entry.since_ms, just_started))
 
     # -------------------------------------------------------------- rules
 
@@ -120,21 +126,25 @@ class ScheduleChecker:
         last = EPOCH_MS + self.deleted_ms - MARGIN_MS
         # every rank's turn is over by then (schedules.py: rank * gap / 8)
         turns_over_ms = (node_count - 1) * (GAP_MS // RANK_STEPS)
+        # ... and a node that just started waits one and a half steps more
+        started_extra_ms = 3 * (GAP_MS // RANK_STEPS) // 2
         crons = sorted(self.crons)
         for tick in range(first, last + 1, GAP_MS):
             fired = len(self.jobs_by_tick.get(tick, ()))
             if healthy and fired != 1:
                 violations.append(f"schedule: tick {tick} got {fired} jobs in a healthy "
                                   f"cluster (once a tick)")
-            elif not fired and self._coverable(crons, tick, turns_over_ms):
+            elif not fired and self._coverable(crons, tick, turns_over_ms,
+                                               started_extra_ms):
                 violations.append(f"schedule: tick {tick} got no job although a node "
                                   f"holding the schedule ran after every rank's turn")
         return violations
 
     @staticmethod
-    def _coverable(crons, tick, turns_over_ms):
-        return any(tick + turns_over_ms < at < tick + GAP_MS and since <= tick
-                   for at, since in crons)
+    def _coverable(crons, tick, turns_over_ms, started_extra_ms):
+        return any(tick + turns_over_ms + (started_extra_ms if just_started else 0) < at
+                   < tick + GAP_MS and since <= tick
+                   for at, since, just_started in crons)
 
     def summary(self):
         ticks = len(self.jobs_by_tick)
