@@ -150,10 +150,6 @@ class Node(JobLifecycle):
             self.turn_ms = ms
         return ms
 
-    def _clock_ms(self) -> int:
-        """The clock itself, in ms."""
-        return int(self.clock() * 1000)
-
     def begin_turn(self) -> None:
         """The shell's loop starts a turn: now_ms's first reading holds
         for the rest of it."""

@@ -140,6 +140,10 @@ class JobLifecycle:
     # -------------------------------------------------------------- time
 
     def now_ms(self) -> int:
+        return self._clock_ms()
+
+    def _clock_ms(self) -> int:
+        """The clock itself, in ms (Node.now_ms may answer a turn's reading)."""
         return int(self.clock() * 1000)
 
     def jitter_ms(self) -> int:
