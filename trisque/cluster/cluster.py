@@ -48,7 +48,7 @@ class Cluster(ClusterHooks):
     waitjobs: WaitJobs
     tombstones: JobIdSet
     handlers: dict[int, Handler]
-    frames_received: list[int]
+    received: list[bus.FrameCount]
     _transport_cron: Callable[[int], None] | None
     bus_guard: BusGuard
     publish_too_big: int
@@ -68,7 +68,7 @@ class Cluster(ClusterHooks):
             self.replication, self.requeue, self.acks, self.federation)
         self.waitjobs = node.wait_hooks = WaitJobs(node, outbox, membership, self.tombstones)
         self.handlers = self._handlers()
-        self.frames_received = [0] * len(bus.NAMES)  # by message type (/metrics)
+        self.received = bus.frame_counts()  # by message type (/metrics)
         # The transport's own housekeeping each cron tick (links' deadlines).
         self._transport_cron = getattr(transport, "cron", None)
         self.bus_guard = BusGuard()  # refused links: counts, log pacing
@@ -317,8 +317,7 @@ class Cluster(ClusterHooks):
         type_, mflags, sender_id = bus.read_header(data)
         if type_ >= bus.TYPE_COUNT:
             return  # a newer node's message type: ignored (protocol/bus.py)
-        counts = self.frames_received
-        counts[type_] = counts[type_] + 1  # (not +=: compiled, a generic in-place add)
+        self.received[type_].n += 1
         # Every job's frames (REPLJOB, GOTJOB, WORKING, SETACK, GOTACK,
         # DELJOB): their body alone, no Message, and their handlers called
         # directly (a native call, not a look-up in ``handlers`` and a call
@@ -368,6 +367,11 @@ class Cluster(ClusterHooks):
             handler = self.handlers.get(type_)
             if handler is not None:
                 handler(sender, msg)
+
+    @property
+    def frames_received(self) -> list[int]:
+        """Frames received by message type (/metrics)."""
+        return [count.n for count in self.received]
 
     def _job_sender(self, sender_id: str) -> ClusterNode | None:
         """The peer that sent a frame about jobs, counted, or None: only

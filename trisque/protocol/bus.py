@@ -460,6 +460,23 @@ def frame_len(buf: bytes, pos: int, max_frame: int) -> int:
     return length
 
 
+class FrameCount:
+    """The frames of one message type sent or received (/metrics).  (A
+    native field: an item of a list[int] was boxed at each count, and the
+    int it replaced freed.)"""
+
+    __slots__ = ("n",)
+    n: int
+
+    def __init__(self) -> None:
+        self.n = 0
+
+
+def frame_counts() -> list[FrameCount]:
+    """One count per message type, indexed by type."""
+    return [FrameCount() for _ in NAMES]
+
+
 class _LastSender:
     """The senders of the last two frames decoded, raw and as text: a
     link's frames come from one peer, and a replicated job's from its two

@@ -138,7 +138,9 @@ class TcpTransport(Transport, SocketOwner):
     out_links: dict[str, Link]
     next_attempt_ms: dict[str, int]
     frames_dropped: int
-    frames_sent: list[int]
+    sent: list[bus.FrameCount]
+    hot: Link
+    hot2: Link
     epoll: SocketSet
     links: dict[int, Link]
     to_write: list[Link]
@@ -161,7 +163,14 @@ class TcpTransport(Transport, SocketOwner):
         self.out_links = {}  # node id -> Link (connecting or connected)
         self.next_attempt_ms = {}
         self.frames_dropped = 0
-        self.frames_sent = [0] * len(bus.NAMES)  # by message type (/metrics)
+        self.sent = bus.frame_counts()  # by message type (/metrics)
+        # The outbound links of the last two peers sent to (a job's frames go
+        # to its two other holders in turn): an identity compare in place of
+        # out_links' look-up by ID.  Only an open link is taken from here,
+        # and an open outbound link is always its peer's in out_links.
+        none = Link(self)
+        none.closed = True
+        self.hot = self.hot2 = none
         self.epoll = sockets  # the client loop's (see the module's comment)
         self.links = {}  # fd -> connected Link
         self.to_write = []  # links with frames queued since the last flush
@@ -183,10 +192,24 @@ class TcpTransport(Transport, SocketOwner):
 
     # --------------------------------------------- interface for Cluster
 
+    @property
+    def frames_sent(self) -> list[int]:
+        """Frames sent by message type (/metrics)."""
+        return [count.n for count in self.sent]
+
     def send(self, node_id: str, frame: bytes) -> None:
-        counts = self.frames_sent
-        type_ = frame[bus.TYPE_OFFSET]
-        counts[type_] = counts[type_] + 1  # (not +=: compiled, a generic in-place add)
+        self.sent[frame[bus.TYPE_OFFSET]].n += 1
+        link = self.hot
+        if link.node_id is node_id and not link.closed:
+            link.send(frame)
+            return
+        link = self.hot2
+        if link.node_id is node_id and not link.closed:
+            link.send(frame)
+            return
+        self._send_by_id(node_id, frame)
+
+    def _send_by_id(self, node_id: str, frame: bytes) -> None:
         link = self.out_links.get(node_id)
         if link is None:
             # A node we know but have no link to yet (just learned from
@@ -199,6 +222,8 @@ class TcpTransport(Transport, SocketOwner):
         if link is None or link.closed:
             self.frames_dropped += 1
             return
+        self.hot2 = self.hot
+        self.hot = link
         # A link still connecting keeps the frame and writes it once up (a
         # GOTJOB a restarting node owes is not lost); if the connection
         # fails, the frames go with the link.
