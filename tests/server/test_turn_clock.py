@@ -1,5 +1,5 @@
 """What the event loop's clock reading per turn (Node.now_ms) and its
-chained command timing (Node.chain_ns) mean for a pipeline run in one
+chained command timing (Node.chain_s) mean for a pipeline run in one
 turn, against a real server: a TTL set after a long command of the same
 turn, and each command's time in INFO commandstats."""
 

@@ -36,6 +36,7 @@ class Client(Scheduled):
         "blocked", "reply_mode", "close_after_reply", "monitor",
         "killed", "transport", "slots", "slots_head", "disque_resp3", "db",
         "multi", "watch", "pubsub", "last_name", "last_command",
+        "other_name", "other_command",
     )
     id: int
     addr: str
@@ -64,6 +65,8 @@ class Client(Scheduled):
     pubsub: Any
     last_name: bytes
     last_command: Command | None
+    other_name: bytes
+    other_command: Command | None
 
     def __init__(self, client_id: int, addr: str = "", laddr: str = "", now_ms: int = 0,
                  transport: Any = None) -> None:
@@ -99,12 +102,13 @@ class Client(Scheduled):
         # pubsub/channels.py's Subscriptions while subscribed to anything:
         # not None is Redis's subscribed mode (one test on the hot path)
         self.pubsub = None
-        # The name of the last command node.execute looked up for this
-        # client, and its entry (a client mostly repeats its commands:
-        # comparing the name's bytes costs less than hashing them for the
-        # table, ~400 instructions)
-        self.last_name = b""
-        self.last_command = None
+        # The names of the last two commands node.execute looked up for
+        # this client, and their entries (a client mostly repeats one, or
+        # alternates two as a consumer's GETJOB and ACKJOB: comparing the
+        # name's bytes costs less than hashing them for the table, ~400
+        # instructions)
+        self.last_name = self.other_name = b""
+        self.last_command = self.other_command = None
 
     def disque_proto(self) -> int:
         """The protocol Disque's commands answer this client in (for

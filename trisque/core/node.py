@@ -41,7 +41,10 @@ if TYPE_CHECKING:
 _INF: Final = float("inf")
 # memory_level without maxmemory: more bytes than a node ever counts
 _NO_LIMIT: Final = (1 << 62) - 1
-_PERF_NS: Final = time.perf_counter_ns  # (a static: no globals lookup per command)
+# A command's timing clock (INFO commandstats, SLOWLOG), a static: no
+# globals lookup per command.  In seconds: a float is unboxed from its free
+# list, where perf_counter_ns made and freed an int object (~100 a reading).
+_PERF: Final = time.perf_counter
 MAX_TIMERS_PER_RUN: Final = 10000  # bounded work per timer turn
 # Replies already sent are cut from the front of a client's slots once
 # this many pile up behind a pending one (else only when all are sent).
@@ -89,15 +92,16 @@ class Node(JobLifecycle):
     schedules: Schedules
     turn_ms: int
     # A client's pipeline (the shell's loop): the last command's end, which
-    # the next one's _run takes as its start (chain_ns), saving a clock read
-    chain_ns: int
-    last_end_ns: int
+    # the next one's _run takes as its start (chain_s), saving a clock read
+    # (perf_counter's seconds; 0.0: none)
+    chain_s: float
+    last_end_s: float
 
     def __init__(self, config: Config, node_id: str, clock: Callable[[], float],
                  rng: _random.Random | None = None, *, table: dict[bytes, Command],
                  random_bytes: Callable[[int], bytes] | None = None) -> None:
         self.turn_ms = NO_TURN  # (first: the base's __init__ reads now_ms)
-        self.chain_ns = self.last_end_ns = 0
+        self.chain_s = self.last_end_s = 0.0
         super().__init__(node_id, clock, rng, random_bytes or os.urandom)
         self.config = config
         self.table = table  # name -> Command (table.COMMANDS): the node imports no command
@@ -297,21 +301,25 @@ class Node(JobLifecycle):
     def execute(self, client: Client, argv: list[bytes]) -> None:
         """Run one request; its reply (if any) is appended to client.out."""
         # (taken here: a request refused below leaves no stale start behind)
-        start_ns = self.chain_ns
-        self.chain_ns = self.last_end_ns = 0
+        start_s = self.chain_s
+        self.chain_s = self.last_end_s = 0.0
         name = argv[0]
         command = client.last_command
         if command is None or name != client.last_name:
-            # (the client's last command is mostly the one it repeats: see
-            # Client.last_name; a node's table is made once, so it stays)
-            table = self.table
-            command = table.get(name)
-            if command is None:
-                command = table.get(name.upper())
+            # (the client's last two commands are mostly the ones it sends:
+            # see Client.last_name; a node's table is made once, so they stay)
+            command = client.other_command
+            if command is None or name != client.other_name:
+                table = self.table
+                command = table.get(name)
                 if command is None:
-                    self._reply_error(client, errors.unknown_command(
-                        name.decode("utf-8", "replace")))
-                    return
+                    command = table.get(name.upper())
+                    if command is None:
+                        self._reply_error(client, errors.unknown_command(
+                            name.decode("utf-8", "replace")))
+                        return
+            client.other_name = client.last_name
+            client.other_command = client.last_command
             client.last_name = name
             client.last_command = command
         arity = command.arity
@@ -352,7 +360,7 @@ class Node(JobLifecycle):
             self._feed_monitors(client, argv)
         self.stats.commands += 1
         client.last_cmd = command.lname
-        reply = self._run(client, command, argv, start_ns)
+        reply = self._run(client, command, argv, start_s)
         if self.keys_ready:
             self._serve_keys_ready()
         if reply is not None:
@@ -377,11 +385,11 @@ class Node(JobLifecycle):
         self.keys_ready = bool(blocking.ready or self.client_pause.resuming)
 
     def _run(self, client: Client, command: Command, argv: list[bytes],
-             start: int = 0) -> Any:
+             start: float = 0.0) -> Any:
         """The handler, timed (INFO commandstats, SLOWLOG); its reply.
-        ``start``: the clock already read for it (execute's chain_ns), or 0."""
+        ``start``: the clock already read for it (execute's chain_s), or 0.0."""
         if not start:
-            start = _PERF_NS()
+            start = _PERF()
         try:
             if self.keyspace.notify_flags:
                 reply = keyspace_events.run_command(self, client, command, argv)
@@ -401,9 +409,9 @@ class Node(JobLifecycle):
                 self.error_counted = False  # a script's error already counted inside it
             else:
                 self.stats.error_reply(reply)
-        end = _PERF_NS()
-        self.last_end_ns = end
-        elapsed_ns = end - start
+        end = _PERF()
+        self.last_end_s = end
+        elapsed_ns = int((end - start) * 1e9)
         command.calls += 1
         command.ns += elapsed_ns
         hist = command.hist

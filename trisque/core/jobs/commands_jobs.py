@@ -438,6 +438,12 @@ class JobsById:
     around: compiled, ``act`` is a native call.)"""
 
     def run(self, node: Node, argv: list[bytes]) -> bytes:
+        if len(argv) == 2:
+            # One ID, the usual ACKJOB: no list of the IDs made and freed
+            job_id = argv[1]
+            if not jobid.is_valid(job_id):
+                raise CommandError(errors.BADID)
+            return resp.ONE if self.act(node, job_id, node.jobs.get(job_id)) else resp.ZERO
         ids = argv[1:]
         validate_ids(ids)
         jobs = node.jobs

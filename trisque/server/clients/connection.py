@@ -597,14 +597,14 @@ class ClientServer:
             cap = self.output_cap if client.pubsub is None else self.pubsub_cap
             budget = PIPELINE_BATCH
             at = conn.pending_at
-            chain = 0  # the last command's end: the next one's start (Node.chain_ns)
+            chain = 0.0  # the last command's end: the next one's start (Node.chain_s)
             try:
                 while at < len(pending) and _free(client):
                     argv = pending[at]
                     at += 1
-                    node.chain_ns = chain
+                    node.chain_s = chain
                     node.execute(client, argv)
-                    chain = node.last_end_ns
+                    chain = node.last_end_s
                     if client.close_after_reply or client.killed:
                         at = len(pending)  # the rest is dropped
                         break
@@ -621,7 +621,7 @@ class ClientServer:
                             if self._others_waiting(conn):
                                 break  # the rest: see _output
                             budget = PIPELINE_BATCH
-                            chain = 0  # (its poll is no command's time)
+                            chain = 0.0  # (its poll is no command's time)
             finally:
                 if conn.pending is pending:  # (not closed meanwhile)
                     if at < len(pending):
