@@ -4,6 +4,7 @@ ones cut from the front of a long pipeline): replies known at once (PING)
 wait behind pending ones, and a client that leaves with replies still
 pending cancels exactly those."""
 
+from trisque.core.client import FunctionWaker
 from trisque.core.node import SLOTS_COMPACT
 from trisque.protocol import bus
 
@@ -95,7 +96,7 @@ def test_a_blocked_getjob_is_answered_before_the_addjob():
     node.execute(consumer, [b"GETJOB", b"TIMEOUT", b"10000", b"FROM", b"q"])
     assert not consumer.out  # blocked
     woken = []
-    node.on_wake = woken.append
+    node.on_wake = FunctionWaker(woken.append)
     node.execute(producer, [b"ADDJOB", b"q", b"body", b"10000", b"REPLICATE", b"3"])
     assert not producer.out  # waits for its two copies
     net.deliver()

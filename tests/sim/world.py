@@ -27,6 +27,7 @@ from trisque.cluster.outbox import Transport
 from trisque.core.jobs import policy as policy_codec
 from trisque.protocol import aof, bus
 from trisque.core.admin.config import Config
+from trisque.core.client import FunctionWaker
 from trisque.core.jobs.job import ACKED, DUMMY_ACK, serialize
 from trisque.core.jobs.queue import Levels, level_of
 from trisque.core.node import Node
@@ -241,7 +242,7 @@ class SimNode:
                             rng=rng, random_bytes=rng.randbytes)
         node.world = world
         node.index = self.index
-        node.on_wake = world.client_woken
+        node.on_wake = FunctionWaker(world.client_woken)
         self.transport = SimTransport(world, self)
         self.cluster = Cluster(node, self.transport, self.ip, PORT, PORT + 10000)
         if self.nodes_conf:

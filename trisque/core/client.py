@@ -15,13 +15,34 @@ served by another client's ADDJOB, a timeout), calls ``node.wake(client)``
 so the shell flushes them.
 """
 
-from typing import Any, Final
+from typing import Any, Callable, Final
 
 from mypy_extensions import mypyc_attr
 
 from ..protocol.resp import RESP3_FLAT
 from .command import Command
 from .jobs.deadlines import Scheduled
+
+class ClientWaker:
+    """Node.on_wake, the shell's hook: a client has output to flush, or
+    requests to run, made outside its own turn (served while blocked,
+    killed, unpaused).  A class, not a Callable: compiled, its call is a
+    native one where a bound method's was generic (~190 instructions, a
+    few times a replicated job).  ``FunctionWaker`` wraps a function."""
+
+    def wake(self, client: "Client") -> None:
+        raise NotImplementedError
+
+
+class FunctionWaker(ClientWaker):
+    """A function as the hook (the simulator, tests)."""
+
+    def __init__(self, fn: Callable[["Client"], None]) -> None:
+        self.fn = fn
+
+    def wake(self, client: "Client") -> None:
+        self.fn(client)
+
 
 # reply modes (CLIENT REPLY)
 REPLY_ON: Final = 0

@@ -18,7 +18,7 @@ from mypy_extensions import mypyc_attr
 from ..protocol import errors, resp
 from ..protocol.errors import CommandError
 
-from .client import BlockedGet, Client, PendingReply, REPLY_ON, REPLY_SKIP
+from .client import BlockedGet, Client, ClientWaker, PendingReply, REPLY_ON, REPLY_SKIP
 from .keyspace import Keyspace, active_expire, transactions
 from .jobs.job import QUEUED, Job
 from .jobs.job_reply import job_reply
@@ -82,7 +82,7 @@ class Node(JobLifecycle):
     next_client_id: int
     loading: bool
     # The shell's hooks (None: no shell, as in tests and the simulator)
-    on_wake: Callable[[Client], None] | None
+    on_wake: ClientWaker | None
     on_shutdown: Callable[[str], None] | None
     on_internal_error: Callable[[Command, list[bytes], Exception], bytes] | None
     scripting: "Scripting | None"
@@ -202,7 +202,7 @@ class Node(JobLifecycle):
         if client.reply_mode == REPLY_ON:
             client.out.append(data)
         if self.on_wake is not None:
-            self.on_wake(client)
+            self.on_wake.wake(client)
 
     def push(self, client: Client, data: bytes) -> None:
         """Send a push (a Pub/Sub message or confirmation): as reply(),
@@ -213,7 +213,7 @@ class Node(JobLifecycle):
             return
         client.out.append(data)
         if self.on_wake is not None:
-            self.on_wake(client)
+            self.on_wake.wake(client)
 
     def resolve(self, pending: PendingReply, data: bytes) -> None:
         """A PendingReply is now known: send it and the replies behind it."""
@@ -253,7 +253,7 @@ class Node(JobLifecycle):
             head = 0
         client.slots_head = head
         if self.on_wake is not None:
-            self.on_wake(client)
+            self.on_wake.wake(client)
 
     def block(self, client: Client, blocked: Any, timeout_ms: int) -> None:
         client.blocked = blocked
@@ -585,7 +585,7 @@ class Node(JobLifecycle):
                     and now_ms - client.last_ms > limit_ms):
                 client.killed = True
                 if self.on_wake is not None:
-                    self.on_wake(client)
+                    self.on_wake.wake(client)
 
     def evict_idle_queues(self, now_ms: int) -> None:
         """Drop empty queues idle for 300 s (10 s above 75% of maxmemory,

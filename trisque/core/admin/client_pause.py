@@ -139,7 +139,7 @@ class ClientPause:
             node.unblock(client)
             node.execute(client, held.argv)
             if node.on_wake is not None:
-                node.on_wake(client)  # its output, and its next requests
+                node.on_wake.wake(client)  # its output, and its next requests
 
 
 def may_write(node: Node, client: Client, command: Command, argv: list[bytes]) -> bool:

@@ -398,7 +398,7 @@ def _client_kill(node: Node, client: Client, argv: list[bytes]) -> bytes:
 def _kill(node: Node, c: Client) -> None:
     c.killed = True
     if node.on_wake is not None:
-        node.on_wake(c)
+        node.on_wake.wake(c)
 
 
 @command("CONFIG", -2, "admin readonly loading",

@@ -32,7 +32,7 @@ import trio
 
 from ...protocol.resp import ProtocolError, RequestParser, error
 from ...core.admin import output_limit, protected_mode
-from ...core.client import Client
+from ...core.client import Client, ClientWaker
 from ...core.admin.stats import Stats
 from ...core.node import Node
 from ...core.admin.output_limit import OutputLimit
@@ -158,6 +158,16 @@ class Connection:
         self.outbuf = data[sent:] if sent < len(data) else b""
 
 
+class _DirtyMarker(ClientWaker):
+    """The node's hook (Node.on_wake): ClientServer.mark_dirty, natively."""
+
+    def __init__(self, server: "ClientServer") -> None:
+        self.server = server
+
+    def wake(self, client: Client) -> None:
+        self.server.mark_dirty(client)
+
+
 class ClientServer:
     """Accepts clients on the configured addresses and serves them."""
 
@@ -184,7 +194,7 @@ class ClientServer:
     def __init__(self, node: Node) -> None:
         self.node = node
         self.dirty = []  # connections with output produced by others
-        node.on_wake = self.mark_dirty
+        node.on_wake = _DirtyMarker(self)
         node.on_busy = BusyServer(self)  # a script past its time limit: -BUSY, SCRIPT KILL
         node.on_log = log.at_level
         self.listeners = []
