@@ -65,6 +65,8 @@ import struct
 from collections.abc import Sequence
 from typing import Any, Final
 
+from mypy_extensions import i64
+
 from . import jobcodec
 
 MAGIC: Final = b"TQB"
@@ -446,13 +448,15 @@ def frame_length(buf: bytes | bytearray | memoryview, offset: int = 0,
     return length
 
 
-def frame_len(buf: bytes, pos: int, max_frame: int) -> int:
+def frame_len(buf: bytes, pos: i64, max_frame: i64) -> i64:
     """frame_length of a frame in bytes (the transport's read loop), or -1
     if more bytes are needed: the header's 8 bytes read one by one
-    (compiled, native reads; an unpack is a call and a tuple of objects)."""
+    (compiled, native reads; an unpack is a call and a tuple of objects).
+    (i64: compiled, plain C arithmetic where tagged ints checked each step.)"""
     if len(buf) - pos < 8:
         return -1
-    length = buf[pos + 4] | buf[pos + 5] << 8 | buf[pos + 6] << 16 | buf[pos + 7] << 24
+    length = (i64(buf[pos + 4]) | i64(buf[pos + 5]) << 8 | i64(buf[pos + 6]) << 16
+              | i64(buf[pos + 7]) << 24)
     if (buf[pos] != _M0 or buf[pos + 1] != _M1 or buf[pos + 2] != _M2
             or buf[pos + 3] != VERSION or length < HEADER_SIZE or length > max_frame):
         frame_length(buf, pos, max_frame)  # (raises, saying why)
@@ -519,12 +523,13 @@ def read_header(data: bytes) -> tuple[int, int, str]:
     """The type, mflags and sender of one whole frame, its header checked
     (as decode's: BusError if it does not hold).  With decode_body, what
     the cluster reads of every job's frames: no Message made."""
-    size = len(data)
+    size: i64 = len(data)
     if size < HEADER_SIZE:
         raise BusError("short frame")
     # (the header's fields read byte by byte: compiled, native reads with
-    # no object made, where an unpack made a tuple and 8 objects)
-    length = data[4] | data[5] << 8 | data[6] << 16 | data[7] << 24
+    # no object made, where an unpack made a tuple and 8 objects; i64, plain
+    # C arithmetic)
+    length = i64(data[4]) | i64(data[5]) << 8 | i64(data[6]) << 16 | i64(data[7]) << 24
     if (data[0] != _M0 or data[1] != _M1 or data[2] != _M2 or data[3] != VERSION
             or length != size):
         raise BusError("bad frame header")
@@ -542,14 +547,15 @@ def read_header(data: bytes) -> tuple[int, int, str]:
         last.text2 = last.text
         sender = last.text = checked
         last.raw = raw_sender
-    return data[8] | data[9] << 8, data[10], sender
+    type_: i64 = i64(data[8]) | i64(data[9]) << 8
+    return type_, data[10], sender
 
 
 def decode_body(data: bytes, type_: int, gotjob_raw: bool = False) -> Any:
     """The body of a whole frame of a type this node knows (< TYPE_COUNT),
     its header read (read_header), as decode's Message has it.  Raises
     BusError if the payload does not add up."""
-    size = len(data)
+    size: i64 = len(data)
     body: Any  # (by type: a compiled local keeps the type of its first value)
     kind = _KINDS[type_]
     try:
@@ -558,15 +564,16 @@ def decode_body(data: bytes, type_: int, gotjob_raw: bool = False) -> Any:
             # read here, from the frame itself, a lone item's bytes in place.
             if size < HEADER_SIZE + 4:
                 raise ValueError("truncated count")
-            count = (data[HEADER_SIZE] | data[HEADER_SIZE + 1] << 8
-                     | data[HEADER_SIZE + 2] << 16 | data[HEADER_SIZE + 3] << 24)
-            _expect_end(HEADER_SIZE + 4 + count * JOBID_ITEM_LEN, size)
+            count = (i64(data[HEADER_SIZE]) | i64(data[HEADER_SIZE + 1]) << 8
+                     | i64(data[HEADER_SIZE + 2]) << 16 | i64(data[HEADER_SIZE + 3]) << 24)
+            if HEADER_SIZE + 4 + count * JOBID_ITEM_LEN != size:
+                _expect_end(HEADER_SIZE + 4 + count * JOBID_ITEM_LEN, size)
             if gotjob_raw and type_ == GOTJOB:
                 body = data[HEADER_SIZE + 4:]
             elif count == 1:
-                aux = (data[ONE_ITEM_FRAME_LEN - 4] | data[ONE_ITEM_FRAME_LEN - 3] << 8
-                       | data[ONE_ITEM_FRAME_LEN - 2] << 16
-                       | data[ONE_ITEM_FRAME_LEN - 1] << 24)
+                aux = (i64(data[ONE_ITEM_FRAME_LEN - 4]) | i64(data[ONE_ITEM_FRAME_LEN - 3]) << 8
+                       | i64(data[ONE_ITEM_FRAME_LEN - 2]) << 16
+                       | i64(data[ONE_ITEM_FRAME_LEN - 1]) << 24)
                 body = [(data[HEADER_SIZE + 4:ONE_ITEM_FRAME_LEN - 4], aux)]
             else:
                 body = list(_JOBID.iter_unpack(memoryview(data)[HEADER_SIZE + 4:]))

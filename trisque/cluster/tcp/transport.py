@@ -28,6 +28,7 @@ import traceback
 from typing import Any, Callable, Final
 
 import trio
+from mypy_extensions import i64
 
 from ..cluster import Cluster
 from ..membership import ClusterNode
@@ -476,9 +477,9 @@ class TcpTransport(Transport, SocketOwner):
         read: mostly), typed bytes: the lengths read and the frames sliced
         natively."""
         cluster = self.cluster
-        max_frame = self.max_frame
-        size = len(buf)
-        pos = 0
+        max_frame: i64 = self.max_frame
+        size: i64 = len(buf)
+        pos: i64 = 0
         while pos < size and not link.closed:
             length = bus.frame_len(buf, pos, max_frame)
             if length < 0 or size - pos < length:
@@ -531,7 +532,12 @@ class TcpTransport(Transport, SocketOwner):
                 out.clear()
             sent: int  # (typed: the arithmetic and compares below native)
             try:
-                sent = _WRITE(link.fd, data) if link.plain else sock.send(data)
+                # (two statements: a conditional expression of the two calls
+                # is of type Any, the count boxed again to join them)
+                if link.plain:
+                    sent = _WRITE(link.fd, data)
+                else:
+                    sent = sock.send(data)
             except BlockingIOError:
                 sent = 0
             except OSError:
