@@ -3,9 +3,11 @@ shards by their IDs' random characters, so the shards grow (and their
 dicts double) at different counts; every dict operation the node uses
 finds the job in its shard; and JSCAN still returns every job present for
 the whole scan while jobs come and go between its calls, with the scan's
-snapshot and without it.  The set of IDs (the ack GC's tombstones) too."""
+snapshot and without it; its cache of recent jobs never answers for a job
+gone or replaced.  The set of IDs (the ack GC's tombstones) too."""
 
 from trisque.core.jobs import scan as scan_module
+from trisque.core.jobs.job import ACTIVE, Job
 from trisque.core.jobs.registry import SHARDS, JobIdSet, JobRegistry, shard_of
 
 
@@ -120,3 +122,71 @@ def test_id_set_counts_and_finds_ids_in_every_shard(core):
     for job_id in ids[2000:]:
         tombstones.discard(job_id)
     assert not tombstones and len(tombstones) == 0
+
+
+def _job(job_id):
+    return Job(job_id, b"q", b"body", ACTIVE, 1, 1, 0, 0, 0)
+
+
+def _id(random):
+    """An ID with these 24 random characters (protocol/jobid.py's layout)."""
+    job_id = b"D-0123abcd-" + random + b"-0005"
+    assert len(job_id) == 40
+    return job_id
+
+
+def test_recent_slots_never_answer_for_a_job_gone_or_replaced():
+    # Three IDs in one slot of ``recent`` (the same characters 31 and 32)
+    # and one shard (33 and 34); they differ before.
+    a, b, c = (_id(bytes([letter]) * 20 + b"XYZW") for letter in b"abc")
+    registry = JobRegistry()
+    jobs = {job_id: _job(job_id) for job_id in (a, b, c)}
+    for job_id in (a, b):
+        assert registry.setdefault(job_id, jobs[job_id]) is jobs[job_id]
+    # Each found by a fresh bytes object equal to its ID, whichever holds the slot.
+    for _ in range(2):
+        for job_id in (a, b, a, a, b):
+            fresh = bytes(bytearray(job_id))
+            assert registry.get(fresh) is jobs[job_id] and fresh in registry
+            assert registry[fresh] is jobs[job_id]
+        assert registry.get(bytes(bytearray(c))) is None and c not in registry
+    # A duplicate ADD answers the job already there.
+    assert registry.setdefault(bytes(bytearray(a)), _job(a)) is jobs[a]
+    assert registry.get(a) is jobs[a]
+    # Gone by pop or del: no longer found, whether it held the slot or not.
+    assert registry.get(b) is jobs[b]  # (b holds the slot)
+    assert registry.pop(bytes(bytearray(b))) is jobs[b]
+    assert registry.get(b) is None and b not in registry and registry.pop(b) is None
+    assert registry.get(a) is jobs[a]
+    del registry[bytes(bytearray(a))]
+    assert registry.get(a) is None and a not in registry
+    # Replaced under its ID: the new job is the answer.
+    registry[c] = jobs[c]
+    assert registry.get(c) is jobs[c]
+    other = _job(bytes(bytearray(c)))
+    registry[bytes(bytearray(c))] = other
+    assert registry.get(c) is other and registry[c] is other
+    assert registry.setdefault(c, jobs[c]) is other
+    registry.clear()
+    assert registry.get(c) is None and c not in registry and not registry
+    # IDs of another shape go to the dicts alone.
+    odd = b"x" * 39
+    registry[odd] = jobs[a]
+    assert registry.get(odd) is jobs[a] and odd in registry
+    assert registry.pop(odd) is jobs[a] and registry.get(odd) is None
+
+
+def test_every_job_found_while_many_share_slots(core):
+    # 20,000 jobs over 4,096 slots: most slots hold one of several IDs.
+    ids = add(core, 20000)
+    registry = core.node.jobs
+    for _ in range(2):
+        for job_id in ids:
+            job = registry.get(bytes(bytearray(job_id)))
+            assert job is not None and job.id == job_id
+    for job_id in ids[::2]:
+        assert core("ACKJOB", job_id) == 1
+    for n, job_id in enumerate(ids):
+        fresh = bytes(bytearray(job_id))
+        assert (registry.get(fresh) is None) == (n % 2 == 0)
+        assert (fresh in registry) == (n % 2 == 1)
