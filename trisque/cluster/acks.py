@@ -123,11 +123,7 @@ class Acks(AckHooks):
         # Lazy (outbox.py): the ack is ours already; a holder about to
         # requeue asks first (WILLQUEUE), and that answer is not lazy.
         if not dummy:
-            # (the tuple walked as one: compiled, a Sequence is walked by
-            # the generic iterator protocol)
-            for target in holders:
-                if target not in confirmed:
-                    self.outbox.send_setack(target, job, lazy=True)
+            self.outbox.send_setacks(job, confirmed)
             return
         for target in [n.id for n in self.membership.others() if not n.handshake]:
             if target not in confirmed:

@@ -68,15 +68,19 @@ class Batch:
     (A class, not a list: compiled, its fields are read natively.)  Kept
     by its peer and used again once encoded (its list emptied)."""
 
-    __slots__ = ("type", "mflags", "items")
+    __slots__ = ("type", "mflags", "items", "frame")
     type: int
     mflags: int
     items: list[Any]  # job records, or (job id, aux) pairs and job IDs (aux 0)
+    # While encode() runs: the one frame made of it (b"": split in several),
+    # offered to the next peer's batch at the same place (Outbox.encode).
+    frame: bytes
 
     def __init__(self, type_: int, mflags: int) -> None:
         self.type = type_
         self.mflags = mflags
         self.items = []
+        self.frame = b""
 
 
 @mypyc_attr(acyclic=True)
@@ -110,6 +114,16 @@ def _split_records(records: list[bytes]) -> list[list[bytes]]:
     return parts
 
 
+def _emptied(out: PeerOut, used: int) -> None:
+    """``out``'s first ``used`` batches were encoded: emptied to be used
+    again (see PeerOut), their frames let go."""
+    batches = out.batches
+    for i in range(used):
+        batch = batches[i]
+        batch.items.clear()
+        batch.frame = b""
+
+
 class Outbox:
     """The messages of this turn, by peer, in order."""
 
@@ -127,6 +141,8 @@ class Outbox:
     _all_type: int
     _all_mflags: int
     _all_lists: list[list[Any]]
+    _last: PeerOut | None
+    _before: PeerOut | None
 
     def __init__(self, node: Node, transport: Transport, membership: Membership) -> None:
         self.node = node  # (its id: nothing goes to myself)
@@ -146,6 +162,10 @@ class Outbox:
         self._all_type = -1
         self._all_mflags = 0
         self._all_lists = []
+        # The last two peers _batch found (a job's messages go to its
+        # holders in turn): matched by their ID's identity before the dict.
+        self._last = None
+        self._before = None
 
     def send_jobid(self, node_id: str, type_: int, job_id: bytes, aux: int = 0,
                    mflags: int = 0, lazy: bool = False) -> None:
@@ -185,6 +205,16 @@ class Outbox:
 
     def send_setack(self, node_id: str, job: Job, lazy: bool = False) -> None:
         self._enqueue(node_id, bus.SETACK, 0, (job.id, len(job.nodes_delivered)), lazy)
+
+    def send_setacks(self, job: Job, confirmed: set[str]) -> None:
+        """A lazy SETACK to each of the job's holders not in ``confirmed``:
+        one item for all (no pair made per holder, and encode() shares
+        their frames)."""
+        holders = job.nodes_delivered
+        item = (job.id, len(holders))
+        for node_id in holders:
+            if node_id not in confirmed:
+                self._enqueue(node_id, bus.SETACK, 0, item, True)  # (skips ours)
 
     def send_to_all(self, node_ids: list[str], type_: int, mflags: int, item: bytes) -> None:
         """The same message to several other nodes (a REPLJOB record to
@@ -232,10 +262,18 @@ class Outbox:
                 if not due:  # the first since the last encode: ask for one
                     self.transport.flush_soon()
                 due.add(node_id)
-        peer = self.peers.get(node_id)
-        if peer is None:
-            peer = PeerOut(node_id)
-            self.peers[node_id] = peer
+        peer = self._last
+        if peer is None or peer.node_id is not node_id:
+            before = self._before
+            if before is not None and before.node_id is node_id:
+                peer = before
+            else:
+                before = self.peers.get(node_id)
+                if before is None:
+                    before = PeerOut(node_id)
+                    self.peers[node_id] = before
+            self._before = peer
+            self._last = peer = before
         used = peer.used
         batches = peer.batches
         if used:
@@ -274,6 +312,15 @@ class Outbox:
         header = self.membership.header()
         transport = self.transport
         nodes = self.membership.nodes
+        # The last peer encoded: its batches are emptied only after the next
+        # peer's, whose batch at the same place, when the same messages (a
+        # job's messages go to each of its holders in the same order), is
+        # sent the same frame rather than encoded again (every peer gets
+        # the same header).
+        prev: PeerOut | None = None
+        prev_batches = pending[0].batches  # (read only past a first peer: no list made)
+        prev_used = 0
+        prev_old = False
         for out in pending:
             node_id = out.node_id
             if held and node_id not in due:
@@ -284,15 +331,32 @@ class Outbox:
             peer = nodes.get(node_id)
             if peer is None:  # forgotten: its batches are not kept for it
                 del self.peers[node_id]
+                self._last = self._before = None
             # A peer from before delivery policies (no F_POLICIES seen):
             # jobs without their policy, no policy messages (bus.py).
             old_peer = peer is None or not peer.policies
             batches = out.batches
             used = out.used
             out.used = 0
+            shared = prev_used if prev_old == old_peer else 0
             for i in range(used):
                 batch = batches[i]
                 type_, mflags, items = batch.type, batch.mflags, batch.items
+                if i < shared:
+                    other = prev_batches[i]
+                    frame = other.frame
+                    other_items = other.items
+                    count = len(items)
+                    # (a lone message by identity: send_to_holders and
+                    # send_setacks give every holder the one item)
+                    if (len(frame) and other.type == type_ and other.mflags == mflags
+                            and len(other_items) == count
+                            and (items[0] is other_items[0] if count == 1
+                                 else other_items == items)):
+                        batch.frame = frame
+                        transport.send(node_id, frame)
+                        continue
+                batch.frame = b""
                 # (the types compared one by one: Final ints to the compiled
                 # code, where a search of bus's tuples was a generic one)
                 if old_peer and (type_ == bus.DEADJOB or type_ == bus.REVIVE
@@ -309,13 +373,24 @@ class Outbox:
                         for part in _split_records(records):
                             transport.send(node_id, bus.jobs(header, type_, part, mflags))
                     else:
-                        transport.send(node_id, bus.jobs(header, type_, records, mflags, size))
+                        frame = bus.jobs(header, type_, records, mflags, size)
+                        batch.frame = frame
+                        transport.send(node_id, frame)
                 elif len(items) > JOBIDS_FRAME_ITEMS:
                     for start in range(0, len(items), JOBIDS_FRAME_ITEMS):
                         ids = items[start:start + JOBIDS_FRAME_ITEMS]
                         transport.send(node_id, bus.jobids(header, type_, ids, mflags))
                 else:
-                    transport.send(node_id, bus.jobids(header, type_, items, mflags))
-                items.clear()  # (the batch is used again: see PeerOut)
+                    frame = bus.jobids(header, type_, items, mflags)
+                    batch.frame = frame
+                    transport.send(node_id, frame)
+            if prev is not None:
+                _emptied(prev, prev_used)
+            prev = out
+            prev_batches = batches
+            prev_used = used
+            prev_old = old_peer
+        if prev is not None:
+            _emptied(prev, prev_used)
         if due:
             due.clear()  # (not a new set each turn)
