@@ -312,10 +312,12 @@ class RequestParser:
         """Parse ``data`` and return the list of complete requests."""
         out: list[list[bytes]] = []
         try:
-            while data:
+            # (compiled, a bytes' length is read natively where its truth is
+            # a generic call)
+            while len(data):
                 if self._in_multibulk:
                     data = self._feed_multibulk(data, out)
-                elif data[0] == 42 and not self._inline_text:  # '*'
+                elif data[0] == 42 and not len(self._inline_text):  # '*'
                     if self._maybe_chunk is not None:
                         # A new request, or (a protocol error hiredis reports)
                         # a nested array inside the pending one.
@@ -328,7 +330,7 @@ class RequestParser:
                         done = _plain_requests(data, out, self.max_bulk_len)
                         if done:
                             data = data[done:]
-                            if not data or data[0] != 42:
+                            if not len(data) or data[0] != 42:
                                 continue  # (a '*' left: a request refused above)
                     self._in_multibulk = True
                 elif self._maybe_chunk is not None:

@@ -147,13 +147,15 @@ class Connection:
         out = client.out
         if out:
             data = out[0] if len(out) == 1 else b"".join(out)
-            if self.outbuf:  # (most turns have none left: no copy)
+            # (most turns have none left: no copy; compiled, a bytes' length
+            # is read natively where its truth is a generic call)
+            if len(self.outbuf):
                 data = self.outbuf + data
             out.clear()
             self.out_counted = self.out_bytes = 0
         else:
             data = self.outbuf
-            if not data:
+            if not len(data):
                 return
         sent: int  # (typed: native compares and adds below)
         try:
@@ -322,7 +324,7 @@ class ClientServer:
                 return
         conn.held = False
         client = conn.client
-        if (conn.outbuf and conn.events & _OUT and not client.killed
+        if (len(conn.outbuf) > 0 and conn.events & _OUT and not client.killed
                 and not client.close_after_reply and not conn.closing):
             # The kernel took no more last time: output waits for EPOLLOUT
             # rather than the backlog being copied per message published to
@@ -331,7 +333,7 @@ class ClientServer:
             self._backlog(conn)
             return
         conn.flush(self.node.stats)
-        if (conn.outbuf or client.killed or conn.pending or client.close_after_reply
+        if (len(conn.outbuf) > 0 or client.killed or conn.pending or client.close_after_reply
                 or conn.closing or conn.closed or not conn.events & _IN):
             conn.wake()
 
@@ -590,7 +592,7 @@ class ClientServer:
                 self._close(conn)
                 return
             if data is not None:
-                if not data:
+                if not len(data):
                     self._close(conn)
                     return
                 received = len(data)
@@ -712,10 +714,9 @@ class ClientServer:
         if client.killed or conn.closed:
             self._close(conn)
             return
-        outbuf = conn.outbuf
-        if outbuf:
+        unsent = len(conn.outbuf)  # (its length: native, where its truth is not)
+        if unsent:
             limit = self._limit_of(conn)
-            unsent = len(outbuf)
             if ((limit.hard_bytes and unsent >= limit.hard_bytes)
                     or (limit.soft_bytes and unsent >= limit.soft_bytes)):
                 if self._output_over_limit(conn, unsent):
@@ -724,17 +725,17 @@ class ClientServer:
                 self._below_soft(conn)
         elif conn.soft_since_ms is not None:
             self._below_soft(conn)
-        if (client.close_after_reply or conn.closing) and not outbuf:
+        if (client.close_after_reply or conn.closing) and not unsent:
             self._close(conn)
             return
         if conn.pending and _free(client):
             # a batch stopped at PIPELINE_BATCH: the rest (read already, as
             # in one batch before) runs next turn, toward the output limit
             conn.wake()
-            events = _OUT if outbuf else 0
-        elif not outbuf:
+            events = _OUT if unsent else 0
+        elif not unsent:
             events = 0 if (client.close_after_reply or conn.closing) else _IN
-        elif len(outbuf) > OUTPUT_HIGH_WATER or client.close_after_reply or conn.closing:
+        elif unsent > OUTPUT_HIGH_WATER or client.close_after_reply or conn.closing:
             events = _OUT  # no more input until the client reads
         else:
             events = _IN | _OUT
