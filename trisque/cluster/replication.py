@@ -500,7 +500,10 @@ class Replication(ReplicationHooks):
                     # origin's critical path): its one item compared as is,
                     # no slice of the hints nor join of their IDs.
                     job = expected[head]
-                    if raw == job.id + _NO_AUX:
+                    job_id = job.id
+                    # (raw == job_id + _NO_AUX without the concatenation made)
+                    if (len(raw) == len(job_id) + 4 and raw.startswith(job_id)
+                            and raw.endswith(_NO_AUX)):
                         self._confirm_one(sender.id, job, sent)
                         self._passed(sent, head + 1)
                         return
