@@ -53,7 +53,24 @@ def check(deadlines, model):
     assert deadlines.next_ms() == (min(model.values()) if model else None)
     for item, wake in model.items():
         assert item.wake_ms == wake
+    check_lanes(deadlines)
     check_calendar(deadlines)
+
+
+def check_lanes(deadlines):
+    """Each lane's head is live, its first_ms the head's deadline, its tail
+    its last entry's, its live entries in deadline order; lanes latest tail
+    first."""
+    tails = []
+    for lane in deadlines._lanes:
+        live = lane.items[lane.head:]
+        assert live and live[0] is not None and lane.first_ms == live[0].wake_ms
+        assert all(item is not None for item in live)
+        assert lane.tail == live[-1].wake_ms
+        wakes = [item.wake_ms for item in live]
+        assert wakes == sorted(wakes)
+        tails.append(lane.tail)
+    assert tails == sorted(tails, reverse=True)
 
 
 def check_calendar(deadlines):
@@ -330,6 +347,48 @@ def test_a_lone_deadline_moved_again_and_again_reuses_its_lane():
         check(deadlines, model)
     due = pop_and_check(deadlines, model, 10**12, 10**6)
     assert due[-1] is client and not model and len(deadlines) == 0
+
+
+def test_a_lone_deadline_moves_in_its_lane_unless_another_fits_it():
+    """A job alone in its lane (a replica's copy on WORKING and SETACK),
+    moved forward and back, keeps its lane, last (the earliest tail), with
+    the new deadline as its head's and tail.  A deadline at or after
+    another lane's tail joins that lane instead, as it would have after
+    leaving its own."""
+    deadlines = Deadlines()
+    model = {}
+    client = Item("client")
+    deadlines.set(client, 5_000)  # a lane of its own, tail 5,000
+    model[client] = 5_000
+    job = JobItem("j", 1)
+    deadlines.set(job, 1_000)  # before the client's tail: a second lane, last
+    model[job] = 1_000
+    lanes = list(deadlines._lanes)
+    assert len(lanes) == 2 and lanes[1].items[lanes[1].head] is job
+    for wake in (2_000, 900, 4_999, 3_000):  # moved within its lane, forward and back
+        deadlines.set(job, wake)
+        model[job] = wake
+        assert deadlines._lanes == lanes and deadlines._spare is None
+        assert lanes[1].first_ms == lanes[1].tail == wake
+        check(deadlines, model)
+    other = JobItem("k", 2)  # after the job's tail: joins its lane
+    deadlines.set(other, 3_500)
+    model[other] = 3_500
+    assert lanes[1].items[-1] is other
+    deadlines.set(job, 3_200)  # no longer alone: out of its lane, into another or a new one
+    model[job] = 3_200
+    check(deadlines, model)
+    deadlines.cancel(other)
+    del model[other]
+    check(deadlines, model)
+    lone = [lane for lane in deadlines._lanes if lane.items[lane.head] is job]
+    assert len(lone) == 1
+    deadlines.set(job, 6_000)  # after the client's tail: joins the client's lane
+    model[job] = 6_000
+    assert len(deadlines._lanes) == 1 and deadlines._lanes[0].items[-1] is job
+    check(deadlines, model)
+    due = pop_and_check(deadlines, model, 10**6, 10)
+    assert due == [client, job] and not model and len(deadlines) == 0
 
 
 @pytest.mark.parametrize("seed", range(4))

@@ -268,6 +268,8 @@ class Deadlines:
         if old is not None:
             if old == wake_ms:
                 return
+            if self._move_lone(item, old, wake_ms):
+                return
             self._remove(item, old)
         else:
             self._len += 1
@@ -322,6 +324,60 @@ class Deadlines:
             bucket.append(item)
         else:
             buckets[wake_ms] = [bucket, item]
+
+    def _move_lone(self, item: Scheduled, old: int, wake_ms: int) -> bool:
+        """Move ``item`` from ``old`` to ``wake_ms`` in place if it is alone
+        in its lane and the new deadline fits no other lane: the lane it
+        would start after leaving this one (last: the earliest tail).  A
+        replica's lone copy moves on each WORKING and SETACK; emptied, the
+        lane left the lane list (its array freed) and joined it again
+        (allocated).  False, nothing changed, otherwise."""
+        lanes = self._lanes
+        n = len(lanes)
+        if n == 0:
+            return False
+        # Lanes are latest tail first: the other lanes' earliest tail is
+        # the last one's, or the one's before it when this lane is last.
+        lone = lanes[n - 1]
+        if lone.first_ms == old and lone.items[lone.head] is item:
+            if lone.head != len(lone.items) - 1:
+                return False  # (others after it)
+            if n > 1 and lanes[n - 2].tail <= wake_ms:
+                return False  # (it would join that lane)
+        elif wake_ms < lone.tail:  # (so it fits no lane)
+            at = -1
+            for i in range(n - 1):
+                lane = lanes[i]
+                if lane.first_ms == old and lane.items[lane.head] is item:
+                    at = i
+                    break
+            if at < 0:
+                return False
+            lone = lanes[at]
+            if lone.head != len(lone.items) - 1:
+                return False
+            while at < n - 1:  # (now the earliest tail: last)
+                lanes[at] = lanes[at + 1]
+                at += 1
+            lanes[n - 1] = lone
+        else:
+            return False
+        lone.first_ms = wake_ms
+        lone.tail = wake_ms
+        lone.holes = 0
+        lone.after_hole = 0
+        if isinstance(item, Ordered):
+            lone.by_ctime = True
+            lone.last_ctime = item._ctime
+        else:
+            lone.by_ctime = False
+            lone.last_ctime = -1
+        self._floor = None  # (a tail went back)
+        if wake_ms != self._last_ms:
+            self._last_ms = wake_ms
+            self._last_box = wake_ms
+        item.wake_ms = self._last_box
+        return True
 
     def cancel(self, item: Scheduled) -> None:
         old = item.wake_ms
