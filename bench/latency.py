@@ -29,6 +29,8 @@ closed-loop run of its ADDJOB over the same connections; end to end, the
 acked jobs a second under an open-loop overload, until the last was acked.  ``--backlog N`` keeps N
 jobs queued on the first node through the run, so the tails include what
 a large heap costs (the cyclic collector's full passes walk every job).
+``--repeat N`` runs each rate N times, the servers in turn each time: near
+the machine's cap one run's tail is chance, and the spread is the figure.
 
 Each row also says how busy the machine was: ``cpu%``, the CPU the
 scenario's servers and the generator used over the run, as a share of all
@@ -46,6 +48,7 @@ import array
 import dataclasses
 import os
 import resource
+import statistics
 import tempfile
 import time
 from typing import Sequence
@@ -237,9 +240,11 @@ def rows_of(scenario: Scenario, server: str, rate: float, run: Run) -> list[Row]
 
 def run(seconds: float, fractions: Sequence[float], scenarios: Sequence[Scenario],
         nodes: int, disque: str | None, max_requests: int,
-        plot: str | None, backlog: int = 0, at: Sequence[float] = ()) -> list[Row]:
+        plot: str | None, backlog: int = 0, at: Sequence[float] = (),
+        repeat: int = 1) -> list[Row]:
     """Each scenario at each fraction of its maximum, or at each rate of
-    ``at`` (jobs/s; then no maximum is measured)."""
+    ``at`` (jobs/s; then no maximum is measured), ``repeat`` times in turn
+    (near the machine's cap one run's tail is chance: see bench/README.md)."""
     clusters: dict[str, list[Server]] = {}
     try:
         clusters["trisque"] = start_cluster(nodes, start_trisque)
@@ -254,7 +259,7 @@ def run(seconds: float, fractions: Sequence[float], scenarios: Sequence[Scenario
             if not rates:
                 reference = maximum(clusters, scenario, seconds, max_requests, backlog)
                 rates = [max(1.0, f * reference) for f in fractions]
-            for rate in rates:
+            for rate in [r for r in rates for _ in range(repeat)]:
                 for name, servers in clusters.items():
                     flush(servers, backlog)
                     if name == "redis":
@@ -326,14 +331,18 @@ def draw(rows: Sequence[Row], path: str) -> None:
                              squeeze=False)
     for ax, (scenario, point) in zip(axes.flat, panels):
         for server in ("trisque", "disque", "redis"):
-            mine = sorted((r for r in rows if (r.scenario, r.point, r.server)
-                           == (scenario, point, server)), key=lambda r: r.rate)
-            if not mine:
+            runs: dict[float, list[Row]] = {}
+            for r in rows:
+                if (r.scenario, r.point, r.server) == (scenario, point, server):
+                    runs.setdefault(r.rate, []).append(r)
+            if not runs:
                 continue
-            line = ax.plot([r.rate for r in mine], [r.percentiles[2] for r in mine],
-                           marker="o", label=f"{server} p99")[0]
-            ax.plot([r.rate for r in mine], [r.percentiles[3] for r in mine],
-                    linestyle="--", color=line.get_color(), label=f"{server} p99.9")
+            rates = sorted(runs)  # (a repeated rate drawn at its runs' median)
+            p99 = [statistics.median(r.percentiles[2] for r in runs[x]) for x in rates]
+            p999 = [statistics.median(r.percentiles[3] for r in runs[x]) for x in rates]
+            line = ax.plot(rates, p99, marker="o", label=f"{server} p99")[0]
+            ax.plot(rates, p999, linestyle="--", color=line.get_color(),
+                    label=f"{server} p99.9")
         ax.set_title(f"{scenario} ({point})", fontsize=9)
         ax.set_xlabel("offered rate (per s)")
         ax.set_ylabel("latency (us)")
@@ -369,13 +378,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--backlog", type=int, default=0,
                         help="jobs kept queued on the first node through the run "
                              "(list items on redis-server): the heap of a loaded node")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="runs of each rate, the servers in turn each time (default 1)")
     args = parser.parse_args(argv)
+    if args.repeat < 1:
+        parser.error("--repeat must be 1 or more")
     chosen = [SCENARIOS[name] for name in args.scenarios.split(",")]
     if any(s.consumer_node >= args.nodes for s in chosen):
         parser.error("e2e-federated needs --nodes 2 or more")
     run(args.seconds, [float(x) for x in args.rates.split(",")], chosen, args.nodes,
         args.disque, args.max_requests, args.plot, args.backlog,
-        [float(x) for x in args.at.split(",") if x])
+        [float(x) for x in args.at.split(",") if x], args.repeat)
 
 
 if __name__ == "__main__":

@@ -44,3 +44,18 @@ def test_fixed_rates_skip_the_maxima_and_say_how_busy_the_machine_was(capsys):
         # the servers and the generator used some CPU, waited none or some
         assert 0 < r.cpu_share <= 1.0, r
         assert r.waited_ms >= 0, r
+
+
+def test_a_repeated_rate_gives_a_row_for_each_run(tmp_path):
+    chosen = [latency.SCENARIOS["addjob-r1"]]
+    plot = tmp_path / "repeated.png"
+    rows = latency.run(0.3, [], chosen, nodes=1, disque=None, max_requests=2000,
+                       plot=str(plot), at=[200.0, 300.0], repeat=2)
+    runs: dict = {}
+    for r in rows:
+        runs.setdefault((r.server, r.rate, r.point), []).append(r)
+    assert set(runs) == {(server, rate, "sent") for server in ("trisque", "redis")
+                         for rate in (200.0, 300.0)}
+    assert all(len(these) == 2 for these in runs.values())
+    assert all(r.lost == 0 and r.errors == 0 for r in rows)
+    assert plot.stat().st_size > 0
