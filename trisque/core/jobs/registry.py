@@ -104,10 +104,11 @@ class JobRegistry(DictShards[bytes, Job]):
         if len(job_id) == _ID_LEN:
             six = _SIX_BITS
             i = ((i64(six[job_id[_HIGH]]) << 6) | i64(six[job_id[_LOW]])) & _MASK
+            job = self.shards[i].pop(job_id, None)
             slot = (i64(six[job_id[_SLOT_HIGH]]) << 6) | i64(six[job_id[_SLOT_LOW]])
-            hit = self.recent[slot]
-            if hit is not None and hit.id == job_id:
-                self.recent[slot] = None
+            if job is not None and self.recent[slot] is job:
+                self.recent[slot] = None  # (by identity: a slot holds only registered jobs)
+            return job
         return self.shards[i].pop(job_id, None)
 
     def _forget(self, job_id: bytes) -> None:
