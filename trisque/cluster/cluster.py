@@ -50,6 +50,11 @@ class Cluster(ClusterHooks):
     handlers: dict[int, Handler]
     received: list[bus.FrameCount]
     _transport_cron: Callable[[int], None] | None
+    _senders_version: int
+    _sender_id: str
+    _other_sender_id: str
+    _sender: ClusterNode
+    _other_sender: ClusterNode
     bus_guard: BusGuard
     publish_too_big: int
     save_config: Callable[[], None]  # set by the shell (nodes.conf)
@@ -74,6 +79,10 @@ class Cluster(ClusterHooks):
         self.bus_guard = BusGuard()  # refused links: counts, log pacing
         self.publish_too_big = 0  # PUBLISHes over cluster-bus-max-frame, kept local
         self._tombstones_sent_ms = 0  # schedule tombstones resent (_resend_tombstones)
+        # _job_sender's last two senders ("": none) at the node table's version
+        self._senders_version = -1
+        self._sender_id = self._other_sender_id = ""
+        self._sender = self._other_sender = membership.myself
         node.cluster = self
 
     def _handlers(self) -> dict[int, Handler]:
@@ -376,10 +385,28 @@ class Cluster(ClusterHooks):
     def _job_sender(self, sender_id: str) -> ClusterNode | None:
         """The peer that sent a frame about jobs, counted, or None: only
         known nodes may talk about jobs."""
-        sender = self.membership.nodes.get(sender_id)
-        if sender is None or sender.handshake or sender.myself:
+        membership = self.membership
+        # The last two senders found, by the ID's identity (bus.read_header
+        # hands a peer's frames the same str), while the node table stays.
+        if self._senders_version != membership.version:
+            self._senders_version = membership.version
+            self._sender_id = self._other_sender_id = ""
+            self._sender = self._other_sender = membership.myself
+        if sender_id is self._sender_id:
+            sender = self._sender
+        elif sender_id is self._other_sender_id:
+            sender = self._other_sender
+        else:
+            found = membership.nodes.get(sender_id)
+            if found is None:
+                return None
+            self._other_sender_id = self._sender_id
+            self._other_sender = self._sender
+            self._sender_id = sender_id
+            self._sender = sender = found
+        if sender.handshake or sender.myself:
             return None
-        self.membership.messages_received += 1
+        membership.messages_received += 1
         return sender
 
     def _on_pause(self, queue_name: bytes, flags: int) -> None:

@@ -145,6 +145,9 @@ class Membership:
         self.banned: dict[str, int] = {}  # forgotten node id -> ms until it may come back
         self.cron_runs = 0
         self.reachable: list[ClusterNode] = []  # cached list of reachable other nodes
+        # Counts the node table's changes: what caches a look-up in it
+        # (outbox.PeerOut, Cluster._job_sender) looks again when it moves.
+        self.version = 0
         self._size = 1
         self.messages_sent = 0
         self.messages_received = 0
@@ -183,6 +186,7 @@ class Membership:
     def update_reachable(self) -> None:
         """Recompute what depends on the node table; every change to it
         (add, delete, rename, flags) ends here."""
+        self.version += 1
         self.reachable = [n for n in self.nodes.values() if n.reachable()]
         self._size = sum(1 for n in self.nodes.values() if not n.handshake)
         node = self.node  # what the core's hot paths read

@@ -89,15 +89,21 @@ class PeerOut:
     its first ``used`` batches, and no batch, list or dict entry is made
     and freed per frame (bench/README.md, "Bus frames a job, twenty-sixth session")."""
 
-    __slots__ = ("node_id", "batches", "used")
+    __slots__ = ("node_id", "batches", "used", "node", "version")
     node_id: str
     batches: list[Batch]
     used: int  # the batches with messages, in order
+    # The peer's ClusterNode as found in the node table at its ``version``
+    # (Membership.version): not looked up again each encode while it stays.
+    node: ClusterNode | None
+    version: int
 
     def __init__(self, node_id: str) -> None:
         self.node_id = node_id
         self.batches = []
         self.used = 0
+        self.node = None
+        self.version = -1
 
 
 def _split_records(records: list[bytes]) -> list[list[bytes]]:
@@ -264,16 +270,14 @@ class Outbox:
                 due.add(node_id)
         peer = self._last
         if peer is None or peer.node_id is not node_id:
-            before = self._before
-            if before is not None and before.node_id is node_id:
-                peer = before
-            else:
-                before = self.peers.get(node_id)
-                if before is None:
-                    before = PeerOut(node_id)
-                    self.peers[node_id] = before
-            self._before = peer
-            self._last = peer = before
+            found = self._before
+            if found is None or found.node_id is not node_id:
+                found = self.peers.get(node_id)
+                if found is None:
+                    found = PeerOut(node_id)
+                    self.peers[node_id] = found
+            self._before = peer  # (the two swap: holders come in turn)
+            self._last = peer = found
         used = peer.used
         batches = peer.batches
         if used:
@@ -311,7 +315,8 @@ class Outbox:
         held = not everything and len(due) < len(pending)
         header = self.membership.header()
         transport = self.transport
-        nodes = self.membership.nodes
+        membership = self.membership
+        version = membership.version
         # The last peer encoded: its batches are emptied only after the next
         # peer's, whose batch at the same place, when the same messages (a
         # job's messages go to each of its holders in the same order), is
@@ -328,7 +333,11 @@ class Outbox:
                 for i in range(out.used):
                     self._queued += len(out.batches[i].items)
                 continue
-            peer = nodes.get(node_id)
+            if out.version == version:
+                peer = out.node
+            else:
+                peer = out.node = membership.nodes.get(node_id)
+                out.version = version
             if peer is None:  # forgotten: its batches are not kept for it
                 del self.peers[node_id]
                 self._last = self._before = None
