@@ -212,7 +212,7 @@ def addjob(node: Node, client: Client, argv: list[bytes]) -> Any:
         raise CommandError(errors.NOREPL_NODES)
 
     qname = argv[1]
-    queue: Queue | None = node.queues.get(qname)
+    queue: Queue | None = node.queue_named(qname)
     if queue is not None:
         qname = queue.name  # one name object for all its jobs (memory)
         if maxlen and len(queue.jobs) >= maxlen:
@@ -369,7 +369,6 @@ def getjob(node: Node, client: Client, argv: list[bytes]) -> bytes | None:
                            f"getjob-max-queues is {node.config.getjob_max_queues}")
 
     # Round robin over the queues, left to right, until COUNT jobs or none left.
-    queues = node.queues
     out = []
     now_ms = node.now_ms()
     progress = True
@@ -378,7 +377,7 @@ def getjob(node: Node, client: Client, argv: list[bytes]) -> bytes | None:
         # The same rule for the usual single queue, with less bookkeeping:
         # take while there are jobs; a queue found empty asks for more.
         name = names[0]
-        queue: Queue | None = queues.get(name)
+        queue: Queue | None = node.queue_named(name)
         if queue is None:
             queue = node.get_queue(name)  # as Disque's GETJOB: it exists now
         queue.consumer_ms = now_ms
@@ -397,7 +396,7 @@ def getjob(node: Node, client: Client, argv: list[bytes]) -> bytes | None:
     while count and progress:
         progress = False
         for name in names:
-            queue = queues.get(name)
+            queue = node.queue_named(name)
             if queue is None:
                 queue = node.get_queue(name)
             queue.consumer_ms = now_ms

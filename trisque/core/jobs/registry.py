@@ -104,10 +104,18 @@ class JobRegistry(DictShards[bytes, Job]):
         if len(job_id) == _ID_LEN:
             six = _SIX_BITS
             i = ((i64(six[job_id[_HIGH]]) << 6) | i64(six[job_id[_LOW]])) & _MASK
-            job = self.shards[i].pop(job_id, None)
+            shard = self.shards[i]
             slot = (i64(six[job_id[_SLOT_HIGH]]) << 6) | i64(six[job_id[_SLOT_LOW]])
-            if job is not None and self.recent[slot] is job:
-                self.recent[slot] = None  # (by identity: a slot holds only registered jobs)
+            job = self.recent[slot]
+            if job is not None and job.id == job_id:
+                self.recent[slot] = None  # (a slot holds only registered jobs)
+            else:
+                # (get and del: compiled, dict.pop with a default is a
+                # generic method call, ~400 instructions)
+                job = shard.get(job_id)
+                if job is None:
+                    return None
+            del shard[job_id]
             return job
         return self.shards[i].pop(job_id, None)
 
