@@ -51,7 +51,8 @@ class SocketOwner:
     client loop")."""
 
     def serve_ready(self, ready: list[tuple[int, int]]) -> None:
-        """Handle these (fd, events) of the set that are not clients'."""
+        """Handle the turn's ready (fd, events) pairs that are this
+        owner's (the clients' are in the list too: skip them)."""
         raise NotImplementedError
 
     def end_turn(self) -> None:

@@ -42,6 +42,13 @@ from ...shell.socket_set import SocketOwner, SocketSet
 from ...shell.tls import TlsSocket, enforce_deadlines
 
 RECV_SIZE: Final = 64 * 1024
+# A plain link whose last read was short reads this much by os.read first:
+# bytes of Python's small-object allocator, where the mmap's read and slice
+# (below) cost ~470 instructions more a read; one that fills it reads the
+# rest into the mmap at once, and its next reads go there until one is short
+# (bench/README.md, "The loop's and the bus's turn, twenty-eighth session").
+SMALL_READ: Final = 448
+_READ: Final = os.read
 # A plain link's socket is written by its fd: a call of a builtin bound
 # once, where sock.send was a method look-up and an argument-tuple parse
 # (bench/README.md, "A replica's lone job").
@@ -66,7 +73,7 @@ class Link:
 
     __slots__ = ("transport", "node_id", "peer_ip", "sock", "fd", "plain", "out",
                  "out_bytes", "outbuf", "inbuf", "closed", "connected", "readinto",
-                 "events", "queued", "connect_scope", "auth")
+                 "events", "queued", "connect_scope", "auth", "small")
     # (typed: the turn's reads and writes are compiled, setup.py)
     transport: "TcpTransport"
     node_id: Any  # str for our outbound links, else None
@@ -85,6 +92,7 @@ class Link:
     queued: bool
     connect_scope: trio.CancelScope | None
     auth: LinkAuth | None
+    small: bool  # a plain link's last read was short: SMALL_READ by os.read next
 
     def __init__(self, transport: "TcpTransport", node_id: str | None = None,
                  peer_ip: str = "") -> None:
@@ -105,6 +113,7 @@ class Link:
         self.queued = False  # in the transport's list of links to write
         self.connect_scope = None  # while an outbound link connects
         self.auth = None  # LinkAuth when cluster-secret is set
+        self.small = True
 
     def send(self, frame: bytes) -> None:
         """Queue ``frame``; it leaves at the end of the loop's turn (or
@@ -387,7 +396,21 @@ class TcpTransport(Transport, SocketOwner):
 
     def _read(self, link: Link) -> None:
         data: bytes
-        if link.plain:
+        if link.plain and link.small:
+            try:
+                data = _READ(link.fd, SMALL_READ)
+            except BlockingIOError:
+                return
+            except OSError:
+                self.close_link(link)
+                return
+            if not len(data):
+                self.close_link(link)
+                return
+            if len(data) == SMALL_READ:
+                link.small = False
+                data += self._read_rest(link)
+        elif link.plain:
             try:
                 got = link.readinto(self.rbuf)  # (None: EAGAIN, no error raised)
             except OSError:
@@ -399,6 +422,8 @@ class TcpTransport(Transport, SocketOwner):
                 self.close_link(link)
                 return
             data = self.rbuf[:got]
+            if len(data) < SMALL_READ:
+                link.small = True
         else:
             try:
                 data = link.sock.recv(RECV_SIZE)
@@ -449,6 +474,18 @@ class TcpTransport(Transport, SocketOwner):
             link.queued = True  # frames that waited for the peer's hello
             self.to_write.append(link)
         self._keep_unread(link, buf, pos)
+
+    def _read_rest(self, link: Link) -> bytes:
+        """What waits after a small read that filled its room, or b"": an
+        end of file or error is met again by the next turn's read (the set
+        is level-triggered), once the frames read so far are handled."""
+        try:
+            got = link.readinto(self.rbuf)
+        except OSError:
+            return b""
+        if got is None or not got:
+            return b""
+        return self.rbuf[:got]
 
     def _frames(self, link: Link, buf: bytes | bytearray) -> int:
         """Hand every whole frame in ``buf`` to the cluster; the offset of
@@ -518,7 +555,9 @@ class TcpTransport(Transport, SocketOwner):
         sock = link.sock
         while True:
             data = link.outbuf
-            if not data:
+            # (lengths: compiled, a bytes' or memoryview's truth is a
+            # generic call)
+            if not len(data):
                 out = link.out
                 if not out:
                     break
@@ -548,7 +587,7 @@ class TcpTransport(Transport, SocketOwner):
                 link.outbuf = memoryview(data)[sent:]
                 break
             link.outbuf = b""
-        events = _IN | _OUT if link.outbuf else _IN
+        events = _IN | _OUT if len(link.outbuf) else _IN
         if events != link.events:
             self.epoll.modify(link.fd, events)
             link.events = events

@@ -486,7 +486,6 @@ class ClientServer:
         replying = self.replying
         bus = self.bus
         timers = self.timers
-        others: list[tuple[int, int]] = []  # the bus's ready sockets
         node = self.node
         try:
             while True:
@@ -510,18 +509,20 @@ class ClientServer:
                 if perf_counter() >= timers.due_s:
                     # (first: a blocked GETJOB's timeout replies this turn)
                     timers.run()
+                # (the bus is handed the whole list and skips the clients':
+                # no list of its own pairs made, filled and emptied a turn)
+                others = False
                 for fd, events in ready_fds:
                     conn = conns.get(fd)
                     if conn is None:
-                        others.append((fd, events))
+                        others = True
                     elif self.released is None:
                         self._service(conn, events)
                     else:
                         self._pause(conn)
                 if others:
                     assert bus is not None
-                    bus.serve_ready(others)
-                    others.clear()
+                    bus.serve_ready(ready_fds)
                 if self.released is not None:
                     if bus is not None:
                         bus.end_turn()
