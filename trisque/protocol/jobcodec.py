@@ -17,6 +17,8 @@ import struct
 from collections.abc import Collection
 from typing import Final
 
+from mypy_extensions import i64
+
 _FIXED = struct.Struct("<40sBBHQqIIIIIIH")
 _UNPACK_FIXED: Final = _FIXED.unpack_from  # (compiled: a call, not a method lookup per record)
 _FIXED_SIZE: Final = 86  # _FIXED.size (a constant: no attribute read per call)
@@ -94,6 +96,15 @@ class _LastNodes:
 _LAST_NODES: Final = _LastNodes()
 
 
+def _u16(raw: bytes, o: i64) -> i64:
+    return i64(raw[o]) | i64(raw[o + 1]) << 8
+
+
+def _u32(raw: bytes, o: i64) -> i64:
+    return (i64(raw[o]) | i64(raw[o + 1]) << 8 | i64(raw[o + 2]) << 16
+            | i64(raw[o + 3]) << 24)
+
+
 def decode(data: bytes, offset: int = 0) -> tuple[JobFields, int]:
     """Return (fields tuple in FIELDS order, offset after the record)."""
     records, end = decode_many(data, offset, 1)
@@ -109,13 +120,21 @@ def decode_many(data: bytes | bytearray | memoryview, offset: int,
     size = len(raw)
     fixed = _FIXED_SIZE
     records: list[JobFields] = []
-    # The lengths and offsets declared int: compiled, the slicing and the
-    # arithmetic below are then native (unpack's values are Any).
+    # The fields declared int: compiled, the slicing and the arithmetic
+    # below are then native (unpack's values are Any), and a ctime past
+    # i64 (unpack's) still fits.
     qlen: int
     blen: int
     nnodes: int
     state: int
     flags: int
+    repl: int
+    ctime: int
+    etime_ms: int
+    delay_s: int
+    retry_s: int
+    nacks: int
+    deliveries: int
     # Consecutive records mostly have the same holders: their bytes are
     # compared with the last ones, not hashed for _node_ids' lookup.
     last = _LAST_NODES
@@ -125,8 +144,31 @@ def decode_many(data: bytes | bytearray | memoryview, offset: int,
         end = offset + fixed
         if end > size:
             raise ValueError("truncated job record")
-        (job_id, state, flags, repl, ctime, etime_ms, delay_s, retry_s, nacks,
-         deliveries, qlen, blen, nnodes) = _UNPACK_FIXED(raw, offset)
+        o: i64 = offset
+        if raw[o + 51] < 128:
+            # The fixed fields read in place (compiled: native byte reads
+            # and i64 arithmetic, no generic call and no object per field).
+            job_id = raw[offset:offset + 40]
+            state = raw[o + 40]
+            flags = raw[o + 41]
+            repl = _u16(raw, o + 42)
+            ctime = _u32(raw, o + 44) | _u32(raw, o + 48) << 32
+            # (etime is signed: its top byte taken as such)
+            top: i64 = raw[o + 59]
+            if top >= 128:
+                top -= 256
+            etime_ms = (_u32(raw, o + 52) | _u16(raw, o + 56) << 32
+                        | i64(raw[o + 58]) << 48 | top << 56)
+            delay_s = _u32(raw, o + 60)
+            retry_s = _u32(raw, o + 64)
+            nacks = _u32(raw, o + 68)
+            deliveries = _u32(raw, o + 72)
+            qlen = _u32(raw, o + 76)
+            blen = _u32(raw, o + 80)
+            nnodes = _u16(raw, o + 84)
+        else:  # (a ctime of 2**63 or more: beyond i64)
+            (job_id, state, flags, repl, ctime, etime_ms, delay_s, retry_s, nacks,
+             deliveries, qlen, blen, nnodes) = _UNPACK_FIXED(raw, offset)
         if state > 3:
             raise ValueError("bad job state")
         qend = end + qlen
