@@ -4,7 +4,9 @@ node FASTACKing 100k jobs a second would otherwise hold a million IDs."""
 
 import gc
 
-from .world import SimClient, World
+from trisque.cluster.acks import TOMBSTONE_MS
+
+from .world import CRON_MS, SimClient, World
 
 
 def _formed(nodes):
@@ -63,3 +65,46 @@ def test_a_tombstone_leaves_nothing_the_collector_counts():
     held = [*acks._tombstone_until, *acks._tombstone_ids]
     assert shared in held
     assert not any(gc.is_tracked(x) for x in held)
+
+
+def test_a_tombstone_lasts_tombstone_ms_from_its_freeing_then_goes():
+    """The tick after a freeing dates its tombstone (no clock read on the
+    job's turn): it lasts at least TOMBSTONE_MS from the freeing, and goes
+    within a tick or two of that."""
+    world = _formed(3)
+    node = world.nodes[0]
+    shared = _call(world, node, "ADDJOB", "q", "on three", 0, "REPLICATE", 3)
+    before_ms = world.now_ms
+    assert _call(world, node, "FASTACK", shared) == 1
+    after_ms = world.now_ms
+    assert shared in node.cluster.tombstones
+    world.run_until(before_ms + TOMBSTONE_MS - 1)
+    assert shared in node.cluster.tombstones  # a late REPLJOB still finds it
+    world.run_until(after_ms + TOMBSTONE_MS + 2 * CRON_MS + 1)
+    assert shared not in node.cluster.tombstones
+
+
+def test_tombstones_freed_between_many_ticks_each_last_their_time():
+    """Batches of every size between ticks (none, one, past the 64 that
+    compact the list): each ID stays from its freeing for TOMBSTONE_MS,
+    then goes within two ticks, and nothing is left once all are gone."""
+    world = _formed(3)
+    node = world.nodes[0]
+    acks = node.cluster.acks
+    tombstones = node.cluster.tombstones
+    freed = []  # (ms, ID)
+    for step in range(600):
+        if step < 200:
+            for _ in range(step % 6 * 19):  # 0 to 95 IDs at once
+                job_id = b"D-%08x-%s-0a0b" % (len(freed), b"A" * 24)
+                acks.remember_freed(job_id)
+                freed.append((world.now_ms, job_id))
+        world.run_until(world.now_ms + 37)
+        now_ms = world.now_ms
+        for ms, job_id in freed:
+            if now_ms < ms + TOMBSTONE_MS:
+                assert job_id in tombstones
+            elif now_ms > ms + TOMBSTONE_MS + 2 * CRON_MS:
+                assert job_id not in tombstones
+    assert not tombstones
+    assert not acks._tombstone_ids and not acks._tombstone_until and not acks._tombstone_ends

@@ -58,10 +58,15 @@ class Acks(AckHooks):
     # tuple is a container the cyclic collector counts until its first
     # pass, and one a freed job made a young collection (1-3 ms, finding
     # nothing) every ~2 s on each node at 9,200 acked jobs/s (bench/README.md,
-    # "Tails below saturation, twenty-third session").
-    _tombstone_until: list[int]
+    # "Tails below saturation, twenty-third session").  The IDs freed
+    # between two ticks are a batch the second tick dates: one expiry and
+    # one end (in _tombstone_ids) a batch, from _tombstone_batch (no clock
+    # read nor int made on a job's turn).
     _tombstone_ids: list[bytes]
     _tombstone_head: int
+    _tombstone_until: list[int]
+    _tombstone_ends: list[int]
+    _tombstone_batch: int
 
     def __init__(self, node: Node, outbox: Outbox, membership: Membership,
                  replication: Replication, tombstones: JobIdSet) -> None:
@@ -70,9 +75,11 @@ class Acks(AckHooks):
         self.membership = membership
         self.replication = replication
         self.tombstones = tombstones  # (read by replication and federation too)
-        self._tombstone_until = []
         self._tombstone_ids = []
         self._tombstone_head = 0
+        self._tombstone_until = []
+        self._tombstone_ends = []
+        self._tombstone_batch = 0
 
     # ------------------------------------------ what the core tells us
 
@@ -243,18 +250,32 @@ class Acks(AckHooks):
 
     def remember_freed(self, job_id: bytes) -> None:
         self.tombstones.add(job_id)
-        self._tombstone_until.append(self.node.now_ms() + TOMBSTONE_MS)
-        self._tombstone_ids.append(job_id)
+        self._tombstone_ids.append(job_id)  # (dated by the next tick)
 
     def expire_tombstones(self, now_ms: int) -> None:
-        until = self._tombstone_until
         ids = self._tombstone_ids
+        until = self._tombstone_until
+        ends = self._tombstone_ends
+        if len(ids) > (ends[-1] if ends else 0):
+            # Freed since the last tick, so at most now: kept for
+            # TOMBSTONE_MS from now, at least as long as from their freeing.
+            until.append(now_ms + TOMBSTONE_MS)
+            ends.append(len(ids))
         head = self._tombstone_head
+        batch = self._tombstone_batch
         tombstones = self.tombstones
-        while head < len(until):
-            if until[head] > now_ms:
+        while batch < len(until):
+            if until[batch] > now_ms:
                 break
-            tombstones.discard(ids[head])
-            head += 1
-        drop_passed(ids, head)  # (the same length: the same cut as until's)
-        self._tombstone_head = drop_passed(until, head)
+            end = ends[batch]
+            while head < end:
+                tombstones.discard(ids[head])
+                head += 1
+            batch += 1
+        new_head = drop_passed(ids, head)
+        if new_head != head:  # (the IDs passed left the list: the ends move)
+            for i in range(batch, len(ends)):
+                ends[i] -= head - new_head
+        self._tombstone_head = new_head
+        drop_passed(ends, batch)  # (the same length: the same cut as until's)
+        self._tombstone_batch = drop_passed(until, batch)
