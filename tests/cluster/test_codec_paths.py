@@ -128,6 +128,25 @@ def test_a_lone_record_sent_to_several_holders_is_framed_once():
     assert header.last_record is not big
 
 
+def test_lone_record_frames_after_any_other_are_the_packed_frames():
+    """jobs() keeps the last lone record's frame head (header and count)
+    for the next record of the same length, type and flags: each frame is
+    still the packed one, whatever frame came before it."""
+    header = bus.Header("f" * 40, 7711, 17711)
+    for body in (b"x", b"y", b"xy", b"x", b"xyz" * 50, b"abc" * 50):
+        for type_, mflags in ((bus.REPLJOB, 0), (bus.REPLJOB, 0), (bus.REPLJOB, bus.NOREPLY),
+                              (bus.YOURJOBS, 0), (bus.REPLJOB, 0)):
+            job = Job(b"D-0123abcd-" + b"C" * 24 + b"-0a0b", b"q", body,
+                      ACTIVE, 3, 1_700_000_000_000_000_123, 1_700_000_086_400_000, 0, 30)
+            job.nodes_delivered = ("a" * 40,)
+            record = serialize(job, 1000)
+            frame = bus.jobs(header, type_, [record], mflags)
+            assert frame == bus.HEADER.pack(
+                bus.MAGIC, bus.VERSION, bus.HEADER_SIZE + 4 + len(record), type_, mflags,
+                header.flags, header.node_id, 7711, 17711) + struct.pack("<I", 1) + record
+            assert bus.decode(frame).body == [jobcodec.decode(record)[0]]
+
+
 def test_job_frames_decode_like_the_codec_and_refuse_bad_records():
     header = bus.Header("f" * 40, 7711, 17711)
     a, b = "a" * 40, "b" * 40

@@ -221,7 +221,7 @@ class Header:
     header bytes of one-item job-ID frames it has made."""
 
     __slots__ = ("node_id", "port", "bus_port", "flags", "one_item_heads", "middles",
-                 "last_record", "last_key", "last_frame")
+                 "last_record", "last_key", "last_frame", "lone_head", "lone_len", "lone_key")
     node_id: bytes
     port: int
     bus_port: int
@@ -235,6 +235,11 @@ class Header:
     last_record: bytes | None
     last_key: int  # its type | mflags << 16
     last_frame: bytes
+    # jobs()'s last lone-record frame head (header and count): most jobs of
+    # a workload are of one size, so their frames share it
+    lone_head: bytes
+    lone_len: int  # its frame length
+    lone_key: int  # its type | mflags << 16
 
     def __init__(self, node_id: str | bytes, port: int, bus_port: int, flags: int = 0) -> None:
         self.node_id = node_id.encode() if isinstance(node_id, str) else node_id
@@ -246,6 +251,9 @@ class Header:
         self.last_record = None
         self.last_key = -1
         self.last_frame = b""
+        self.lone_head = b""
+        self.lone_len = -1
+        self.lone_key = -1
 
 
 def _frame(header: Header, type_: int, payload: bytes, mflags: int = 0) -> bytes:
@@ -309,10 +317,13 @@ def jobs(header: Header, type_: int, records: list[bytes], mflags: int = 0,
         key = type_ | mflags << 16
         if record is header.last_record and key == header.last_key:
             return header.last_frame
-        # (one build, header and record)
-        frame = b"%s%s%s%s%s" % (_MAGIC_VERSION_BYTES,
-                                 (HEADER_SIZE + 4 + len(record)).to_bytes(4, "little"),
-                                 _middle(header, type_, mflags), _AUX_BYTES[1], record)
+        length = HEADER_SIZE + 4 + len(record)
+        if length != header.lone_len or key != header.lone_key:
+            header.lone_head = b"%s%s%s%s" % (_MAGIC_VERSION_BYTES, length.to_bytes(4, "little"),
+                                              _middle(header, type_, mflags), _AUX_BYTES[1])
+            header.lone_len = length
+            header.lone_key = key
+        frame = header.lone_head + record
         if len(record) <= LAST_FRAME_KEPT_BYTES:
             header.last_record = record
             header.last_key = key
@@ -344,7 +355,7 @@ def jobids(header: Header, type_: int, items: list[bytes | tuple[bytes, int]],
                 and 0 <= mflags < 8):
             key = type_ | mflags << 5
             head = header.one_item_heads[key]
-            if not head:
+            if len(head) == 0:  # (len: native, a truth test is a generic call)
                 head = _COUNTED_PACK(MAGIC, VERSION, ONE_ITEM_FRAME_LEN, type_, mflags,
                                      header.flags, header.node_id, header.port,
                                      header.bus_port, 1)
