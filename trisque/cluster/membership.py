@@ -153,6 +153,7 @@ class Membership:
         self.messages_received = 0
         self._dirty = False
         self._header: bus.Header | None = None
+        self._header_id = ""  # the myself ID _header was made for
         self.on_dirty: Callable[[], object] | None = None  # shell hook: save nodes.conf soon
 
     @property
@@ -175,8 +176,11 @@ class Membership:
         flags = (me.wire_flags() | bus.F_PUBSUB | bus.F_POLICIES | bus.F_WAITJOB
                  | bus.F_SCHEDULES)
         header = self._header
-        if header is None or header.flags != flags or header.node_id != me.id.encode():
+        # (the ID compared by identity: its str is replaced when it changes,
+        # and encoding it to compare made and freed a bytes each frame)
+        if header is None or header.flags != flags or me.id is not self._header_id:
             header = self._header = bus.Header(me.id, me.port, me.bus_port, flags)
+            self._header_id = me.id
         return header
 
     def size(self) -> int:

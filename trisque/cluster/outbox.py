@@ -89,10 +89,11 @@ class PeerOut:
     its first ``used`` batches, and no batch, list or dict entry is made
     and freed per frame (bench/README.md, "Bus frames a job, twenty-sixth session")."""
 
-    __slots__ = ("node_id", "batches", "used", "node", "version")
+    __slots__ = ("node_id", "batches", "used", "due", "node", "version")
     node_id: str
     batches: list[Batch]
     used: int  # the batches with messages, in order
+    due: bool  # one of them is not lazy (a flag: no set of IDs hashed a message)
     # The peer's ClusterNode as found in the node table at its ``version``
     # (Membership.version): not looked up again each encode while it stays.
     node: ClusterNode | None
@@ -102,6 +103,7 @@ class PeerOut:
         self.node_id = node_id
         self.batches = []
         self.used = 0
+        self.due = False
         self.node = None
         self.version = -1
 
@@ -138,7 +140,7 @@ class Outbox:
     membership: Membership
     peers: dict[str, PeerOut]
     pending: list[PeerOut]
-    due: set[str]
+    _due_count: int
     _queued: int
     _push: Callable[[], None] | None
     _epoch: int
@@ -156,7 +158,7 @@ class Outbox:
         self.membership = membership
         self.peers = {}  # node id -> its PeerOut (kept: see PeerOut)
         self.pending = []  # the peers with messages, in the order of their first
-        self.due = set()  # peers with a message that is not lazy
+        self._due_count = 0  # peers with a message that is not lazy (PeerOut.due)
         self._queued = 0  # messages in the outbox
         # The transport's "write what is queued now", if it has one.
         self._push = getattr(transport, "push", None)
@@ -262,12 +264,6 @@ class Outbox:
     def _batch(self, node_id: str, type_: int, mflags: int, lazy: bool = False) -> list[Any]:
         """Where a message for ``node_id`` goes: the last batch to it if of
         the same type (one frame carries a run of them), else a new one."""
-        if not lazy:
-            due = self.due
-            if node_id not in due:
-                if not due:  # the first since the last encode: ask for one
-                    self.transport.flush_soon()
-                due.add(node_id)
         peer = self._last
         if peer is None or peer.node_id is not node_id:
             found = self._before
@@ -278,6 +274,11 @@ class Outbox:
                     self.peers[node_id] = found
             self._before = peer  # (the two swap: holders come in turn)
             self._last = peer = found
+        if not lazy and not peer.due:
+            if not self._due_count:  # the first since the last encode: ask for one
+                self.transport.flush_soon()
+            peer.due = True
+            self._due_count += 1
         used = peer.used
         batches = peer.batches
         if used:
@@ -311,8 +312,7 @@ class Outbox:
         if not pending:
             return
         self.pending = []
-        due = self.due
-        held = not everything and len(due) < len(pending)
+        held = not everything and self._due_count < len(pending)
         header = self.membership.header()
         transport = self.transport
         membership = self.membership
@@ -328,11 +328,12 @@ class Outbox:
         prev_old = False
         for out in pending:
             node_id = out.node_id
-            if held and node_id not in due:
+            if held and not out.due:
                 self.pending.append(out)  # lazy messages alone: kept
                 for i in range(out.used):
                     self._queued += len(out.batches[i].items)
                 continue
+            out.due = False
             if out.version == version:
                 peer = out.node
             else:
@@ -401,5 +402,4 @@ class Outbox:
             prev_old = old_peer
         if prev is not None:
             _emptied(prev, prev_used)
-        if due:
-            due.clear()  # (not a new set each turn)
+        self._due_count = 0

@@ -250,6 +250,10 @@ class Replication(ReplicationHooks):
     first_holders: tuple[str, ...]
     first_sent: list[SentJobs]
     sent: dict[str, SentJobs]
+    _sent_id: str
+    _sent_id2: str
+    _sent_last: SentJobs | None
+    _sent_last2: SentJobs | None
     copy_nodes: tuple[str, ...] | None
     copy_holders: tuple[str, ...]
     copy_me: str
@@ -270,6 +274,8 @@ class Replication(ReplicationHooks):
         self.first_holders = ()
         self.first_sent = []  # the SentJobs of first_to
         self.sent = {}  # peer id -> SentJobs (never removed: first_sent may hold them)
+        self._sent_id = self._sent_id2 = ""  # _sent_of's last two ("": none)
+        self._sent_last = self._sent_last2 = None
         # on_repljob's last holders tuple from a record, and it with us added
         self.copy_nodes = None
         self.copy_holders = ()
@@ -392,6 +398,22 @@ class Replication(ReplicationHooks):
         for sent in sent_to:
             sent.add(job)
 
+    def _sent_of(self, node_id: str) -> SentJobs | None:
+        """``sent.get(node_id)``, the last two found kept by the ID's
+        identity (a job's GOTJOBs come from its holders in turn; ``sent``
+        never drops an entry, so a kept one stays right)."""
+        if node_id is self._sent_id:
+            return self._sent_last
+        if node_id is self._sent_id2:
+            return self._sent_last2
+        sent = self.sent.get(node_id)
+        if sent is not None:
+            self._sent_id2 = self._sent_id
+            self._sent_last2 = self._sent_last
+            self._sent_id = node_id
+            self._sent_last = sent
+        return sent
+
     def _sent_jobs(self, node_id: str) -> SentJobs:
         sent = self.sent.get(node_id)
         if sent is None:
@@ -490,7 +512,7 @@ class Replication(ReplicationHooks):
         (SentJobs): then the whole frame is compared with their IDs at
         once and nothing is unpacked item by item; else on_gotjob."""
         count = len(raw) // bus.JOBID_ITEM_LEN
-        sent = self.sent.get(sender.id)
+        sent = self._sent_of(sender.id)
         if sent is not None and count and self.replicating:
             head = sent.head
             expected = sent.jobs
