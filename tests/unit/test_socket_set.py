@@ -257,3 +257,48 @@ def test_a_deadline_moved_and_a_heap_pruned_still_bound_the_direct_wait():
     a.close()
     b.close()
     assert events == ["moved", "socket"], events
+
+
+def test_the_direct_wait_says_whether_the_callers_deadline_came():
+    """``ready_now`` sets ``due`` (the client loop's timers then run
+    without a clock reading of the turn's own): a deadline passed before
+    the poll, or one the poll slept until, is due; a poll that returned a
+    ready socket or a busy poll before the deadline leaves it not due."""
+    a, b = socketpair()
+    seen = {}
+
+    async def direct(sockets, busy, due_s):
+        """ready_now's answer, through trio until the direct wait is on."""
+        for _ in range(50):
+            ready = sockets.ready_now(busy, due_s)
+            if ready is not None:
+                return [fd for fd, _events in ready], sockets.due
+            await sockets.through_trio(False, perf_counter() + 0.001)
+        raise AssertionError("the direct wait never ran")
+
+    async def main():
+        sockets = SocketSet()
+        sockets.register(a.fileno(), select.EPOLLIN)
+        await sockets.wait(False, perf_counter() + 0.01)  # (through trio, once)
+        seen["passed"] = await direct(sockets, False, perf_counter() - 0.001)
+        seen["busy, not yet"] = await direct(sockets, True, perf_counter() + 10)
+        due_s = perf_counter() + 0.02
+        seen["slept until it"] = await direct(sockets, False, due_s)
+        seen["slept until it, clock"] = perf_counter() >= due_s
+        b.send(b"x")
+        seen["ready first"] = await direct(sockets, False, perf_counter() + 10)
+        seen["ready, passed"] = await direct(sockets, False, perf_counter() - 0.001)
+        assert a.recv(10) == b"x"
+        later(0.01, lambda: b.send(b"y"))
+        seen["woken before it"] = await direct(sockets, False, perf_counter() + 10)
+
+    trio.run(main)
+    a.close()
+    b.close()
+    assert seen["passed"] == ([], True), seen
+    assert seen["busy, not yet"] == ([], False), seen
+    assert seen["slept until it"] == ([], True), seen
+    assert seen["slept until it, clock"] is True, seen
+    assert seen["ready first"][1] is False and len(seen["ready first"][0]) == 1, seen
+    assert seen["ready, passed"][1] is True and len(seen["ready, passed"][0]) == 1, seen
+    assert seen["woken before it"][1] is False and len(seen["woken before it"][0]) == 1, seen

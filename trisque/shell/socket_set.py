@@ -89,6 +89,10 @@ class SocketSet:
     _deadline_heap: list[tuple[Any, ...]]  # theirs, (deadline, tie, scope): see _trio_due_s
     _next_deadline: Callable[[], float]  # trio's earliest deadline, its clock
     _clock_offset: float  # trio's clock: perf_counter() + this
+    # ready_now's last wait came to the caller's due_s (its timers are due):
+    # known from the clock read before the poll and the poll timing out, so
+    # the turn needs no reading of its own to ask
+    due: bool
 
     def __init__(self, direct: bool = True) -> None:
         epoll = self._epoll = select.epoll()
@@ -101,6 +105,7 @@ class SocketSet:
         self.unyielded = 0
         self.trio_fd = -2 if direct else -1  # (-2: looked up at the first wait)
         self.alone = False
+        self.due = False
 
     async def wait(self, busy: bool, due_s: float = _NEVER_S) -> list[tuple[int, int]]:
         """The ready (fd, events) pairs: at once when some are ready or
@@ -139,7 +144,10 @@ class SocketSet:
         or the direct wait is not known to work yet (``await wait(...)``).
         (A coroutine's call makes its frame an object and returns through
         the generator protocol: each turn paid that, bench/README.md,
-        "The turn's own costs".)"""
+        "The turn's own costs".)  With pairs returned, ``due`` says
+        whether ``due_s`` has come: it had before the poll, or the poll
+        waited for it and timed out (a poll that returned pairs first
+        leaves it to the next turn's look)."""
         trio_fd = self.trio_fd
         if trio_fd < 0 or not self.alone:
             return None
@@ -149,15 +157,21 @@ class SocketSet:
         left = self._trio_due_s() - now_s
         if left <= 0:
             return None
+        due = False
         ours = due_s - now_s  # (before trio's: a timeout is ours)
         if ours < left:
-            busy = busy or ours <= 0
+            if ours <= 0:
+                due = busy = True
             left = ours
         ready = self.poll(0 if busy else (left if left < _FOREVER_S else -1), MAX_EVENTS)
         for i in range(len(ready)):
             if ready[i][0] == trio_fd:
                 return None  # trio has work: it goes first
-        if ready or busy or left == ours:
+        if len(ready) or busy:
+            self.due = due
+            return ready
+        if left == ours:
+            self.due = True  # (the wait timed out at our deadline)
             return ready
         return None
 

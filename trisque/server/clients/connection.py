@@ -501,12 +501,15 @@ class ClientServer:
                 ready_now = epoll.ready_now(busy, timers.due_s)
                 if ready_now is not None:
                     ready_fds = ready_now
-                elif epoll.trio_fd >= 0:
-                    ready_fds = await epoll.through_trio(busy, timers.due_s)
+                    due = epoll.due  # (no clock read: the wait knows)
                 else:
-                    ready_fds = await epoll.wait(busy, timers.due_s)
+                    if epoll.trio_fd >= 0:
+                        ready_fds = await epoll.through_trio(busy, timers.due_s)
+                    else:
+                        ready_fds = await epoll.wait(busy, timers.due_s)
+                    due = perf_counter() >= timers.due_s
                 node.begin_turn()  # the clock read once for the turn (Node.now_ms)
-                if perf_counter() >= timers.due_s:
+                if due:
                     # (first: a blocked GETJOB's timeout replies this turn)
                     timers.run()
                 # (the bus is handed the whole list and skips the clients':
