@@ -16,13 +16,15 @@ process's (with the cluster's).  This module imports nothing of the core.
 
 from typing import Any, Callable, TypeVar
 
+from mypy_extensions import i64
+
 Handler = Callable[..., Any]
 H = TypeVar("H", bound=Callable[..., Any])
 
 
 class Command:
     __slots__ = ("name", "lname", "arity", "flags", "handler", "deny_oom", "write",
-                 "ok_loading", "calls", "ns", "hist", "rejected", "failed", "first_key", "last_key", "key_step",
+                 "ok_loading", "calls", "ns", "hist", "hist_slot", "hist_run", "rejected", "failed", "first_key", "last_key", "key_step",
                  "group", "summary", "syntax")
     name: str
     lname: str
@@ -35,6 +37,8 @@ class Command:
     calls: int
     ns: int
     hist: list[int]
+    hist_slot: i64
+    hist_run: i64
     rejected: int
     failed: int
     first_key: int
@@ -60,6 +64,10 @@ class Command:
         # calls by the bit length of their time in ns: hist[k] counts the
         # calls that took 2**(k-1) to 2**k - 1 ns (the /metrics histogram)
         self.hist = [0] * 65
+        # The latest calls, all in one slot, not yet added to hist (see
+        # count_time): readers take histogram().
+        self.hist_slot = 0
+        self.hist_run = 0
         # INFO commandstats as Redis 7: refused before running (arity, OOM,
         # NOAUTH...), and run but answering an error
         self.rejected = 0
@@ -68,6 +76,32 @@ class Command:
         self.group = group  # COMMAND DOCS: jobs, queues, connection, server, cluster, generic
         self.summary = summary or name  # one line
         self.syntax = syntax  # the arguments after the name, as one line; "" if none shown
+
+
+    def count_time(self, elapsed_ns: int) -> None:
+        """A call's time into the histogram.  Calls in the slot of the
+        one before are counted natively: compiled, a list item's += makes
+        an int object each call (and frees the one before)."""
+        slot: i64 = elapsed_ns.bit_length()
+        if slot == self.hist_slot:
+            self.hist_run += 1
+        else:
+            self.histogram()
+            self.hist_slot = slot
+            self.hist_run = 1
+
+    def histogram(self) -> list[int]:
+        """``hist`` with every call counted so far."""
+        if self.hist_run:
+            hist = self.hist
+            count: int = hist[self.hist_slot]
+            hist[self.hist_slot] = count + int(self.hist_run)
+            self.hist_run = 0
+        return self.hist
+
+    def reset_histogram(self) -> None:
+        self.hist = [0] * 65
+        self.hist_run = 0
 
 
 class Commands:

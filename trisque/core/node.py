@@ -414,10 +414,7 @@ class Node(JobLifecycle):
         elapsed_ns = int((end - start) * 1e9)
         command.calls += 1
         command.ns += elapsed_ns
-        hist = command.hist
-        slot = elapsed_ns.bit_length()
-        count: int = hist[slot]  # (compiled, += on the item is a generic add)
-        hist[slot] = count + 1
+        command.count_time(elapsed_ns)
         if elapsed_ns >= self.slowlog_ns:
             self._slowlog(client, argv, elapsed_ns // 1000)
         return reply

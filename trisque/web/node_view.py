@@ -117,7 +117,7 @@ def commands(node: Any) -> list[CommandView]:
     for c in unique_commands(node.table):
         if not c.calls:
             continue
-        hist = c.hist
+        hist = c.histogram()
         buckets = []
         below = 0
         start = 0

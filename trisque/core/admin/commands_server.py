@@ -426,7 +426,7 @@ def config_(node: Node, client: Client, argv: list[bytes]) -> bytes:
         node.stats.reset()
         for entry in unique_commands(node.table):
             entry.calls = entry.ns = entry.rejected = entry.failed = 0
-            entry.hist = [0] * 65
+            entry.reset_histogram()
         return resp.OK
     if sub == "REWRITE" and len(argv) == 2:
         try:

@@ -388,8 +388,8 @@ class Deadlines:
 
     def _remove(self, item: Scheduled, key: int) -> None:
         for lane in self._lanes:
-            if key > lane.tail:
-                continue
+            if key > lane.tail or key < lane.first_ms:
+                continue  # (outside the lane's deadlines: none of its entries read)
             items = lane.items
             head = lane.head
             first: Scheduled = items[head]
@@ -404,8 +404,6 @@ class Deadlines:
                         return
                 self._advance(lane, head)
                 return
-            if key < lane.first_ms:
-                continue
             if items[-1] is item:  # the newest: a job served or acked as soon as set
                 self._pop_tail(lane)
                 return
@@ -475,11 +473,14 @@ class Deadlines:
         # Lanes stay latest tail first (set's best fit), and a deadline
         # before the old floor may fit this one now.
         lanes = self._lanes
-        i = lanes.index(lane)
-        while i + 1 < len(lanes) and lanes[i + 1].tail > tail:
+        n = len(lanes)
+        i = 0
+        while lanes[i] is not lane:  # (identity: list.index is a generic call)
+            i += 1
+        while i + 1 < n and lanes[i + 1].tail > tail:
             lanes[i] = lanes[i + 1]
             i += 1
-            lanes[i] = lane
+        lanes[i] = lane
         self._floor = None
 
     def _remove_from_bucket(self, item: Scheduled, key: int) -> bool:
