@@ -10,6 +10,8 @@ from hypothesis import given, strategies as st
 from tests.fuzz_settings import FUZZ
 from trisque.protocol import jobcodec
 
+_IN_PLACE = jobcodec.IN_PLACE
+
 HEX = "0123456789abcdef"
 U32 = st.integers(0, 2**32 - 1)
 job_ids = st.builds(lambda rand: b"D-0123abcd-" + rand + b"-0a0b",
@@ -32,9 +34,16 @@ def test_fixed_fields_read_back_over_their_whole_range(values, before):
      queue, body, nodes, policy) = values
     record = jobcodec.encode(job_id, state, flags, repl, ctime, etime_ms, delay_s, retry_s,
                              nacks, deliveries, queue, body, nodes, policy)
-    decoded, end = jobcodec.decode(before + record + b"tail", len(before))
-    assert end == len(before) + len(record)
-    assert decoded == (job_id, state, flags, repl, ctime, etime_ms, delay_s, retry_s, nacks,
-                       deliveries, queue, body, tuple(nodes), policy)
-    unpacked = struct.unpack_from("<40sBBHQqIIIIIIH", record)
-    assert decoded[:10] == unpacked[:2] + (unpacked[2] & ~jobcodec.HAS_POLICY,) + unpacked[3:10]
+    # Both ways interpreted (compiled, IN_PLACE is a constant: read in place)
+    for in_place in (True, False):
+        jobcodec.IN_PLACE = in_place
+        try:
+            decoded, end = jobcodec.decode(before + record + b"tail", len(before))
+        finally:
+            jobcodec.IN_PLACE = _IN_PLACE
+        assert end == len(before) + len(record)
+        assert decoded == (job_id, state, flags, repl, ctime, etime_ms, delay_s, retry_s, nacks,
+                           deliveries, queue, body, tuple(nodes), policy)
+        unpacked = struct.unpack_from("<40sBBHQqIIIIIIH", record)
+        assert decoded[:10] == (unpacked[:2] + (unpacked[2] & ~jobcodec.HAS_POLICY,)
+                                + unpacked[3:10])
