@@ -19,6 +19,7 @@ from setuptools.command.build_ext import build_ext
 
 # The request path: parse, execute, reply (bench/README.md, "Compiling the core").
 COMPILED = [
+    "trisque/protocol/native.py",
     "trisque/protocol/resp.py",
     "trisque/protocol/jobid.py",
     "trisque/protocol/args.py",

@@ -68,6 +68,7 @@ from typing import Any, Final
 from mypy_extensions import i64
 
 from . import jobcodec
+from .native import u16, u32
 
 MAGIC: Final = b"TQB"
 VERSION: Final = 1
@@ -466,8 +467,7 @@ def frame_len(buf: bytes, pos: i64, max_frame: i64) -> i64:
     (i64: compiled, plain C arithmetic where tagged ints checked each step.)"""
     if len(buf) - pos < 8:
         return -1
-    length = (i64(buf[pos + 4]) | i64(buf[pos + 5]) << 8 | i64(buf[pos + 6]) << 16
-              | i64(buf[pos + 7]) << 24)
+    length = u32(buf, pos + 4)
     if (buf[pos] != _M0 or buf[pos + 1] != _M1 or buf[pos + 2] != _M2
             or buf[pos + 3] != VERSION or length < HEADER_SIZE or length > max_frame):
         frame_length(buf, pos, max_frame)  # (raises, saying why)
@@ -522,8 +522,8 @@ def decode(frame: bytes | bytearray | memoryview, gotjob_raw: bool = False) -> M
     data = frame if isinstance(frame, bytes) else bytes(frame)
     type_, mflags, sender = read_header(data)
     sflags = data[11]
-    port = data[52] | data[53] << 8
-    bus_port = data[54] | data[55] << 8
+    port = u16(data, 52)
+    bus_port = u16(data, 54)
     if type_ >= TYPE_COUNT:  # a newer node's: ignored (see the top)
         return Message(type_, mflags, sender, sflags, port, bus_port, None)
     return Message(type_, mflags, sender, sflags, port, bus_port,
@@ -540,7 +540,7 @@ def read_header(data: bytes) -> tuple[int, int, str]:
     # (the header's fields read byte by byte: compiled, native reads with
     # no object made, where an unpack made a tuple and 8 objects; i64, plain
     # C arithmetic)
-    length = i64(data[4]) | i64(data[5]) << 8 | i64(data[6]) << 16 | i64(data[7]) << 24
+    length = u32(data, 4)
     if (data[0] != _M0 or data[1] != _M1 or data[2] != _M2 or data[3] != VERSION
             or length != size):
         raise BusError("bad frame header")

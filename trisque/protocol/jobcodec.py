@@ -15,10 +15,11 @@ Every other job's record is byte for byte what it was before policies.
 
 import struct
 from collections.abc import Collection
-from importlib.machinery import EXTENSION_SUFFIXES
 from typing import Final
 
 from mypy_extensions import i64
+
+from .native import COMPILED, u16, u32
 
 _FIXED = struct.Struct("<40sBBHQqIIIIIIH")
 _UNPACK_FIXED: Final = _FIXED.unpack_from  # (compiled: a call, not a method lookup per record)
@@ -29,7 +30,7 @@ HAS_POLICY: Final = 64  # in the flags byte: a policy follows the node IDs
 # Compiled, decode_many reads the fixed fields in place (native byte reads);
 # interpreted, each byte read is a Python step and unpack_from ~20x cheaper.
 # (Tests set it to read both ways interpreted.)
-IN_PLACE: Final = __file__.endswith(tuple(EXTENSION_SUFFIXES))
+IN_PLACE: Final = COMPILED
 FIELDS = ("id", "state", "flags", "repl", "ctime", "etime_ms", "delay_s",
           "retry_s", "nacks", "deliveries", "queue", "body", "nodes", "policy")
 
@@ -101,15 +102,6 @@ class _LastNodes:
 _LAST_NODES: Final = _LastNodes()
 
 
-def _u16(raw: bytes, o: i64) -> i64:
-    return i64(raw[o]) | i64(raw[o + 1]) << 8
-
-
-def _u32(raw: bytes, o: i64) -> i64:
-    return (i64(raw[o]) | i64(raw[o + 1]) << 8 | i64(raw[o + 2]) << 16
-            | i64(raw[o + 3]) << 24)
-
-
 def decode(data: bytes, offset: int = 0) -> tuple[JobFields, int]:
     """Return (fields tuple in FIELDS order, offset after the record)."""
     records, end = decode_many(data, offset, 1)
@@ -156,21 +148,21 @@ def decode_many(data: bytes | bytearray | memoryview, offset: int,
             job_id = raw[offset:offset + 40]
             state = raw[o + 40]
             flags = raw[o + 41]
-            repl = _u16(raw, o + 42)
-            ctime = _u32(raw, o + 44) | _u32(raw, o + 48) << 32
+            repl = u16(raw, o + 42)
+            ctime = u32(raw, o + 44) | u32(raw, o + 48) << 32
             # (etime is signed: its top byte taken as such)
             top: i64 = raw[o + 59]
             if top >= 128:
                 top -= 256
-            etime_ms = (_u32(raw, o + 52) | _u16(raw, o + 56) << 32
+            etime_ms = (u32(raw, o + 52) | u16(raw, o + 56) << 32
                         | i64(raw[o + 58]) << 48 | top << 56)
-            delay_s = _u32(raw, o + 60)
-            retry_s = _u32(raw, o + 64)
-            nacks = _u32(raw, o + 68)
-            deliveries = _u32(raw, o + 72)
-            qlen = _u32(raw, o + 76)
-            blen = _u32(raw, o + 80)
-            nnodes = _u16(raw, o + 84)
+            delay_s = u32(raw, o + 60)
+            retry_s = u32(raw, o + 64)
+            nacks = u32(raw, o + 68)
+            deliveries = u32(raw, o + 72)
+            qlen = u32(raw, o + 76)
+            blen = u32(raw, o + 80)
+            nnodes = u16(raw, o + 84)
         else:  # (a ctime of 2**63 or more: beyond i64)
             (job_id, state, flags, repl, ctime, etime_ms, delay_s, retry_s, nacks,
              deliveries, qlen, blen, nnodes) = _UNPACK_FIXED(raw, offset)

@@ -7,11 +7,12 @@ helpers (``bulk``, ``integer``) and rare ones the generic ``encode``.
 """
 
 import re
-from importlib.machinery import EXTENSION_SUFFIXES
 from typing import Any, Callable, Final
 
 import hiredis
 from mypy_extensions import i64, mypyc_attr
+
+from .native import COMPILED
 
 MAX_MULTIBULK: Final = 1024 * 1024  # elements in one request, as Redis
 MAX_INLINE: Final = 64 * 1024  # bytes in one inline request line
@@ -23,7 +24,7 @@ _BULK_HEADER: Final = re.compile(rb"\$(0|[1-9][0-9]{0,17})\r\n")
 # Whether RequestParser reads plain complete requests itself (_plain_requests)
 # before hiredis: compiled, that costs a third of hiredis's parse and the
 # large-count search; interpreted, five times hiredis's (bench/README.md).
-PLAIN_WALK: Final = __file__.endswith(tuple(EXTENSION_SUFFIXES))
+PLAIN_WALK: Final = COMPILED
 
 
 class ProtocolError(Exception):
