@@ -9,6 +9,7 @@ from time import perf_counter
 from tests.unit.conftest import Core
 from trisque.core.admin.config import Config
 
+from trisque.core.jobs.lifecycle import NO_WAKE_MS
 from trisque.shell.timers import MIN_DELAY_S, Timers
 
 
@@ -33,7 +34,7 @@ def test_start_is_due_at_once_and_a_run_looks_again_by_the_next_cron_tick(core):
     period_s = 1 / core.node.config.hz
     left = timers.due_s - perf_counter()
     assert 0 < left <= 1.5 * period_s + 0.001  # (the first run is off the grid: tick_past)
-    assert core.node.timer_wake_ms is not None
+    assert core.node.timer_wake_ms != NO_WAKE_MS
 
 
 def test_an_earlier_deadline_brings_the_next_look_forward_and_wakes_the_loop():

@@ -20,6 +20,7 @@ import math
 import random
 from typing import TYPE_CHECKING, Callable, Final
 
+from ..core.jobs.lifecycle import NO_WAKE_MS
 from .ticks import perf_counter, tick_after
 
 if TYPE_CHECKING:
@@ -93,7 +94,7 @@ class Timers:
         wrote it there first)."""
         node = self.node
         wake_ms = node.timer_wake_ms
-        if wake_ms is None:
+        if wake_ms == NO_WAKE_MS:
             return
         due_s = perf_counter() + wake_ms / 1000 - node.clock()
         if due_s < self.due_s:
@@ -105,17 +106,21 @@ class Timers:
         node = self.node
         next_job_ms = node.run_timers()
         now_s = perf_counter()
+        ran = False
         if now_s >= self.cron_s:
             node.cron()
             self.cron_s = self.tick_past(self.cron_s, now_s, 1 / node.config.hz)
+            ran = True
         due_s = self.cron_s
         for work in self.periodic:
             if now_s >= work.next_s:
                 work.run()
                 work.next_s = self.tick_past(work.next_s, now_s, work.period_s)
+                ran = True
             if work.next_s < due_s:
                 due_s = work.next_s
-        now_s = perf_counter()
+        if ran:  # (their work took time; most runs are a deadline's alone)
+            now_s = perf_counter()
         wall_s = node.clock()  # (the deadlines' clock: exact, not now_ms's floor)
         if next_job_ms is not None:
             job_s = now_s + next_job_ms / 1000 - wall_s

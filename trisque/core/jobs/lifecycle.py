@@ -50,6 +50,9 @@ BASE_MEMORY: Final = 1024 * 1024  # an idle node's used_memory: buffers, tables 
 # A wall clock set back at least this much moves the node's timers back
 # with it (watch_clock); a smaller step is not worth a walk of every job.
 CLOCK_STEP_MS: Final = 1000
+# timer_wake_ms while the shell's timers have set no wake-up: after every
+# deadline, so each one set is earlier (an i64, not None: a boxed int a run)
+NO_WAKE_MS: Final = 1 << 62
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # (Node allows them: the simulator's)
@@ -88,7 +91,7 @@ class JobLifecycle:
     _last_ctime: i64  # (i64: see create_job)
     _last_etime: int
     on_timers_changed: Callable[[], None] | None
-    timer_wake_ms: int | None
+    timer_wake_ms: i64
     waited: dict[bytes, Any]
     clock_seen_ms: int
     clock_steps_back: int
@@ -135,7 +138,7 @@ class JobLifecycle:
         self._last_ctime = 0
         self._last_etime = 0
         self.on_timers_changed = None  # shell hook: an earlier deadline exists
-        self.timer_wake_ms = None  # when the shell's timer loop will next look
+        self.timer_wake_ms = NO_WAKE_MS  # when the shell's timer loop will next look
         self.clock_seen_ms = self.now_ms()  # the latest reading (watch_clock)
         self.clock_steps_back = 0
 
@@ -709,8 +712,7 @@ class JobLifecycle:
     def timers_changed(self, wake_ms: int) -> None:
         """A deadline at ``wake_ms`` was set: wake the shell's timer loop if
         it would sleep past it (not on every deadline: a task switch each)."""
-        if (self.on_timers_changed is not None
-                and (self.timer_wake_ms is None or wake_ms < self.timer_wake_ms)):
+        if self.on_timers_changed is not None and wake_ms < self.timer_wake_ms:
             self.timer_wake_ms = wake_ms
             self.on_timers_changed()
 
