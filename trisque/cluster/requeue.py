@@ -197,9 +197,16 @@ class Requeue(RequeueHooks):
                 node.dequeue(job)
             if job.retry_s and job.qtime_ms:
                 job.flags |= BCAST_WILLQUEUE
-                job.qtime_ms = node.now_ms() + job.retry_s * 1000 + node.jitter_ms()
+                qtime = node.now_ms() + job.retry_s * 1000 + node.jitter_ms()
+                job.qtime_ms = qtime
                 if job.state != QUEUED:
-                    node.schedule(job)
+                    # A wake-up due no later than the new one stays: there
+                    # process_job finds nothing due and re-arms it.  Most
+                    # jobs are acked first, so the move is mostly saved.
+                    wake = job.wake_ms
+                    if (wake is None or wake > qtime - WILLQUEUE_ADVANCE_MS
+                            or wake > job.etime_ms):
+                        node.schedule(job)
             if type_ == bus.QUEUED:
                 if mflags & bus.INCR_NACKS:
                     job.nacks += 1

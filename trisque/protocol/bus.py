@@ -660,13 +660,16 @@ def _decode_jobs(frame: bytes, pos: int) -> list[jobcodec.JobFields]:
     """The job records of a REPLJOB or YOURJOBS frame, from ``pos``."""
     if len(frame) < pos + 4:
         raise ValueError("truncated count")
-    count = frame[pos] | frame[pos + 1] << 8 | frame[pos + 2] << 16 | frame[pos + 3] << 24
+    count = u32(frame, pos)
     records, end = jobcodec.decode_many(frame, pos + 4, count)
     _expect_end(end, len(frame))
+    # (Any: compiled, a record's ID read alone, where the typed tuple's read
+    # checked and unboxed its 14 fields)
+    rows: list[Any] = records
     if count == 1:  # (a lone job's frame: no join, no slices)
-        valid = _valid_job_id(records[0][0])
+        valid = _valid_job_id(rows[0][0])
     else:
-        valid = _valid_job_ids(b"".join([r[0] for r in records]), count)
+        valid = _valid_job_ids(b"".join([r[0] for r in rows]), count)
     if not valid:
         raise ValueError("bad job id")
     return records
