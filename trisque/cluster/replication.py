@@ -65,19 +65,23 @@ def drop_passed(items: list[Any], head: int) -> int:
 class PendingAddJob(PendingReply):
     """The reply to a synchronous ADDJOB, waiting for replication."""
 
-    __slots__ = ("replication", "job", "deadline_ms", "sent_ms")
+    __slots__ = ("replication", "job", "deadline_ms", "sent_ms", "confirmed")
     replication: "Replication"
     job: Job
     deadline_ms: int
     sent_ms: int
+    # The job's nodes_confirmed (the same set) until its REPLICATE count:
+    # a GOTJOB reads it here, not by a second look-up in the rare fields.
+    confirmed: set[str] | None
 
     def __init__(self, replication: "Replication", client: Client | None, job: Job,
-                 deadline_ms: int, now_ms: int) -> None:
+                 deadline_ms: int, now_ms: int, confirmed: set[str]) -> None:
         super().__init__(client)
         self.replication = replication
         self.job = job
         self.deadline_ms = deadline_ms  # 0: wait forever
         self.sent_ms = now_ms  # last REPLJOB to every unconfirmed holder
+        self.confirmed = confirmed
 
     def fire(self, node: Node) -> None:
         job = self.job
@@ -309,7 +313,8 @@ class Replication(ReplicationHooks):
             confirmed = set() if external else {my_id}
             node.register(job)
             node.schedule(job)  # its TTL runs while it waits, too
-            pending = PendingAddJob(self, client, job, now_ms + timeout_ms if timeout_ms else 0, now_ms)
+            pending = PendingAddJob(self, client, job, now_ms + timeout_ms if timeout_ms else 0,
+                                    now_ms, confirmed)
             self.replicating[job.id] = job
             # Sent before the rare fields below are set: a plain job's
             # record is then built without reading them.
@@ -601,10 +606,12 @@ class Replication(ReplicationHooks):
             rare = job._rare  # (nodes_confirmed, set by replicate(); no property call)
             if job.state != WAIT_REPL or rare is None:
                 continue
-            pending: PendingReply | None = rare.get("waiter")
+            pending: PendingAddJob | None = rare.get("waiter")
             if pending is None:
                 continue  # (not in replicating: answered, given up; or acked meanwhile)
-            confirmed: set[str] = rare["nodes_confirmed"]
+            confirmed = pending.confirmed  # (rare["nodes_confirmed"])
+            if confirmed is None:
+                continue  # (answered: no longer its waiter)
             confirmed.add(sender_id)
             # (the creation ms from _ctime: job.ctime is past 64 bits, a big int)
             took_ms = now_ms - job._ctime // 1_000_000 - CTIME_EPOCH_MS
@@ -624,10 +631,12 @@ class Replication(ReplicationHooks):
         rare = job._rare
         if job.state != WAIT_REPL or rare is None:
             return
-        pending: PendingReply | None = rare.get("waiter")
+        pending: PendingAddJob | None = rare.get("waiter")
         if pending is None:
             return
-        confirmed: set[str] = rare["nodes_confirmed"]
+        confirmed = pending.confirmed  # (rare["nodes_confirmed"])
+        if confirmed is None:
+            return  # (answered: no longer its waiter)
         confirmed.add(sender_id)
         now_ms = self.node.now_ms()
         self._record_latency(sender_id, sent,
@@ -635,12 +644,13 @@ class Replication(ReplicationHooks):
         if len(confirmed) >= job.repl:
             self._replicated(job, rare, pending, confirmed, now_ms)
 
-    def _replicated(self, job: Job, rare: dict[str, Any], pending: PendingReply,
+    def _replicated(self, job: Job, rare: dict[str, Any], pending: PendingAddJob,
                     confirmed: set[str], now_ms: int) -> None:
         """_confirm's job reached its REPLICATE count (``rare``: its rare
         fields, with its ``pending`` reply and ``confirmed`` set)."""
         # (by its own ID, whose hash is kept and which the dict's key is)
         del self.replicating[job.id]
+        pending.confirmed = None  # (the set goes with the job's rare fields)
         if len(rare) == 2:  # (only replicate()'s two, read by the caller)
             job.clear_rare()
             self._achieved_plain(job, now_ms, pending, confirmed)
