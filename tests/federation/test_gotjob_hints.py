@@ -183,3 +183,38 @@ def test_a_leaving_origin_hands_each_job_to_a_holder():
         states = [net.nodes[i].jobs[job_id].state for i in (1, 2)]
         assert sorted(states) == [1, 2], states  # (active, queued: one holder queued it)
     net.check()
+
+
+def test_lone_jobs_answered_one_by_one_leave_no_job_in_the_hints():
+    """ADDJOBs one at a time (each its own REPLJOB and GOTJOBs, as at a
+    low rate): each is answered, the hints keep none of them once
+    answered, and a batch after them, then one more lone job, still
+    match (a peer's lone hint is let go of in place: SentJobs.passed)."""
+    net = Net(3)
+    client = net.new_client(0)
+    replication = net.clusters[0].replication
+    answered = []
+    for i in range(5):
+        _add(net, client, 1, b"lone%d" % i)
+        net.deliver()
+        replies = Net.take_all(client)
+        assert len(replies) == 1 and replies[0][:2] == b"D-"
+        answered += replies
+        for sent in replication.sent.values():
+            assert len(sent.jobs) - sent.head == 0
+            assert not any(job.id in answered for job in sent.jobs)
+    frames = net.hold(2)
+    _add(net, client, 10, b"batch")
+    _add(net, client, 1, b"last")
+    net.deliver()
+    assert Net.take_all(client) == []  # (node 2's GOTJOBs held)
+    net.release(2)
+    for frame in frames:
+        net.clusters[2].receive(frame, None)
+    net.deliver()
+    replies = Net.take_all(client)
+    assert len(replies) == 11 and all(r[:2] == b"D-" for r in replies)
+    assert not replication.replicating
+    for sent in replication.sent.values():
+        assert not any(job.id in answered + replies for job in sent.jobs)
+    net.check()

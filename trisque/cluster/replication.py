@@ -208,6 +208,10 @@ class SentJobs:
 
     def add(self, job: Job) -> None:
         jobs = self.jobs
+        if self.head == 1 and len(jobs) == 1:  # (_PASSED alone: see passed)
+            jobs[0] = job
+            self.head = 0
+            return
         if len(jobs) - self.head >= SENT_HINTS_MAX:
             jobs.clear()  # the peer answers none of them: no hints until it does
             self.head = 0
@@ -216,6 +220,23 @@ class SentJobs:
     def clear(self) -> None:
         self.jobs.clear()
         self.head = 0
+
+    def passed(self, head: int) -> None:
+        """The jobs before ``head`` were matched or passed over."""
+        jobs = self.jobs
+        if head == 1 and len(jobs) == 1:
+            # The lone job sent, answered (each one, at a low rate): let go
+            # of in place, where clearing freed the list's array and the
+            # next add made it again.
+            jobs[0] = _PASSED
+            self.head = 1
+            return
+        self.head = drop_passed(jobs, head)
+
+
+# What a SentJobs keeps in the place of its lone job once passed (no job
+# is kept alive by its hints).
+_PASSED: Final = Job(b"", b"", b"", ACKED, 0, 0, 0, 0, 0)
 
 
 def holds(nodes: tuple[str, ...], node_id: str) -> bool:
@@ -509,7 +530,10 @@ class Replication(ReplicationHooks):
                 deadlines.set(job, wake_ms)
             got.append(job_id)
         if got and not mflags & bus.NOREPLY:
-            self.outbox.send_jobids(sender.id, bus.GOTJOB, got)
+            if len(got) == 1:  # (a lone REPLJOB: its ID appended, not the list extended)
+                self.outbox.send_jobid(sender.id, bus.GOTJOB, got[0])
+            else:
+                self.outbox.send_jobids(sender.id, bus.GOTJOB, got)
 
     def on_gotjob_frame(self, sender: ClusterNode, raw: bytes) -> None:
         """A GOTJOB frame's items as they came (bus.decode's ``gotjob_raw``).
@@ -532,13 +556,13 @@ class Replication(ReplicationHooks):
                     if (len(raw) == len(job_id) + 4 and raw.startswith(job_id)
                             and raw.endswith(_NO_AUX)):
                         self._confirm_one(sender.id, job, sent)
-                        self._passed(sent, head + 1)
+                        sent.passed(head + 1)
                         return
                 else:
                     jobs = expected[head:head + count]
                     if bus.jobids_raw([job.id for job in jobs]) == raw:
                         self._confirm(sender.id, jobs, sent)
-                        self._passed(sent, head + count)
+                        sent.passed(head + count)
                         return
         self.on_gotjob(sender, bus.jobid_items(raw))
 
@@ -577,7 +601,7 @@ class Replication(ReplicationHooks):
                 if job is not None:
                     found_jobs.append(job)
         self._confirm(sender_id, found_jobs, sent)
-        self._passed(sent, head)
+        sent.passed(head)
 
     def cron(self) -> None:
         """Each peer's hints up to its first job still waiting for its copy
@@ -588,11 +612,7 @@ class Replication(ReplicationHooks):
             head = sent.head
             while head < len(expected) and not _waiting_for(expected[head], peer_id):
                 head += 1
-            self._passed(sent, head)
-
-    def _passed(self, sent: SentJobs, head: int) -> None:
-        """The jobs of ``sent`` before ``head`` were matched or passed over."""
-        sent.head = drop_passed(sent.jobs, head)
+            sent.passed(head)
 
     def _confirm(self, sender_id: str, jobs: list[Job], sent: SentJobs) -> None:
         """``sender_id`` holds a copy of each of ``jobs`` (its GOTJOB):
