@@ -39,7 +39,7 @@ $(DEV): $(SPEC)
 
 # An edited core module (or setup.py's list of them): compiled again in
 # place, with the test extra's mypy
-$(BUILT): $(CORE) trisque/core/keyspace/lua_call.c setup.py | $(DEV)
+$(BUILT): $(CORE) trisque/core/keyspace/lua_call.c trisque/shell/fdio.c setup.py | $(DEV)
 	$(BIN)/python setup.py -q build_ext --inplace
 	touch $(BUILT)
 

@@ -100,6 +100,11 @@ COMPILED = [
 # Hand-written C beside the mypyc group: a script run's two crossings
 # between Python and lupa's Lua state (lua_sandbox.py says when it is used).
 LUA_CALL = Extension("trisque.core.keyspace._lua_call", ["trisque/core/keyspace/lua_call.c"])
+# The event loop's socket reads and writes without the GIL's release
+# (shell/fdio.py falls back on os.read and os.write without it).
+FDIO = Extension("trisque.shell._fdio", ["trisque/shell/fdio.c"])
+OPTIONAL = {"trisque.core.keyspace._lua_call": "scripts run through lupa alone",
+            "trisque.shell._fdio": "sockets read and written by os.read and os.write"}
 
 
 def why_pure() -> str | None:
@@ -128,6 +133,7 @@ def remove_stale_builds() -> None:
     for shared in here.glob("*__mypyc" + suffix):
         shared.unlink()
     (here / "trisque/core/keyspace" / ("_lua_call" + suffix)).unlink(missing_ok=True)
+    (here / "trisque/shell" / ("_fdio" + suffix)).unlink(missing_ok=True)
 
 
 class BuildOrFallBack(build_ext):
@@ -144,15 +150,15 @@ class BuildOrFallBack(build_ext):
             self.extensions = []
 
     def build_extension(self, ext: Extension) -> None:
-        """lua_call.c failing alone leaves the compiled core and lupa's
-        path for scripts (the sandbox falls back without the module)."""
-        if ext is not LUA_CALL:
+        """lua_call.c or fdio.c failing alone leaves the compiled core (the
+        sandbox and fdio.py fall back without their module)."""
+        if ext.name not in OPTIONAL:
             super().build_extension(ext)
             return
         try:
             super().build_extension(ext)
         except Exception as exc:
-            print(f"trisque: scripts run through lupa alone (lua_call.c failed: {exc})",
+            print(f"trisque: {OPTIONAL[ext.name]} ({ext.sources[0]} failed: {exc})",
                   file=sys.stderr)
 
     def copy_file(self, infile, outfile, *args, **kwargs):  # type: ignore[no-untyped-def]
@@ -179,7 +185,7 @@ def compiled_extensions() -> list[Extension]:
 reason = why_pure()
 if reason is None:
     try:
-        ext_modules = [*compiled_extensions(), LUA_CALL]
+        ext_modules = [*compiled_extensions(), LUA_CALL, FDIO]
     except SystemExit:  # mypyc refused the sources (its errors are printed above)
         reason = "mypyc found errors"
 if reason is not None:

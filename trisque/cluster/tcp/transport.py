@@ -35,7 +35,7 @@ from ..membership import ClusterNode
 from ..outbox import JOBS_FRAME_BYTES, Transport
 from .. import bus_guard
 from ...protocol import bus
-from ...shell import log
+from ...shell import fdio, log
 from .link_auth import LinkAuth
 from ...shell.listening import accept_forever, open_listener
 from ...shell.socket_set import SocketOwner, SocketSet
@@ -48,11 +48,14 @@ RECV_SIZE: Final = 64 * 1024
 # rest into the mmap at once, and its next reads go there until one is short
 # (bench/README.md, "The loop's and the bus's turn, twenty-eighth session").
 SMALL_READ: Final = 448
-_READ: Final = os.read
+# fdio.c's read where built: the GIL kept, bytes of just what came (no
+# small read first, no mmap); else os.read.
+_READ: Final = fdio.read
+_EXACT: Final = fdio.EXACT
 # A plain link's socket is written by its fd: a call of a builtin bound
 # once, where sock.send was a method look-up and an argument-tuple parse
-# (bench/README.md, "A replica's lone job").
-_WRITE: Final = os.write
+# (bench/README.md, "A replica's lone job"); fdio.c's where built.
+_WRITE: Final = fdio.write
 _ANY = ("", "0.0.0.0", "::", "*")  # no address of its own: every interface
 CONNECT_RETRY_MS = 20  # at most one connection attempt per peer this often
 SAVE_WARNING_PERIOD_MS = 10000  # nodes.conf cannot be written: log this often
@@ -396,7 +399,18 @@ class TcpTransport(Transport, SocketOwner):
 
     def _read(self, link: Link) -> None:
         data: bytes
-        if link.plain and link.small:
+        if link.plain and _EXACT:
+            try:
+                data = _READ(link.fd, RECV_SIZE)
+            except BlockingIOError:
+                return
+            except OSError:
+                self.close_link(link)
+                return
+            if not len(data):
+                self.close_link(link)
+                return
+        elif link.plain and link.small:
             try:
                 data = _READ(link.fd, SMALL_READ)
             except BlockingIOError:

@@ -23,7 +23,6 @@ it, and the GOTJOBs' turn sends the reply, without a second task woken in
 between (bench/README.md, "Cluster: replicated ADDJOB").
 """
 
-import os
 import select
 import socket
 from typing import Any, Final
@@ -37,7 +36,7 @@ from ...core.admin.stats import Stats
 from ...core.node import Node
 from ...core.admin.output_limit import OutputLimit
 
-from ...shell import log
+from ...shell import fdio, log
 from .busy_script import BusyServer
 from ...shell.listening import accept_forever, open_listener
 from ...shell.socket_set import SocketOwner, SocketSet
@@ -46,18 +45,21 @@ from ...shell.timers import Timers
 from ...shell.tls import ClientTls, enforce_deadlines
 
 RECV_SIZE: Final = 16 * 1024
-# A plain client whose last read was short reads this much first: os.read
-# allocates its whole room and shrinks it to what came; 16 KB was a
-# malloc, a realloc and a free of the C heap (~850 instructions a read),
-# this fits Python's small-object allocator.  A read that fills it reads
-# the rest at once (the two RECV_SIZE together: a large request is read in
-# the same chunks as before), and the next ones read RECV_SIZE.
+# Without fdio.c, a plain client whose last read was short reads this much
+# first: os.read allocates its whole room and shrinks it to what came; 16 KB
+# was a malloc, a realloc and a free of the C heap (~850 instructions a
+# read), this fits Python's small-object allocator.  A read that fills it
+# reads the rest at once (the two RECV_SIZE together: a large request is
+# read in the same chunks as before), and the next ones read RECV_SIZE.
+# (fdio.c's read makes bytes of just what came: RECV_SIZE at once.)
 SMALL_RECV: Final = 448
 # A plain client's socket is read and written by its fd: a call of a
 # builtin bound once, where sock.recv and sock.send were a method look-up
-# and an argument-tuple parse each (bench/README.md, "The origin's job").
-_OS_READ: Final = os.read
-_OS_WRITE: Final = os.write
+# and an argument-tuple parse each (bench/README.md, "The origin's job"),
+# fdio.c's where built (the GIL kept around the system call).
+_OS_READ: Final = fdio.read
+_OS_WRITE: Final = fdio.write
+_EXACT: Final = fdio.EXACT
 OUTPUT_HIGH_WATER: Final = 1024 * 1024  # stop reading a client with this much unsent
 _NO_CAP: Final = 1 << 62  # client-output-buffer-limit's hard limit off
 # Pipelined requests of one client run PIPELINE_BATCH at a time: when
@@ -159,7 +161,12 @@ class Connection:
                 return
         sent: int  # (typed: native compares and adds below)
         try:
-            sent = _OS_WRITE(self.fd, data) if self.plain else self.sock.send(data)
+            # (two statements: the conditional expression of the two calls
+            # is of type Any, the count boxed again to join them)
+            if self.plain:
+                sent = _OS_WRITE(self.fd, data)
+            else:
+                sent = self.sock.send(data)
         except BlockingIOError:
             sent = 0
         except OSError:
@@ -582,7 +589,9 @@ class ClientServer:
         if events & _READ and not conn.closing and (
                 not conn.pending or client.blocked is not None):
             try:
-                if conn.plain:
+                if conn.plain and _EXACT:
+                    data = _OS_READ(conn.fd, RECV_SIZE)
+                elif conn.plain:
                     size = conn.recv_size
                     data = _OS_READ(conn.fd, size)
                     if len(data) == size and size == SMALL_RECV:
