@@ -3,11 +3,15 @@ GIL kept, a read's bytes made from a 64 KB buffer of its own, a larger
 one the way os.read does it) behave as os.read and os.write: every byte
 once and in order, whatever the room asked for around the buffer's size,
 BlockingIOError when there is nothing to read or no room to write, b""
-at the peer's end, OSError for a closed peer or a bad fd."""
+at the peer's end, OSError for a closed peer or a bad fd.  Its poll of an
+epoll set by the set's fd finds what epoll.poll finds and waits as long."""
 
 import errno
 import os
+import select
 import socket
+import threading
+import time
 
 import pytest
 
@@ -130,3 +134,65 @@ def test_the_peers_end_and_errors(pair, io):
     with pytest.raises(OSError) as bad_write:
         write(fd, b"x")
     assert bad_write.value.errno == errno.EBADF
+
+
+# ------------------------------------------------------------ the poll
+
+def _polls():
+    """fdio.c's poll of a set by its fd, and epoll.poll's, side by side."""
+    if fdio.poll is None:
+        return [pytest.param(None, id="epoll.poll alone")]
+    return [pytest.param(fdio.poll, id="fdio.c")]
+
+
+@pytest.mark.parametrize("poll", _polls())
+def test_poll_finds_what_epoll_poll_finds(pair, poll):
+    if poll is None:
+        assert not fdio.EXACT  # (no fdio.c: socket_set.py polls by epoll.poll)
+        return
+    a, b = pair
+    c, d = socket.socketpair()
+    epoll = select.epoll()
+    try:
+        epoll.register(a.fileno(), select.EPOLLIN)
+        epoll.register(c.fileno(), select.EPOLLIN | select.EPOLLOUT)
+        assert poll(epoll.fileno(), 0.0, 32) == [(c.fileno(), select.EPOLLOUT)]
+        b.send(b"x")
+        d.close()
+        expected = sorted(epoll.poll(0, 32))
+        assert sorted(poll(epoll.fileno(), 0.0, 32)) == expected
+        assert sorted(poll(epoll.fileno(), 5.0, 32)) == expected  # (ready: no wait)
+        assert sorted(poll(epoll.fileno(), -1.0, 32)) == expected
+        assert {fd for fd, _ in expected} == {a.fileno(), c.fileno()}
+        assert all(type(fd) is int and type(mask) is int for fd, mask in expected)
+        assert len(poll(epoll.fileno(), 0, 1)) == 1  # (maxevents; an int timeout)
+        with pytest.raises(ValueError):
+            poll(epoll.fileno(), 0.0, 0)
+    finally:
+        epoll.close()
+        c.close()
+
+
+@pytest.mark.parametrize("poll", _polls())
+def test_poll_waits_its_timeout_at_least_or_until_a_socket_is_ready(pair, poll):
+    if poll is None:
+        assert fdio.poll is None and not fdio.EXACT
+        return
+    a, b = pair
+    epoll = select.epoll()
+    try:
+        epoll.register(a.fileno(), select.EPOLLIN)
+        for timeout in (0.0, 0.0004, 0.003, 0.0101):
+            start = time.perf_counter()
+            assert poll(epoll.fileno(), timeout, 32) == []
+            assert time.perf_counter() - start >= timeout  # (rounded up: no earlier)
+        sender = threading.Timer(0.05, lambda: b.send(b"x"))
+        sender.start()
+        try:
+            start = time.perf_counter()
+            assert poll(epoll.fileno(), -1.0, 32) == [(a.fileno(), select.EPOLLIN)]
+            assert time.perf_counter() - start >= 0.04
+        finally:
+            sender.join()
+    finally:
+        epoll.close()

@@ -14,6 +14,7 @@ from mypy_extensions import trait
 # importing trio.testing imports pytest.
 from trio._core import wait_all_tasks_blocked
 
+from . import fdio
 from .ticks import perf_counter
 
 # Turns a busy loop may take without going through trio's scheduler: a
@@ -39,6 +40,9 @@ _NEVER_S: Final = float("inf")  # wait()'s due_s when the caller has no deadline
 # many events each call: by default 1,023, a 12 KB malloc and free a turn
 # (~550 instructions); 32 fit Python's small-object allocator.
 MAX_EVENTS: Final = 32
+# ready_now's poll: fdio.c's, by the set's fd, where built (the GIL kept
+# unless it waits, the pairs made directly); else the set's epoll.poll.
+_POLL: Final = fdio.poll
 
 # A trait, not a base class: the bus's transport has outbox.Transport as
 # its one native base (its send and ensure_link called natively).
@@ -75,6 +79,7 @@ class SocketSet:
     unregister: Callable[[int], None]
     fileno: Callable[[], int]
     poll: Callable[..., list[tuple[int, int]]]  # (timeout, maxevents)
+    epfd: int  # the epoll set's fd (ready_now's poll)
     sleeping: bool
     unyielded: int  # turns since the last pass through trio
     trio_fd: int  # trio's epoll set, in ours (-1: the trio-driven wait)
@@ -101,6 +106,7 @@ class SocketSet:
         self.unregister = epoll.unregister
         self.fileno = epoll.fileno
         self.poll = epoll.poll
+        self.epfd = epoll.fileno()
         self.sleeping = False  # a task waits in wait()
         self.unyielded = 0
         self.trio_fd = -2 if direct else -1  # (-2: looked up at the first wait)
@@ -163,7 +169,11 @@ class SocketSet:
             if ours <= 0:
                 due = busy = True
             left = ours
-        ready = self.poll(0 if busy else (left if left < _FOREVER_S else -1), MAX_EVENTS)
+        timeout = 0.0 if busy else (left if left < _FOREVER_S else -1.0)
+        if _POLL is not None:
+            ready = _POLL(self.epfd, timeout, MAX_EVENTS)
+        else:
+            ready = self.poll(timeout, MAX_EVENTS)
         for i in range(len(ready)):
             if ready[i][0] == trio_fd:
                 return None  # trio has work: it goes first
