@@ -164,75 +164,87 @@ class Acks(AckHooks):
 
     # ------------------------------------------ what other holders say
 
+    # (The frames' items one by one: a lone item, every frame of a job at
+    # low rates, comes from cluster.py's dispatch with no list made.)
+
     def on_setack(self, sender: ClusterNode, items: list[tuple[bytes, int]]) -> None:
-        node = self.node
         for job_id, may_have in items:
-            job = node.jobs.get(job_id)
-            if job is not None:
-                if job.state == WAIT_REPL:
-                    # Acked before ADDJOB got its copies: it is delivered, then.
-                    if not self.replication.achieved(job):
-                        continue
-                if job.state != ACKED:
-                    node.mark_acked(job)
-            if job is None:
-                self.remember_freed(job_id)  # acked elsewhere: no late copy
-            # (GOTACK and the DELJOB after it only end the GC: lazy, outbox.py)
-            if job is None or len(job.nodes_delivered) <= may_have:
-                self.outbox.send_jobid(sender.id, bus.GOTACK, job_id, 1 if job is not None else 0,
-                                       lazy=True)
-            else:
-                if may_have == 0:
-                    self.outbox.send_jobid(sender.id, bus.GOTACK, job_id, 1, lazy=True)
-                self.retry_gc(job)
+            self.setack(sender, job_id, may_have)
+
+    def setack(self, sender: ClusterNode, job_id: bytes, may_have: int) -> None:
+        node = self.node
+        job = node.jobs.get(job_id)
+        if job is not None:
+            if job.state == WAIT_REPL:
+                # Acked before ADDJOB got its copies: it is delivered, then.
+                if not self.replication.achieved(job):
+                    return
+            if job.state != ACKED:
+                node.mark_acked(job)
+        if job is None:
+            self.remember_freed(job_id)  # acked elsewhere: no late copy
+        # (GOTACK and the DELJOB after it only end the GC: lazy, outbox.py)
+        if job is None or len(job.nodes_delivered) <= may_have:
+            self.outbox.send_jobid(sender.id, bus.GOTACK, job_id, 1 if job is not None else 0,
+                                   lazy=True)
+        else:
+            if may_have == 0:
+                self.outbox.send_jobid(sender.id, bus.GOTACK, job_id, 1, lazy=True)
+            self.retry_gc(job)
 
     def on_gotack(self, sender: ClusterNode, items: list[tuple[bytes, int]]) -> None:
+        for job_id, known in items:
+            self.gotack(sender, job_id, known)
+
+    def gotack(self, sender: ClusterNode, job_id: bytes, known: int) -> None:
         node = self.node
         sender_id = sender.id
-        for job_id, known in items:
-            job = node.jobs.get(job_id)
-            if job is None or job.state != ACKED:
-                continue
-            # (read once, as in try_gc)
-            holders = job.nodes_delivered
-            confirmed: set[str] | None = job.nodes_confirmed
-            dummy = not holders
-            if dummy and known:
-                node.unregister(job)  # a node that knows it will finish the GC
-                continue
-            held = holds(holders, sender_id)
-            if known or held:
-                if not held:
-                    holders = holders + (sender_id,)
-                    job.nodes_delivered = holders
-                if confirmed is not None:
-                    confirmed.add(sender_id)
-            if not known and dummy:
-                if confirmed is None:
-                    confirmed = {node.id}
-                    job.nodes_confirmed = confirmed
+        job = node.jobs.get(job_id)
+        if job is None or job.state != ACKED:
+            return
+        # (read once, as in try_gc)
+        holders = job.nodes_delivered
+        confirmed: set[str] | None = job.nodes_confirmed
+        dummy = not holders
+        if dummy and known:
+            node.unregister(job)  # a node that knows it will finish the GC
+            return
+        held = holds(holders, sender_id)
+        if known or held:
+            if not held:
+                holders = holders + (sender_id,)
+                job.nodes_delivered = holders
+            if confirmed is not None:
                 confirmed.add(sender_id)
-                if len(confirmed) >= len(self.membership.nodes):
-                    node.unregister(job)  # nobody knows this job
-                continue
-            if not dummy and confirmed is not None and _all_in(holders, confirmed):
-                self.outbox.send_to_holders(job, bus.DELJOB, lazy=True)
-                self.free_acked(job)
+        if not known and dummy:
+            if confirmed is None:
+                confirmed = {node.id}
+                job.nodes_confirmed = confirmed
+            confirmed.add(sender_id)
+            if len(confirmed) >= len(self.membership.nodes):
+                node.unregister(job)  # nobody knows this job
+            return
+        if not dummy and confirmed is not None and _all_in(holders, confirmed):
+            self.outbox.send_to_holders(job, bus.DELJOB, lazy=True)
+            self.free_acked(job)
 
     def on_deljob(self, sender: ClusterNode, items: list[tuple[bytes, int]]) -> None:
-        node = self.node
         for job_id, aux in items:
-            job = node.jobs.get(job_id)
-            if node.waited and not aux & 1:  # (GC done or FASTACK: an ack, for WAITJOB)
-                node.settle_waits(job_id, ACKED)
-            if job is not None and aux & 1:
-                node.delete_job(job, keep_key=False)  # a failed ADDJOB's copy
-            elif job is not None:
-                self.free_acked(job)
-            else:
-                # Its REPLJOB may still be on the way (another link, a slow
-                # one): make sure it does not create a copy nobody will ack.
-                self.remember_freed(job_id)
+            self.deljob(job_id, aux)
+
+    def deljob(self, job_id: bytes, aux: int) -> None:
+        node = self.node
+        job = node.jobs.get(job_id)
+        if node.waited and not aux & 1:  # (GC done or FASTACK: an ack, for WAITJOB)
+            node.settle_waits(job_id, ACKED)
+        if job is not None and aux & 1:
+            node.delete_job(job, keep_key=False)  # a failed ADDJOB's copy
+        elif job is not None:
+            self.free_acked(job)
+        else:
+            # Its REPLJOB may still be on the way (another link, a slow
+            # one): make sure it does not create a copy nobody will ack.
+            self.remember_freed(job_id)
 
     # ------------------------------------------------- freeing, tombstones
 

@@ -340,6 +340,23 @@ class Cluster(ClusterHooks):
             return
         if (type_ == bus.GOTJOB or type_ == bus.SETACK or type_ == bus.GOTACK
                 or type_ == bus.DELJOB or type_ == bus.WORKING):
+            if len(data) == bus.ONE_ITEM_FRAME_LEN and type_ != bus.GOTJOB:
+                # A lone item (a job's every frame at low rates): its ID and
+                # aux to the handler, no list of one tuple made.
+                job_id = bus.lone_job_id(data, type_)
+                sender = self._job_sender(sender_id)
+                if sender is None:
+                    return
+                aux = bus.lone_aux(data)
+                if type_ == bus.SETACK:
+                    self.acks.setack(sender, job_id, aux)
+                elif type_ == bus.GOTACK:
+                    self.acks.gotack(sender, job_id, aux)
+                elif type_ == bus.DELJOB:
+                    self.acks.deljob(job_id, aux)
+                else:
+                    self.requeue.queued_or_working(sender, job_id, bus.WORKING, mflags)
+                return
             body = bus.decode_body(data, type_, True)  # (a GOTJOB's items raw)
             sender = self._job_sender(sender_id)
             if sender is None:

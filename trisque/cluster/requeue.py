@@ -184,36 +184,42 @@ class Requeue(RequeueHooks):
 
     def on_queued_or_working(self, sender: ClusterNode, items: list[tuple[bytes, int]],
                              type_: int, mflags: int) -> None:
-        node = self.node
         for job_id, _aux in items:
-            job = node.jobs.get(job_id)
-            if job is None:
-                continue
-            if job.state == ACKED:
-                self.outbox.send_setack(sender.id, job)  # tell it we are done with it
-                continue
-            if job.state == QUEUED and (type_ == bus.WORKING
-                                        or sender_wins(sender.id, node.id, job_id)):
-                node.dequeue(job)
-            if job.retry_s and job.qtime_ms:
-                job.flags |= BCAST_WILLQUEUE
-                qtime = node.now_ms() + job.retry_s * 1000 + node.jitter_ms()
-                job.qtime_ms = qtime
-                if job.state != QUEUED:
-                    # A wake-up due no later than the new one stays: there
-                    # process_job finds nothing due and re-arms it.  Most
-                    # jobs are acked first, so the move is mostly saved.
-                    wake = job.wake_ms
-                    if (wake is None or wake > qtime - WILLQUEUE_ADVANCE_MS
-                            or wake > job.etime_ms):
-                        node.schedule(job)
-            if type_ == bus.QUEUED:
-                if mflags & bus.INCR_NACKS:
-                    job.nacks += 1
-                if mflags & bus.INCR_DELIV:
-                    job.deliveries += 1
-            if not holds(job.nodes_delivered, sender.id):
-                job.nodes_delivered += (sender.id,)
+            self.queued_or_working(sender, job_id, type_, mflags)
+
+    def queued_or_working(self, sender: ClusterNode, job_id: bytes, type_: int,
+                          mflags: int) -> None:
+        """One item of a QUEUED or WORKING frame (a lone one: from
+        cluster.py's dispatch, no list made)."""
+        node = self.node
+        job = node.jobs.get(job_id)
+        if job is None:
+            return
+        if job.state == ACKED:
+            self.outbox.send_setack(sender.id, job)  # tell it we are done with it
+            return
+        if job.state == QUEUED and (type_ == bus.WORKING
+                                    or sender_wins(sender.id, node.id, job_id)):
+            node.dequeue(job)
+        if job.retry_s and job.qtime_ms:
+            job.flags |= BCAST_WILLQUEUE
+            qtime = node.now_ms() + job.retry_s * 1000 + node.jitter_ms()
+            job.qtime_ms = qtime
+            if job.state != QUEUED:
+                # A wake-up due no later than the new one stays: there
+                # process_job finds nothing due and re-arms it.  Most
+                # jobs are acked first, so the move is mostly saved.
+                wake = job.wake_ms
+                if (wake is None or wake > qtime - WILLQUEUE_ADVANCE_MS
+                        or wake > job.etime_ms):
+                    node.schedule(job)
+        if type_ == bus.QUEUED:
+            if mflags & bus.INCR_NACKS:
+                job.nacks += 1
+            if mflags & bus.INCR_DELIV:
+                job.deliveries += 1
+        if not holds(job.nodes_delivered, sender.id):
+            job.nodes_delivered += (sender.id,)
 
     def on_willqueue(self, sender: ClusterNode, items: list[tuple[bytes, int]]) -> None:
         node = self.node

@@ -597,6 +597,23 @@ def decode_body(data: bytes, type_: int, gotjob_raw: bool = False) -> Any:
     return body
 
 
+def lone_job_id(data: bytes, type_: int) -> bytes:
+    """The job ID of a whole job-ID frame of ONE_ITEM_FRAME_LEN bytes, its
+    header read (read_header): decode_body's lone item without the list
+    of one tuple (its aux: lone_aux).  Raises BusError as decode_body does
+    if the frame's count is not 1."""
+    count = u32(data, HEADER_SIZE)
+    if count != 1 or len(data) != ONE_ITEM_FRAME_LEN:
+        raise BusError(f"bad {NAMES[type_]} payload: payload is {len(data)} bytes, "
+                       f"expected {HEADER_SIZE + 4 + count * JOBID_ITEM_LEN}")
+    return data[HEADER_SIZE + 4:ONE_ITEM_FRAME_LEN - 4]
+
+
+def lone_aux(data: bytes) -> int:
+    """The aux of lone_job_id's item."""
+    return u32(data, ONE_ITEM_FRAME_LEN - 4)
+
+
 def jobid_items(raw: bytes) -> list[tuple[bytes, int]]:
     """The (job id, aux) items of a job-ID frame's body taken raw."""
     return list(_JOBID.iter_unpack(raw))
