@@ -1,6 +1,8 @@
-"""A job's lone-item frames (SETACK, GOTACK, DELJOB, WORKING) have their
-item read without a list (bus.lone_job_id, cluster.py's dispatch): what
-decode_body reads, and refused where it refuses."""
+"""A job's lone-item frames (GOTJOB, SETACK, GOTACK, DELJOB, WORKING) are
+read by shortcuts: their header by one compare with a checked frame's
+first bytes (bus.read_header), their item without a list (bus.lone_job_id,
+cluster.py's dispatch).  Each reads what the full decode reads, and
+refuses what it refuses."""
 
 import random
 
@@ -16,12 +18,38 @@ from trisque.protocol import bus
 
 JOB_ID = b"D-0123abcd-" + b"A" * 24 + b"-0a0b"
 OTHER_ID = b"D-0123abcd-" + b"B" * 24 + b"-0a0b"
+# Two senders in one cache slot (the same low bits in their first bytes),
+# and one in another.
+A = "a1" + "0" * 38
+B = "a1" + "f" * 38
 C = "c3" + "5" * 38
 
 
 def frame(sender: str, type_: int, job_id: bytes = JOB_ID, aux: int = 0,
           mflags: int = 0) -> bytes:
     return bus.jobids(bus.Header(sender, 7711, 17711), type_, [(job_id, aux)], mflags)
+
+
+def test_the_header_as_the_full_decode_reads_it_again_and_again():
+    frames = [frame(s, t, aux=aux, mflags=m) for s in (A, B, C)
+              for t in (bus.GOTJOB, bus.SETACK, bus.GOTACK, bus.DELJOB, bus.WORKING)
+              for aux in (0, 1) for m in (0, 1)]
+    for _ in range(3):  # (cached after the first pass; A and B share slots)
+        for f in frames:
+            assert len(f) == bus.ONE_ITEM_FRAME_LEN
+            msg = bus.decode(f)
+            assert bus.read_header(f) == (msg.type, msg.mflags, msg.sender)
+
+
+def test_a_frame_that_differs_from_a_cached_one_is_checked_in_full():
+    good = frame(A, bus.SETACK)
+    assert bus.read_header(good) == (bus.SETACK, 0, A)
+    for at, value in ((0, ord("X")), (3, 2), (4, 105), (20, ord("G")), (51, ord("/"))):
+        bad = bytearray(good)
+        bad[at] = value
+        with pytest.raises(bus.BusError):
+            bus.read_header(bytes(bad))
+    assert bus.read_header(good) == (bus.SETACK, 0, A)
 
 
 def test_lone_item_as_decode_body_reads_it():
