@@ -285,7 +285,9 @@ class Node(JobLifecycle):
                 del served.blocked[client]
                 return
             for name in names:
-                queue = self.queues.get(name)
+                # (the queue named last answers after a compare: a timed-out
+                # GETJOB's name, a new bytes object, hashed no more)
+                queue = self.queue_named(name)
                 if queue is not None:
                     waiting = queue.blocked
                     if client in waiting:  # (compiled: no method call, as pop is)
