@@ -555,7 +555,7 @@ def read_header(data: bytes) -> tuple[int, int, str]:
         if len(prefix) and data.startswith(prefix):  # (len: native, a truth test is not)
             # (the magic, version, length, type, flags and sender of a
             # frame read below, and this one's length is that one's)
-            return i64(data[8]) | i64(data[9]) << 8, data[10], _PREFIX_SENDERS[slot]
+            return u16(data, 8), data[10], _PREFIX_SENDERS[slot]
     if size < HEADER_SIZE:
         raise BusError("short frame")
     # (the header's fields read byte by byte: compiled, native reads with
@@ -583,7 +583,7 @@ def read_header(data: bytes) -> tuple[int, int, str]:
         slot = _prefix_slot(data)
         _PREFIXES[slot] = data[:_PREFIX_LEN]
         _PREFIX_SENDERS[slot] = sender
-    type_: i64 = i64(data[8]) | i64(data[9]) << 8
+    type_: i64 = u16(data, 8)
     return type_, data[10], sender
 
 
@@ -600,17 +600,13 @@ def decode_body(data: bytes, type_: int, gotjob_raw: bool = False) -> Any:
             # read here, from the frame itself, a lone item's bytes in place.
             if size < HEADER_SIZE + 4:
                 raise ValueError("truncated count")
-            count = (i64(data[HEADER_SIZE]) | i64(data[HEADER_SIZE + 1]) << 8
-                     | i64(data[HEADER_SIZE + 2]) << 16 | i64(data[HEADER_SIZE + 3]) << 24)
+            count = u32(data, HEADER_SIZE)
             if HEADER_SIZE + 4 + count * JOBID_ITEM_LEN != size:
                 _expect_end(HEADER_SIZE + 4 + count * JOBID_ITEM_LEN, size)
             if gotjob_raw and type_ == GOTJOB:
                 body = data[HEADER_SIZE + 4:]
             elif count == 1:
-                aux = (i64(data[ONE_ITEM_FRAME_LEN - 4]) | i64(data[ONE_ITEM_FRAME_LEN - 3]) << 8
-                       | i64(data[ONE_ITEM_FRAME_LEN - 2]) << 16
-                       | i64(data[ONE_ITEM_FRAME_LEN - 1]) << 24)
-                body = [(data[HEADER_SIZE + 4:ONE_ITEM_FRAME_LEN - 4], aux)]
+                body = [(data[HEADER_SIZE + 4:ONE_ITEM_FRAME_LEN - 4], lone_aux(data))]
             else:
                 body = list(_JOBID.iter_unpack(memoryview(data)[HEADER_SIZE + 4:]))
         elif kind == _JOBS_KIND:
