@@ -399,9 +399,11 @@ class TcpTransport(Transport, SocketOwner):
 
     def _read(self, link: Link) -> None:
         data: bytes
-        if link.plain and _EXACT:
+        if link.plain and (_EXACT or link.small):
+            # (fdio.c's read makes bytes of just what came: RECV_SIZE at
+            # once; os.read's, a small first read, then the rest if it filled)
             try:
-                data = _READ(link.fd, RECV_SIZE)
+                data = _READ(link.fd, RECV_SIZE if _EXACT else SMALL_READ)
             except BlockingIOError:
                 return
             except OSError:
@@ -410,18 +412,7 @@ class TcpTransport(Transport, SocketOwner):
             if not len(data):
                 self.close_link(link)
                 return
-        elif link.plain and link.small:
-            try:
-                data = _READ(link.fd, SMALL_READ)
-            except BlockingIOError:
-                return
-            except OSError:
-                self.close_link(link)
-                return
-            if not len(data):
-                self.close_link(link)
-                return
-            if len(data) == SMALL_READ:
+            if not _EXACT and len(data) == SMALL_READ:
                 link.small = False
                 data += self._read_rest(link)
         elif link.plain:
