@@ -35,7 +35,9 @@ the machine's cap one run's tail is chance, and the spread is the figure.
 Each row also says how busy the machine was: ``cpu%``, the CPU the
 scenario's servers and the generator used over the run, as a share of all
 the machine's cores, and ``waitms``, how long the servers' processes were
-runnable but waiting for a core (/proc/PID/schedstat).  Under ``chrt -f
+runnable but waiting for a core (/proc/PID/schedstat); ``us/job`` and
+``runs/job``, the servers' CPU and the times one of them was put on a core
+(a wake-up, mostly), per job sent.  Under ``chrt -f
 10`` the real-time class may use 95% of the machine (sched_rt_runtime_us):
 near that, every process of the bench is stopped for ~50 ms once a second,
 and a tail there is the machine's (bench/README.md, "Tails below
@@ -93,18 +95,26 @@ class Run:
     elapsed: float  # s, from the first due time until the last reply
     cpu_share: float = float("nan")  # servers' and generator's CPU / (wall x cores)
     waited_ms: float = float("nan")  # servers' time runnable without a core
+    # Per job sent, over all the scenario's servers: the CPU they used
+    # (us), and how often one of them was put on a core (a wake-up each,
+    # mostly): what a job costs the machine, beside what it waits.
+    cpu_us_per_job: float = float("nan")
+    runs_per_job: float = float("nan")
 
 
-def _cpu_and_wait(pids: Sequence[int]) -> tuple[float, float]:
-    """CPU seconds used and seconds spent waiting for a core, summed over
-    ``pids`` (Linux's /proc/PID/schedstat: run ns, run-queue wait ns)."""
+def _cpu_and_wait(pids: Sequence[int]) -> tuple[float, float, int]:
+    """CPU seconds used, seconds spent waiting for a core, and times put on
+    a core, summed over ``pids`` (Linux's /proc/PID/schedstat: run ns,
+    run-queue wait ns, timeslices)."""
     used = waited = 0.0
+    runs = 0
     for pid in pids:
         with open(f"/proc/{pid}/schedstat") as f:
-            run_ns, wait_ns = f.read().split()[:2]
+            run_ns, wait_ns, slices = f.read().split()[:3]
         used += int(run_ns) / 1e9
         waited += int(wait_ns) / 1e9
-    return used, waited
+        runs += int(slices)
+    return used, waited, runs
 
 
 def _children_cpu() -> float:
@@ -130,11 +140,14 @@ def open_loop(port: int, rate: float, seconds: float, kind: str,
         started, children = time.monotonic(), _children_cpu()
         got = client.run_loadgen("open", *args)
         wall, generator = time.monotonic() - started, _children_cpu() - children
-        cpu_share = waited_ms = float("nan")
+        cpu_share = waited_ms = cpu_us_per_job = runs_per_job = float("nan")
         if pids:
             after = _cpu_and_wait(pids)
             cpu_share = (after[0] - before[0] + generator) / (wall * (os.cpu_count() or 1))
             waited_ms = (after[1] - before[1]) * 1000
+            jobs = max(1, int(got["produced"]))
+            cpu_us_per_job = (after[0] - before[0]) * 1e6 / jobs
+            runs_per_job = (after[2] - before[2]) / jobs
         histograms = {}
         for point in ("sent", "got", "acked"):
             values = array.array("q")
@@ -146,7 +159,7 @@ def open_loop(port: int, rate: float, seconds: float, kind: str,
                     h.record_value(min(max(ns, 1), MAX_NS))
                 histograms[point] = h
     return Run(int(got["produced"]), int(got["errors"]), int(got["lost"]), histograms,
-               got["elapsed"], cpu_share, waited_ms)
+               got["elapsed"], cpu_share, waited_ms, cpu_us_per_job, runs_per_job)
 
 
 def flush(servers: Sequence[Server], backlog: int = 0) -> None:
@@ -223,6 +236,8 @@ class Row:
     errors: int
     cpu_share: float = float("nan")  # see Run
     waited_ms: float = float("nan")
+    cpu_us_per_job: float = float("nan")
+    runs_per_job: float = float("nan")
 
 
 def rows_of(scenario: Scenario, server: str, rate: float, run: Run) -> list[Row]:
@@ -234,7 +249,8 @@ def rows_of(scenario: Scenario, server: str, rate: float, run: Run) -> list[Row]
             continue
         values = tuple(h.get_value_at_percentile(p) / 1000 for p in PERCENTILES)
         rows.append(Row(scenario.name, server, rate, point, values + (h.get_max_value() / 1000,),
-                        run.lost, run.errors, run.cpu_share, run.waited_ms))
+                        run.lost, run.errors, run.cpu_share, run.waited_ms,
+                        run.cpu_us_per_job, run.runs_per_job))
     return rows
 
 
@@ -309,11 +325,12 @@ def print_rows(rows: Sequence[Row], header: bool) -> None:
     if header:
         names = " ".join(f"{'p' + format(p, 'g'):>9}" for p in PERCENTILES)
         print(f"{'scenario':<16} {'server':<8} {'rate/s':>8} {'point':<6} {names} "
-              f"{'max':>9}  lost errors  cpu% waitms   (us)")
+              f"{'max':>9}  lost errors  cpu% waitms us/job runs/job   (us)")
     for r in rows:
         figures = " ".join(f"{v:9.0f}" for v in r.percentiles)
         print(f"{r.scenario:<16} {r.server:<8} {r.rate:8.0f} {r.point:<6} {figures} "
-              f"{r.lost:5d} {r.errors:6d} {r.cpu_share * 100:5.0f} {r.waited_ms:6.0f}",
+              f"{r.lost:5d} {r.errors:6d} {r.cpu_share * 100:5.0f} {r.waited_ms:6.0f} "
+              f"{r.cpu_us_per_job:6.1f} {r.runs_per_job:8.2f}",
               flush=True)
 
 

@@ -40,6 +40,27 @@ fd_of(PyObject *arg, int *fd)
     return 0;
 }
 
+/* read(2) or, ``writing``, write(2) of n bytes at buf, retried after
+ * EINTR once the signal handlers ran: the bytes moved, or -1 with the
+ * Python exception set (os.read's and os.write's errors). */
+static Py_ssize_t
+transfer(int fd, char *buf, size_t n, int writing)
+{
+    Py_ssize_t moved;
+
+    for (;;) {
+        moved = writing ? write(fd, buf, n) : read(fd, buf, n);
+        if (moved >= 0)
+            return moved;
+        if (errno != EINTR) {
+            PyErr_SetFromErrno(PyExc_OSError);
+            return -1;
+        }
+        if (PyErr_CheckSignals() < 0)
+            return -1;
+    }
+}
+
 static PyObject *
 fdio_read(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
 {
@@ -61,32 +82,17 @@ fdio_read(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     if (n <= BUFFER_SIZE) {
-        for (;;) {
-            got = read(fd, buffer, (size_t)n);
-            if (got >= 0)
-                return PyBytes_FromStringAndSize(buffer, got);
-            if (errno != EINTR)
-                return PyErr_SetFromErrno(PyExc_OSError);
-            if (PyErr_CheckSignals() < 0)
-                return NULL;
-        }
+        got = transfer(fd, buffer, (size_t)n, 0);
+        return got < 0 ? NULL : PyBytes_FromStringAndSize(buffer, got);
     }
     /* (more than the buffer: os.read's way, the room shrunk to what came) */
     data = PyBytes_FromStringAndSize(NULL, n);
     if (data == NULL)
         return NULL;
-    for (;;) {
-        got = read(fd, PyBytes_AS_STRING(data), (size_t)n);
-        if (got >= 0)
-            break;
-        if (errno != EINTR) {
-            Py_DECREF(data);
-            return PyErr_SetFromErrno(PyExc_OSError);
-        }
-        if (PyErr_CheckSignals() < 0) {
-            Py_DECREF(data);
-            return NULL;
-        }
+    got = transfer(fd, PyBytes_AS_STRING(data), (size_t)n, 0);
+    if (got < 0) {
+        Py_DECREF(data);
+        return NULL;
     }
     if (got != n && _PyBytes_Resize(&data, got) < 0)
         return NULL;
@@ -107,33 +113,15 @@ fdio_write(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
     if (fd_of(args[0], &fd) < 0)
         return NULL;
     if (PyBytes_CheckExact(args[1])) {
-        for (;;) {
-            sent = write(fd, PyBytes_AS_STRING(args[1]), (size_t)PyBytes_GET_SIZE(args[1]));
-            if (sent >= 0)
-                return PyLong_FromSsize_t(sent);
-            if (errno != EINTR)
-                return PyErr_SetFromErrno(PyExc_OSError);
-            if (PyErr_CheckSignals() < 0)
-                return NULL;
-        }
+        sent = transfer(fd, PyBytes_AS_STRING(args[1]), (size_t)PyBytes_GET_SIZE(args[1]), 1);
+        return sent < 0 ? NULL : PyLong_FromSsize_t(sent);
     }
     if (PyObject_GetBuffer(args[1], &view, PyBUF_SIMPLE) < 0)
         return NULL;
-    for (;;) {
-        sent = write(fd, view.buf, (size_t)view.len);
-        if (sent >= 0)
-            break;
-        if (errno != EINTR) {
-            PyErr_SetFromErrno(PyExc_OSError);
-            PyBuffer_Release(&view);
-            return NULL;
-        }
-        if (PyErr_CheckSignals() < 0) {
-            PyBuffer_Release(&view);
-            return NULL;
-        }
-    }
+    sent = transfer(fd, (char *)view.buf, (size_t)view.len, 1);
     PyBuffer_Release(&view);
+    if (sent < 0)
+        return NULL;
     return PyLong_FromSsize_t(sent);
 }
 
