@@ -68,6 +68,11 @@ class SocketOwner:
         """Whether work waits for a turn (the loop must not sleep)."""
         raise NotImplementedError
 
+    def after_replies(self) -> bool:
+        """The turn's replies went out: do the work kept for after them.
+        Whether there was any (it may have replies of its own to send)."""
+        return False
+
     def close_all(self) -> None:
         """The loop stops: close every socket."""
         raise NotImplementedError

@@ -328,21 +328,29 @@ class TcpTransport(Transport, SocketOwner):
 
     def serve_ready(self, ready: list[tuple[int, int]]) -> None:
         """Read and write the links the loop found ready."""
-        node = self.cluster.node
-        if not node.log_active:
+        if not self.cluster.node.log_active:
             # (no AOF: nothing to defer, and no attribute of the log read
             # and set, generic calls on the interpreted log)
             self._serve_links(ready)
             return
-        aof = node.log
-        logged = aof.end
-        aof.deferring = True  # the turn's AOF records: one write
+        logged = self._defer_log()
         try:
             self._serve_links(ready)
         finally:
-            aof.deferring = False
-            if aof.end != logged:
-                aof.end_batch()
+            self._write_log(logged)
+
+    def _defer_log(self) -> int:
+        """The AOF records from here to _write_log: one write.  The log's
+        end before them."""
+        aof = self.cluster.node.log
+        aof.deferring = True
+        return aof.end
+
+    def _write_log(self, logged: int) -> None:
+        aof = self.cluster.node.log
+        aof.deferring = False
+        if aof.end != logged:
+            aof.end_batch()
 
     def _serve_links(self, ready: list[tuple[int, int]]) -> None:
         links = self.links
@@ -354,6 +362,23 @@ class TcpTransport(Transport, SocketOwner):
                 self._write(link)
             if mask & (_IN | _HUP) and not link.closed:
                 self._read(link)
+
+    def after_replies(self) -> bool:
+        """The ack frames held this turn (Cluster.held_acks), handled now that
+        its replies and GOTJOBs are out; what they produced is sent."""
+        cluster = self.cluster
+        if not cluster.held_acks:
+            return False
+        if not cluster.node.log_active:
+            cluster.handle_held_acks()
+        else:
+            logged = self._defer_log()
+            try:
+                cluster.handle_held_acks()
+            finally:
+                self._write_log(logged)
+        self.end_turn()
+        return True
 
     def end_turn(self) -> None:
         if self.gone:
@@ -905,6 +930,7 @@ def attach_cluster(node, nursery, after_event, sockets):
     cluster = Cluster(node, transport, ip, config.port or config.tls_port,
                       config.bus_port())
     transport.cluster = cluster
+    cluster.hold_acks = True  # (the client loop calls after_replies each turn)
     path = os.path.abspath(config.cluster_config_file)
     service = ClusterService(node, transport, cluster, path)
     try:

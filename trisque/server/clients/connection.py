@@ -536,6 +536,7 @@ class ClientServer:
                 if self.released is not None:
                     if bus is not None:
                         bus.end_turn()
+                        bus.after_replies()
                         if self.dirty:
                             self.flush_dirty()
                     continue
@@ -565,6 +566,11 @@ class ClientServer:
                     # process, the next ones find it awake.  Interleaved
                     # with the reads, each send paid that wake-up (an IPI
                     # on a VM; bench/README.md, "What was changed").
+                    for conn in replying:
+                        self._output(conn)
+                    replying.clear()
+                # (the bus's work kept for after the replies: cluster.py's held acks)
+                if bus is not None and bus.after_replies() and replying:
                     for conn in replying:
                         self._output(conn)
                     replying.clear()

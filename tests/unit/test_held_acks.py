@@ -1,0 +1,87 @@
+"""Lone SETACK, GOTACK and DELJOB frames are held until the turn's
+replies have gone out (cluster.py, ``hold_acks``): a REPLJOB or GOTJOB
+that came after them is handled first, and any other frame after them, in
+the order they came.  Off (the default, the simulator's and tests'), each
+frame is handled as it comes."""
+
+import random
+
+from trisque.cluster.cluster import Cluster
+from trisque.cluster.membership import ClusterNode
+from trisque.cluster.outbox import Transport
+from trisque.core.admin.config import Config
+from trisque.core.jobs.job import ACTIVE
+from trisque.core.node import Node
+from trisque.core.table import COMMANDS
+from trisque.protocol import bus, jobcodec
+
+ORIGIN = "a" * 40
+FREED = b"D-0123abcd-" + b"A" * 24 + b"-0a0b"    # acked elsewhere, unknown here
+OTHER = b"D-0123abcd-" + b"B" * 24 + b"-0a0b"
+COPY = b"D-0123abcd-" + b"C" * 24 + b"-0a0b"     # a new job's copy
+
+
+def replica(hold_acks: bool) -> Cluster:
+    node = Node(Config(), "b" * 40, clock=lambda: 1_700_000_000.0, table=COMMANDS,
+                rng=random.Random(1))
+    cluster = Cluster(node, Transport(), "127.0.0.1", 7711, 17711)
+    peer = ClusterNode(ORIGIN, "127.0.0.1", 7712, 17712, node.now_ms())
+    peer.link_ok = True
+    cluster.membership.add(peer)
+    cluster.hold_acks = hold_acks
+    return cluster
+
+
+HEADER = bus.Header(ORIGIN, 7712, 17712)
+
+
+def lone(type_: int, job_id: bytes, aux: int = 0) -> bytes:
+    return bus.jobids(HEADER, type_, [(job_id, aux)])
+
+
+def repljob(replica: Cluster) -> bytes:
+    record = jobcodec.encode(COPY, ACTIVE, 0, 2, 1, 3_600_000, 0, 10, 0, 0, b"q",
+                             b"body", (ORIGIN, replica.node.id))
+    return bus.jobs(HEADER, bus.REPLJOB, [record])
+
+
+def test_off_each_ack_frame_is_handled_as_it_comes():
+    cluster = replica(hold_acks=False)
+    cluster.receive(lone(bus.DELJOB, FREED), None)  # unknown here: remembered freed
+    assert FREED in cluster.tombstones and not cluster.held_acks
+
+
+def test_a_copy_that_came_after_a_held_ack_is_stored_first():
+    cluster = replica(hold_acks=True)
+    cluster.receive(lone(bus.SETACK, FREED, 2), None)
+    cluster.receive(lone(bus.DELJOB, OTHER), None)
+    assert FREED not in cluster.tombstones and OTHER not in cluster.tombstones
+    cluster.receive(repljob(cluster), None)
+    assert cluster.node.jobs.get(COPY) is not None  # stored (its GOTJOB queued)
+    assert FREED not in cluster.tombstones  # still held
+    cluster.handle_held_acks()
+    assert FREED in cluster.tombstones and OTHER in cluster.tombstones
+    assert not cluster.held_acks
+
+
+def test_any_other_frame_is_handled_after_the_held_ones():
+    for later in (lone(bus.WORKING, OTHER),
+                  bus.jobids(HEADER, bus.DELJOB, [(OTHER, 0), (COPY, 0)])):
+        cluster = replica(hold_acks=True)
+        cluster.receive(lone(bus.DELJOB, FREED), None)
+        assert FREED not in cluster.tombstones
+        cluster.receive(later, None)
+        assert FREED in cluster.tombstones and not cluster.held_acks
+
+
+def test_held_acks_keep_their_order():
+    cluster = replica(hold_acks=True)
+    cluster.receive(repljob(cluster), None)
+    job = cluster.node.jobs.get(COPY)
+    assert job is not None
+    # SETACK then DELJOB of the same job, handled as they came: acked, freed
+    cluster.receive(lone(bus.SETACK, COPY, 2), None)
+    cluster.receive(lone(bus.DELJOB, COPY), None)
+    assert cluster.node.jobs.get(COPY) is job
+    cluster.handle_held_acks()
+    assert cluster.node.jobs.get(COPY) is None
