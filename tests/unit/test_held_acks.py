@@ -4,16 +4,11 @@ that came after them is handled first, and any other frame after them, in
 the order they came.  Off (the default, the simulator's and tests'), each
 frame is handled as it comes."""
 
-import random
-
 from trisque.cluster.cluster import Cluster
-from trisque.cluster.membership import ClusterNode
-from trisque.cluster.outbox import Transport
-from trisque.core.admin.config import Config
 from trisque.core.jobs.job import ACTIVE
-from trisque.core.node import Node
-from trisque.core.table import COMMANDS
 from trisque.protocol import bus, jobcodec
+
+from .test_bus_lone_frames import cluster_hearing
 
 ORIGIN = "a" * 40
 FREED = b"D-0123abcd-" + b"A" * 24 + b"-0a0b"    # acked elsewhere, unknown here
@@ -22,12 +17,7 @@ COPY = b"D-0123abcd-" + b"C" * 24 + b"-0a0b"     # a new job's copy
 
 
 def replica(hold_acks: bool) -> Cluster:
-    node = Node(Config(), "b" * 40, clock=lambda: 1_700_000_000.0, table=COMMANDS,
-                rng=random.Random(1))
-    cluster = Cluster(node, Transport(), "127.0.0.1", 7711, 17711)
-    peer = ClusterNode(ORIGIN, "127.0.0.1", 7712, 17712, node.now_ms())
-    peer.link_ok = True
-    cluster.membership.add(peer)
+    cluster = cluster_hearing(ORIGIN)
     cluster.hold_acks = hold_acks
     return cluster
 
