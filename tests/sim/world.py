@@ -245,6 +245,11 @@ class SimNode:
         node.on_wake = FunctionWaker(world.client_woken)
         self.transport = SimTransport(world, self)
         self.cluster = Cluster(node, self.transport, self.ip, PORT, PORT + 10000)
+        # Frames delivered in the same ms are one turn, their lone acks
+        # handled at its end, after the turn's GOTJOBs (as the TCP
+        # transport's after_replies does): a REPLJOB or GOTJOB passes them.
+        self.cluster.hold_acks = True
+        self.turn_end_at = None
         if self.nodes_conf:
             my_id = self.cluster.membership.load_config_text(self.nodes_conf, node.now_ms())
             self.cluster.set_node_id(my_id)
@@ -344,6 +349,20 @@ class SimNode:
             return
         self.timer_at = None
         self.node.run_timers()
+        self.after_event()
+
+    def end_turn_soon(self):
+        """The held acks (Cluster.held_acks) handled once the frames
+        delivered this ms are: one turn-end event a ms."""
+        if self.cluster.held_acks and self.turn_end_at != self.world.now_ms:
+            self.turn_end_at = self.world.now_ms
+            self.world.at(self.world.now_ms, self._end_turn, self.incarnation)
+
+    def _end_turn(self, incarnation):
+        if not self.alive or incarnation != self.incarnation:
+            return
+        self.turn_end_at = None
+        self.cluster.handle_held_acks()
         self.after_event()
 
     def after_event(self):
@@ -456,6 +475,7 @@ class Network:
                 self.trace(self.world.now_ms, link.owner.index, dst.index, frame, lost=False)
             dst.cluster.receive(frame, link.reverse)
             dst.after_event()
+            dst.end_turn_soon()
         finally:
             self.world.checker.in_flight(carried, -1)
 

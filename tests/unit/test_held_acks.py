@@ -1,8 +1,9 @@
 """Lone SETACK, GOTACK and DELJOB frames are held until the turn's
 replies have gone out (cluster.py, ``hold_acks``): a REPLJOB or GOTJOB
 that came after them is handled first, and any other frame after them, in
-the order they came.  Off (the default, the simulator's and tests'), each
-frame is handled as it comes."""
+the order they came.  Off (the default, where frames are handed in one at
+a time), each frame is handled as it comes.  (The simulator turns it on:
+tests/sim/world.py.)"""
 
 from trisque.cluster.cluster import Cluster
 from trisque.core.jobs.job import ACTIVE

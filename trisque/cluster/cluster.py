@@ -62,8 +62,8 @@ class Cluster(ClusterHooks):
     # messages that ride in front of a later job's REPLJOB or GOTJOB
     # (outbox.py), and handled first they held that job up (bench/README.md,
     # "Where a job's latency goes, thirtieth session").  On with the TCP
-    # transport; off where frames are handed in one at a time (the
-    # simulator, tests).
+    # transport and in the simulator (a ms's frames are a turn there); off
+    # by default, where frames are handed in one at a time (unit tests).
     hold_acks: bool
     held_acks: list[tuple[int, ClusterNode, bytes, int]]  # (type, sender, job ID, aux)
     save_config: Callable[[], None]  # set by the shell (nodes.conf)
