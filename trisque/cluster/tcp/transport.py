@@ -328,11 +328,6 @@ class TcpTransport(Transport, SocketOwner):
 
     def serve_ready(self, ready: list[tuple[int, int]]) -> None:
         """Read and write the links the loop found ready."""
-        if not self.cluster.node.log_active:
-            # (no AOF: nothing to defer, and no attribute of the log read
-            # and set, generic calls on the interpreted log)
-            self._serve_links(ready)
-            return
         logged = self._defer_log()
         try:
             self._serve_links(ready)
@@ -341,12 +336,18 @@ class TcpTransport(Transport, SocketOwner):
 
     def _defer_log(self) -> int:
         """The AOF records from here to _write_log: one write.  The log's
-        end before them."""
-        aof = self.cluster.node.log
+        end before them, or -1 without a log (then no attribute of the log
+        is read or set: generic calls on the interpreted log)."""
+        node = self.cluster.node
+        if not node.log_active:
+            return -1
+        aof = node.log
         aof.deferring = True
         return aof.end
 
     def _write_log(self, logged: int) -> None:
+        if logged < 0:
+            return
         aof = self.cluster.node.log
         aof.deferring = False
         if aof.end != logged:
@@ -366,17 +367,13 @@ class TcpTransport(Transport, SocketOwner):
     def after_replies(self) -> bool:
         """The ack frames held this turn (Cluster.held_acks), handled now that
         its replies and GOTJOBs are out; what they produced is sent."""
-        cluster = self.cluster
-        if not cluster.held_acks:
+        if not self.cluster.held_acks:
             return False
-        if not cluster.node.log_active:
+        logged = self._defer_log()
+        try:
             self._handle_held_acks()
-        else:
-            logged = self._defer_log()
-            try:
-                self._handle_held_acks()
-            finally:
-                self._write_log(logged)
+        finally:
+            self._write_log(logged)
         self.end_turn()
         return True
 

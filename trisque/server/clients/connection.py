@@ -546,9 +546,7 @@ class ClientServer:
                         # before pipelines carried over from the last turn
                         # go on (PIPELINE_BATCH): one client's batch does
                         # not hold up another's round trip.
-                        for conn in replying:
-                            self._output(conn)
-                        replying.clear()
+                        self._output_replies()
                     ready, self.ready = self.ready, []
                     for conn in ready:
                         conn.queued = False
@@ -566,14 +564,10 @@ class ClientServer:
                     # process, the next ones find it awake.  Interleaved
                     # with the reads, each send paid that wake-up (an IPI
                     # on a VM; bench/README.md, "What was changed").
-                    for conn in replying:
-                        self._output(conn)
-                    replying.clear()
+                    self._output_replies()
                 # (the bus's work kept for after the replies: cluster.py's held acks)
                 if bus is not None and bus.after_replies() and replying:
-                    for conn in replying:
-                        self._output(conn)
-                    replying.clear()
+                    self._output_replies()
                 if self.dirty:
                     self.flush_dirty()
         finally:
@@ -582,6 +576,13 @@ class ClientServer:
                 self._close(conn)
             if bus is not None:
                 bus.close_all()
+
+    def _output_replies(self) -> None:
+        """Send the replies of every client in ``replying``."""
+        replying = self.replying
+        for conn in replying:
+            self._output(conn)
+        replying.clear()
 
     def _service(self, conn: Connection, events: int) -> None:
         """One turn of a client: read, run, reply."""
