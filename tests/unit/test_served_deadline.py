@@ -103,3 +103,14 @@ def test_the_timers_sleep_past_a_served_consumers_old_deadline(core):
     consumer = served(core)
     assert core("GETJOB", "TIMEOUT", 1000, "FROM", "q", client=consumer) is None
     assert core.node.run_timers() == int(core.now * 1000) + 1000
+
+
+def test_a_timeout_too_long_to_end_waits_as_no_timeout(core):
+    """A TIMEOUT whose end is past the timers' range (the fuzz tests' 2**63
+    - 1) blocks as TIMEOUT 0 does, where it was an internal error."""
+    consumer = core.client()
+    assert core("GETJOB", "TIMEOUT", 2**63 - 1, "FROM", "q", client=consumer) is None
+    assert consumer.blocked is not None and len(core.node.deadlines) == 0
+    core.advance(1)
+    job_id = core("ADDJOB", "q", "x", 0)
+    assert core.replies(consumer)[0][0][1] == job_id

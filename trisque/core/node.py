@@ -22,7 +22,7 @@ from .client import BlockedGet, Client, ClientWaker, PendingReply, REPLY_ON, REP
 from .keyspace import Keyspace, active_expire, transactions
 from .jobs.job import QUEUED, Job
 from .jobs.job_reply import job_reply
-from .jobs.lifecycle import JobLifecycle
+from .jobs.lifecycle import NO_WAKE_MS, JobLifecycle
 from .jobs.queue import Queue
 from .jobs.schedules import Schedules
 from .command import Command
@@ -265,8 +265,9 @@ class Node(JobLifecycle):
             # too at the timers' next look, ending the wait at once)
             self.watch_clock(now_ms)
             wake_ms = now_ms + timeout_ms
-            self.deadlines.set(client, wake_ms)
-            self.timers_changed(wake_ms)
+            if wake_ms < NO_WAKE_MS:  # (past it, ~146 million years: never, as TIMEOUT 0)
+                self.deadlines.set(client, wake_ms)
+                self.timers_changed(wake_ms)
 
     def unblock(self, client: Client, now_ms: int = -1, served: Queue | None = None) -> None:
         """``now_ms`` as in block(); ``served``: the queue whose blocked
