@@ -14,17 +14,26 @@ from such lists: core/table.py the core's, server/commands.py the node
 process's (with the cluster's).  This module imports nothing of the core.
 """
 
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Final, TypeVar
 
 from mypy_extensions import i64
 
 Handler = Callable[..., Any]
 H = TypeVar("H", bound=Callable[..., Any])
 
+# Redis's container commands: their subcommands are named "client|list" in
+# errors and timed apart (LATENCY HISTOGRAM).
+CONTAINERS: Final = frozenset((
+    "ACL", "CLIENT", "CLUSTER", "COMMAND", "CONFIG", "FUNCTION", "LATENCY", "MEMORY",
+    "MODULE", "OBJECT", "PUBSUB", "SCRIPT", "SLOWLOG", "XGROUP", "XINFO"))
+# Most subcommands timed apart per container: names are counted before
+# the handler refuses an unknown one.
+MAX_TIMED_SUBCOMMANDS: Final = 64
+
 
 class Command:
     __slots__ = ("name", "lname", "arity", "flags", "handler", "deny_oom", "write",
-                 "ok_loading", "calls", "ns", "hist", "hist_slot", "hist_run", "rejected", "failed", "first_key", "last_key", "key_step",
+                 "ok_loading", "container", "subcommands", "calls", "ns", "hist", "hist_slot", "hist_run", "rejected", "failed", "first_key", "last_key", "key_step",
                  "group", "summary", "syntax")
     name: str
     lname: str
@@ -34,6 +43,8 @@ class Command:
     deny_oom: bool
     write: bool
     ok_loading: bool
+    container: bool
+    subcommands: "dict[str, Command] | None"
     calls: int
     ns: int
     hist: list[int]
@@ -59,6 +70,8 @@ class Command:
         self.deny_oom = "denyoom" in flags
         self.write = "write" in flags  # (a script's redis.call asks on every call)
         self.ok_loading = "loading" in flags
+        self.container = name.upper() in CONTAINERS
+        self.subcommands = None  # a container's, timed: "config|get" -> its entry
         self.calls = 0
         self.ns = 0  # time spent running it (INFO commandstats)
         # calls by the bit length of their time in ns: hist[k] counts the
@@ -102,6 +115,22 @@ class Command:
     def reset_histogram(self) -> None:
         self.hist = [0] * 65
         self.hist_run = 0
+        self.subcommands = None
+
+    def count_subcommand(self, sub: bytes, elapsed_ns: int) -> None:
+        """A container's call into its subcommand's histogram."""
+        subcommands = self.subcommands
+        if subcommands is None:
+            subcommands = self.subcommands = {}
+        name = self.lname + "|" + sub.decode("utf-8", "replace").lower()
+        entry = subcommands.get(name)
+        if entry is None:
+            if len(subcommands) >= MAX_TIMED_SUBCOMMANDS:
+                return
+            entry = subcommands[name] = Command(name, self.arity, self.flags, self.handler)
+        entry.calls += 1
+        entry.ns += elapsed_ns
+        entry.count_time(elapsed_ns)
 
 
 class Commands:

@@ -33,6 +33,7 @@ from .keyspace.blocking import KeyBlocking
 from .pubsub.channels import PubSub
 from .pubsub import keyspace_events
 from .admin.client_pause import ClientPause
+from .admin.latency_monitor import LatencyMonitor
 
 if TYPE_CHECKING:
     from .keyspace.scripting import Scripting
@@ -74,6 +75,8 @@ class Node(JobLifecycle):
     slowlog: list[Any]
     slowlog_next_id: int
     slowlog_ns: float
+    latency: LatencyMonitor
+    latency_ns: float
     # memory_level's thresholds for maxmemory _memory_for, in whole bytes:
     # above _memory_warn (75%), above _memory_high (95%)
     _memory_for: int
@@ -126,6 +129,10 @@ class Node(JobLifecycle):
         self.slowlog_ns = _INF
         self._set_slowlog_threshold(config.slowlog_log_slower_than)
         config.on_change["slowlog-log-slower-than"] = self._set_slowlog_threshold
+        self.latency = LatencyMonitor(config.latency_monitor_threshold, self.clock)
+        self.latency_ns = _INF  # its threshold in ns, as _run compares (inf: off)
+        self._set_latency_threshold(config.latency_monitor_threshold)
+        config.on_change["latency-monitor-threshold"] = self._set_latency_threshold
         self._memory_for = -1  # (none computed yet)
         self._memory_warn = self._memory_high = 0
         self.next_client_id = 1
@@ -406,7 +413,9 @@ class Node(JobLifecycle):
             if self.on_internal_error is None:
                 raise
             reply = self.on_internal_error(command, argv, exc)
+        answered = True  # (not an error reply)
         if type(reply) is bytes and reply and reply[0] == 45:  # an error reply
+            answered = False
             command.failed += 1  # (INFO commandstats failed_calls)
             if self.error_counted:
                 self.error_counted = False  # a script's error already counted inside it
@@ -418,8 +427,13 @@ class Node(JobLifecycle):
         command.calls += 1
         command.ns += elapsed_ns
         command.count_time(elapsed_ns)
+        if command.container and answered and len(argv) > 1:
+            command.count_subcommand(argv[1], elapsed_ns)
         if elapsed_ns >= self.slowlog_ns:
             self._slowlog(client, argv, elapsed_ns // 1000)
+        if elapsed_ns >= self.latency_ns:
+            self.latency.record("fast-command" if "fast" in command.flags else "command",
+                                elapsed_ns // 1_000_000)
         return reply
 
     def call(self, client: Client, command: Command, argv: list[bytes]) -> bytes:
@@ -456,6 +470,10 @@ class Node(JobLifecycle):
 
     def _set_slowlog_threshold(self, usec: int) -> None:
         self.slowlog_ns = usec * 1000 if usec >= 0 else _INF
+
+    def _set_latency_threshold(self, ms: int) -> None:
+        self.latency.threshold_ms = ms
+        self.latency_ns = ms * 1_000_000 if ms > 0 else _INF
 
     def _slowlog(self, client: Client, argv: list[bytes], elapsed_us: int) -> None:
         entry = [self.slowlog_next_id, int(self.clock()), elapsed_us,
@@ -566,7 +584,10 @@ class Node(JobLifecycle):
         self.expire_tombstones(now_ms)  # (idempotency keys of gone jobs)
         keyspace = self.keyspace
         if keyspace.expiry_due(now_ms):  # (most ticks: no TTL is due)
+            started = _PERF()
             active_expire(keyspace, now_ms, self.config.hz)
+            if self.latency.threshold_ms:
+                self.latency.timed("expire-cycle", started, _PERF())
         if keyspace.lazyfree:
             keyspace.free_lazily()
         if self.config.timeout:
@@ -630,15 +651,11 @@ class Node(JobLifecycle):
 SUBSCRIBED_OK: Final = frozenset((
     "PING", "SUBSCRIBE", "SSUBSCRIBE", "UNSUBSCRIBE", "SUNSUBSCRIBE", "PSUBSCRIBE",
     "PUNSUBSCRIBE", "QUIT", "RESET"))
-# Redis's container commands: an error names the subcommand ("client|list").
-_CONTAINERS: Final = frozenset((
-    "ACL", "CLIENT", "CLUSTER", "COMMAND", "CONFIG", "FUNCTION", "LATENCY", "MEMORY",
-    "MODULE", "OBJECT", "PUBSUB", "SCRIPT", "SLOWLOG", "XGROUP", "XINFO"))
 
 
 def subscribed_refusal(command: Command, argv: list[bytes]) -> str:
     name = command.lname
-    if command.name in _CONTAINERS and len(argv) > 1:
+    if command.container and len(argv) > 1:
         name += "|" + argv[1].decode("utf-8", "replace").lower()
     return (f"ERR Can't execute '{name}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE "
             "/ PING / QUIT / RESET are allowed in this context")

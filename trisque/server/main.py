@@ -94,7 +94,7 @@ async def run(config):
     collector.tune()
     heap.tune()  # large blocks in their own mappings: no holes in the heap
     node = Node(config, os.urandom(20).hex(), time.time, table=COMMANDS)  # CLUSTER too
-    collector.watch(node.stats)
+    collector.watch(node.stats, node.latency)
     config.on_change["loglevel"] = log.set_level
     open_files.fit_maxclients(config)  # a descriptor per client, or fewer clients
     config.on_change["maxclients"] = open_files.on_maxclients_set

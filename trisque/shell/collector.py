@@ -16,7 +16,8 @@ demand and says what it found).  Young collections still free the cycles
 that die young.
 
 ``watch`` times every collection into the node's stats (INFO stats:
-gc_pauses, gc_pause_ms_total, gc_pause_ms_max).
+gc_pauses, gc_pause_ms_total, gc_pause_ms_max) and its latency monitor
+("gc").
 """
 
 import gc
@@ -32,8 +33,9 @@ def tune() -> None:
     gc.set_threshold(YOUNG_OBJECTS, middle, OLD_NEVER)
 
 
-def watch(stats: Any) -> None:
-    """Time each collection into ``stats`` (core/admin/stats.py)."""
+def watch(stats: Any, latency: Any) -> None:
+    """Time each collection into ``stats`` (core/admin/stats.py) and
+    ``latency`` (core/admin/latency_monitor.py)."""
     started = [0]
 
     def timed(phase: str, info: dict[str, int]) -> None:
@@ -45,4 +47,5 @@ def watch(stats: Any) -> None:
         stats.gc_pause_ms_total += took_ms
         if took_ms > stats.gc_pause_ms_max:
             stats.gc_pause_ms_max = took_ms
+        latency.record("gc", int(took_ms))
     gc.callbacks.append(timed)

@@ -109,6 +109,8 @@ class Timers:
         ran = False
         if now_s >= self.cron_s:
             node.cron()
+            if node.latency.threshold_ms:  # (LATENCY's "cron": the tick's own time)
+                node.latency.timed("cron", now_s, perf_counter())
             self.cron_s = self.tick_past(self.cron_s, now_s, 1 / node.config.hz)
             ran = True
         due_s = self.cron_s

@@ -526,16 +526,96 @@ def slowlog(node: Node, client: Client, argv: list[bytes]) -> bytes:
 
 
 @command("LATENCY", -2, "admin readonly loading",
-         "Latency monitor", "LATEST | HISTORY event | RESET | DOCTOR")
+         "Latency monitor: what held the node up, by event",
+         "LATEST | HISTORY event | GRAPH event | RESET [event ...] | DOCTOR | "
+         "HISTOGRAM [command ...] | HELP")
 def latency(node: Node, client: Client, argv: list[bytes]) -> bytes:
     sub = upper(argv[1])
-    if sub in ("LATEST", "HISTORY"):
-        return resp.EMPTY_ARRAY
+    monitor = node.latency
+    if sub == "LATEST" and len(argv) == 2:
+        return resp.encode(monitor.latest(), client.proto)
+    if sub == "HISTORY" and len(argv) == 3:
+        return resp.encode(monitor.history(argv[2].decode("utf-8", "replace")), client.proto)
+    if sub == "GRAPH" and len(argv) == 3:
+        graph = monitor.graph(argv[2].decode("utf-8", "replace"))
+        if graph is None:
+            raise CommandError("ERR No samples available for event '"
+                               + argv[2].decode("utf-8", "replace") + "'")
+        return resp.encode(resp.Verbatim(graph), client.proto)
     if sub == "RESET":
-        return resp.ZERO
-    if sub == "DOCTOR":
-        return resp.encode(resp.Verbatim("No latency events recorded.\n"), client.proto)
-    raise CommandError(errors.SYNTAX)
+        names = [a.decode("utf-8", "replace") for a in argv[2:]]
+        return resp.integer(monitor.reset(names or None))
+    if sub == "DOCTOR" and len(argv) == 2:
+        return resp.encode(resp.Verbatim(monitor.doctor()), client.proto)
+    if sub == "HISTOGRAM":
+        return resp.encode(_latency_histograms(node, argv[2:]), client.proto)
+    if sub == "HELP" and len(argv) == 2:
+        return resp.encode(_LATENCY_HELP)
+    if sub in ("LATEST", "HISTORY", "GRAPH", "DOCTOR", "HELP"):
+        raise CommandError(errors.wrong_arity("latency|" + sub.lower()))
+    raise CommandError(errors.unknown_subcommand(argv[1].decode("utf-8", "replace"), "LATENCY"))
+
+
+_LATENCY_HELP = [
+    "LATENCY <subcommand> [<arg> ...]. Subcommands are:",
+    "LATEST", "    The latest sample and the worst of every event.",
+    "HISTORY <event>", "    An event's samples: [unix time, ms], one a second at most.",
+    "GRAPH <event>", "    An event's samples drawn as text.",
+    "RESET [<event> ...]", "    Forget the events (all without names).",
+    "DOCTOR", "    What the events say, in words.",
+    "HISTOGRAM [<command> ...]",
+    "    Each command's calls by time, cumulative (all commands without names).",
+    "HELP", "    This help.",
+]
+
+
+def _latency_histograms(node: Node, names: list[bytes]) -> dict[str, object]:
+    """LATENCY HISTOGRAM: the named commands' (all without names) calls by
+    time, as Redis: {name: {calls, histogram_usec: {bound µs: calls up to it}}};
+    a container's calls by subcommand ("client|list"); unknown names skipped."""
+    if names:
+        entries: list[Command] = []
+        for raw in names:
+            name, _, sub = raw.decode("utf-8", "replace").partition("|")
+            entry = node.table.get(name.upper().encode())
+            if entry is None:
+                continue
+            if entry.container:
+                timed = entry.subcommands or {}
+                if not sub:
+                    entries.extend(timed.values())
+                elif entry.lname + "|" + sub.lower() in timed:
+                    entries.append(timed[entry.lname + "|" + sub.lower()])
+            elif not sub:
+                entries.append(entry)
+    else:
+        entries = []
+        for entry in unique_commands(node.table):
+            if not entry.container:
+                entries.append(entry)
+            elif entry.subcommands:
+                entries.extend(entry.subcommands.values())
+    out: dict[str, object] = {}
+    for entry in entries:
+        if entry.calls:
+            out[entry.lname] = {"calls": entry.calls,
+                                "histogram_usec": _cumulative_usec(entry.histogram())}
+    return out
+
+
+def _cumulative_usec(hist: list[int]) -> dict[int, int]:
+    """Power-of-two buckets of ns (hist[k]: calls under 2**k ns) as Redis
+    reports them: from 1,024 ns (1 µs) up, each bound's calls so far, only
+    the bounds that added some."""
+    out: dict[int, int] = {}
+    total = sum(hist[:11])  # (everything under 1,024 ns counts at the first bound)
+    if total:
+        out[1] = total
+    for k in range(11, len(hist)):
+        if hist[k]:
+            total += hist[k]
+            out[(1 << k) // 1000] = total
+    return out
 
 
 @command("MONITOR", 1, "admin readonly",

@@ -315,7 +315,8 @@ DIRECTIVES = [
     Directive("slowlog-max-len", "int", 128, low=0,
               doc="Most entries SLOWLOG keeps."),
     Directive("latency-monitor-threshold", "int", 0, low=0,
-              doc="Accepted for Disque config files; no effect (LATENCY records nothing)."),
+              doc="Record in LATENCY what held the node up this many ms or more "
+                  "(commands, the cron, expiry, gc, AOF writes); 0: off."),
     Directive("cluster-config-file", "str", "nodes.conf", runtime=False,
               doc="File in dir where the node keeps its ID and known peers."),
     Directive("cluster-node-timeout", "int", 15000, low=1,

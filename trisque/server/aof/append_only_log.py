@@ -206,7 +206,7 @@ class AppendOnlyLog:
             if self._deferred:
                 self._flush_deferred()
             try:
-                written = os.write(self.fd, data)
+                written = self._os_write(data)
             except OSError as exc:
                 self._write_failed(exc.errno, data)
                 return
@@ -231,9 +231,21 @@ class AppendOnlyLog:
             return
         self._write(data)
 
+    def _os_write(self, data):
+        """os.write, timed into the latency monitor ("aof-write") when it
+        is on: the disk's stalls are the node's."""
+        latency = self.node.latency
+        if not latency.threshold_ms:
+            return os.write(self.fd, data)
+        started = time.perf_counter()
+        try:
+            return os.write(self.fd, data)
+        finally:
+            latency.timed("aof-write", started, time.perf_counter())
+
     def _write(self, data):
         try:
-            written = os.write(self.fd, data)
+            written = self._os_write(data)
         except OSError as exc:
             self._write_failed(exc.errno, data)
             return False
