@@ -344,8 +344,9 @@ class Cluster(ClusterHooks):
         # of its lambda).  (The body is read before the sender is known: a
         # malformed frame closes the link whoever sent it.)
         ack = type_ == bus.SETACK or type_ == bus.GOTACK or type_ == bus.DELJOB
+        lone = len(data) == bus.ONE_ITEM_FRAME_LEN  # (one job's item, if a job frame)
         if self.held_acks and type_ != bus.REPLJOB and type_ != bus.GOTJOB and not (
-                ack and len(data) == bus.ONE_ITEM_FRAME_LEN):
+                ack and lone):
             # Any other frame goes after the held ones, as it came.  (A
             # REPLJOB or GOTJOB may pass them: a job's copy and its GOTJOB
             # come before any ack message of that job on a link.)
@@ -358,7 +359,7 @@ class Cluster(ClusterHooks):
             return
         if (type_ == bus.GOTJOB or type_ == bus.SETACK or type_ == bus.GOTACK
                 or type_ == bus.DELJOB or type_ == bus.WORKING):
-            if len(data) == bus.ONE_ITEM_FRAME_LEN and type_ != bus.GOTJOB:
+            if lone and type_ != bus.GOTJOB:
                 # A lone item (a job's every frame at low rates): its ID and
                 # aux to the handler, no list of one tuple made.
                 job_id = bus.lone_job_id(data, type_)

@@ -26,8 +26,8 @@ H = TypeVar("H", bound=Callable[..., Any])
 CONTAINERS: Final = frozenset((
     "ACL", "CLIENT", "CLUSTER", "COMMAND", "CONFIG", "FUNCTION", "LATENCY", "MEMORY",
     "MODULE", "OBJECT", "PUBSUB", "SCRIPT", "SLOWLOG", "XGROUP", "XINFO"))
-# Most subcommands timed apart per container: names are counted before
-# the handler refuses an unknown one.
+# Most subcommands timed apart per container (only calls answered without
+# an error are counted: a bound all the same against made-up names).
 MAX_TIMED_SUBCOMMANDS: Final = 64
 
 

@@ -606,7 +606,7 @@ def decode_body(data: bytes, type_: int, gotjob_raw: bool = False) -> Any:
             if gotjob_raw and type_ == GOTJOB:
                 body = data[HEADER_SIZE + 4:]
             elif count == 1:
-                body = [(data[HEADER_SIZE + 4:ONE_ITEM_FRAME_LEN - 4], lone_aux(data))]
+                body = [(_lone_id(data), lone_aux(data))]
             else:
                 body = list(_JOBID.iter_unpack(memoryview(data)[HEADER_SIZE + 4:]))
         elif kind == _JOBS_KIND:
@@ -627,6 +627,11 @@ def lone_job_id(data: bytes, type_: int) -> bytes:
     if count != 1 or len(data) != ONE_ITEM_FRAME_LEN:
         raise BusError(f"bad {NAMES[type_]} payload: payload is {len(data)} bytes, "
                        f"expected {HEADER_SIZE + 4 + count * JOBID_ITEM_LEN}")
+    return _lone_id(data)
+
+
+def _lone_id(data: bytes) -> bytes:
+    """The ID of a job-ID frame's lone item, its count checked."""
     return data[HEADER_SIZE + 4:ONE_ITEM_FRAME_LEN - 4]
 
 
