@@ -6,19 +6,12 @@ import re
 import pytest
 import redis
 
-from tests.harness import Server, wait_for
-
-
-@pytest.fixture(scope="module")
-def node():
-    srv = Server().start()
-    yield srv
-    srv.cleanup()
+from tests.harness import wait_for
 
 
 @pytest.fixture
-def r(node):
-    client = node.client()
+def r(shared):
+    client = shared.client()
     client.execute_command("LATENCY", "RESET")
     yield client
     client.config_set("latency-monitor-threshold", 0)
@@ -80,8 +73,8 @@ def test_histogram_by_command_and_subcommand(r):
     assert r.execute_command("LATENCY", "HISTOGRAM", "blabla") == []
 
 
-def test_histogram_over_resp3_is_maps(node):
-    client = node.client(protocol=3)
+def test_histogram_over_resp3_is_maps(shared):
+    client = shared.client(protocol=3)
     try:
         client.config_resetstat()
         client.set("a", "b")
