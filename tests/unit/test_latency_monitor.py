@@ -70,4 +70,7 @@ def test_graph_and_doctor_describe_the_samples():
     assert lines[5] == "###"  # every sample the bottom one
     assert monitor.graph("nosuch") is None
     doctor = monitor.doctor()
+    assert doctor.startswith("Events of 1 ms or more")
     assert "aof-write: 3 seconds with a spike" in doctor and "disk" in doctor
+    monitor.threshold_ms = 0  # turned off: what it recorded stays, and says so
+    assert monitor.doctor().startswith("Events recorded while the monitor was on")

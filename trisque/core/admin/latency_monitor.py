@@ -114,7 +114,9 @@ class LatencyMonitor:
                         "<milliseconds> turns it on.\n")
             return (f"No event took {self.threshold_ms} ms or more since the monitor "
                     "was started or reset.\n")
-        lines = [f"Events of {self.threshold_ms} ms or more (latency-monitor-threshold):", ""]
+        lines = [f"Events of {self.threshold_ms} ms or more (latency-monitor-threshold):"
+                 if self.threshold_ms else "Events recorded while the monitor was on (it is "
+                 "off now: latency-monitor-threshold 0):", ""]
         for number, (name, series) in enumerate(self.events.items(), 1):
             values = [ms for _t, ms in series.samples]
             average = sum(values) // len(values) if values else 0
