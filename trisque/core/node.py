@@ -39,7 +39,10 @@ if TYPE_CHECKING:
     from .keyspace.scripting import Scripting
 
 
-_INF: Final = float("inf")
+# A threshold in ns no command reaches (~36 years), for "never": an int, so
+# that _run's compares with a command's time stay native (an int against
+# a float was a generic compare, ~120 instructions a command each).
+_NEVER_NS: Final = 1 << 60
 # memory_level without maxmemory: more bytes than a node ever counts
 _NO_LIMIT: Final = (1 << 62) - 1
 # A command's timing clock (INFO commandstats, SLOWLOG), a static: no
@@ -74,9 +77,9 @@ class Node(JobLifecycle):
     paused: int
     slowlog: list[Any]
     slowlog_next_id: int
-    slowlog_ns: float
+    slowlog_ns: int
     latency: LatencyMonitor
-    latency_ns: float
+    latency_ns: int
     # memory_level's thresholds for maxmemory _memory_for, in whole bytes:
     # above _memory_warn (75%), above _memory_high (95%)
     _memory_for: int
@@ -126,11 +129,11 @@ class Node(JobLifecycle):
         self.slowlog = []  # newest first: [id, unix_s, usec, argv, addr, name]
         self.slowlog_next_id = 0
         # slowlog-log-slower-than in ns, as execute() compares (-1: never)
-        self.slowlog_ns = _INF
+        self.slowlog_ns = _NEVER_NS
         self._set_slowlog_threshold(config.slowlog_log_slower_than)
         config.on_change["slowlog-log-slower-than"] = self._set_slowlog_threshold
         self.latency = LatencyMonitor(config.latency_monitor_threshold, self.clock)
-        self.latency_ns = _INF  # its threshold in ns, as _run compares (inf: off)
+        self.latency_ns = _NEVER_NS  # its threshold in ns, as _run compares
         self._set_latency_threshold(config.latency_monitor_threshold)
         config.on_change["latency-monitor-threshold"] = self._set_latency_threshold
         self._memory_for = -1  # (none computed yet)
@@ -469,11 +472,11 @@ class Node(JobLifecycle):
                 self.reply(monitor, data)
 
     def _set_slowlog_threshold(self, usec: int) -> None:
-        self.slowlog_ns = usec * 1000 if usec >= 0 else _INF
+        self.slowlog_ns = usec * 1000 if usec >= 0 else _NEVER_NS
 
     def _set_latency_threshold(self, ms: int) -> None:
         self.latency.threshold_ms = ms
-        self.latency_ns = ms * 1_000_000 if ms > 0 else _INF
+        self.latency_ns = ms * 1_000_000 if ms > 0 else _NEVER_NS
 
     def _slowlog(self, client: Client, argv: list[bytes], elapsed_us: int) -> None:
         entry = [self.slowlog_next_id, int(self.clock()), elapsed_us,
