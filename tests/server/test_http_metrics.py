@@ -94,6 +94,22 @@ def test_metrics_follow_addjob_getjob_ackjob(node: Server) -> None:
     r.execute_command("ACKJOB", *ids)
 
 
+def test_latency_monitor_events(node: Server) -> None:
+    """A command that held the node up, once the monitor is on, is a series."""
+    with node.client() as c:
+        c.execute_command("LATENCY", "RESET")
+        assert ("trisque_latency_event_max_ms", (("event", "command"),)) not in scrape(node)
+        c.config_set("latency-monitor-threshold", 10)
+        try:
+            c.execute_command("DEBUG", "SLEEP", "0.05")
+            samples = scrape(node)
+            assert samples[("trisque_latency_event_max_ms", (("event", "command"),))] >= 50
+            assert samples[("trisque_latency_event_latest_ms", (("event", "command"),))] >= 50
+        finally:
+            c.config_set("latency-monitor-threshold", 0)
+            c.execute_command("LATENCY", "RESET")
+
+
 def test_queue_series_are_bounded(node: Server) -> None:
     r = node.client()
     pipe = r.pipeline(transaction=False)

@@ -29,6 +29,7 @@ class NodeCollector(Collector):
         yield from self._cluster(node)
         yield from self._persistence(node)
         yield from self._memory_and_keyspace(node)
+        yield from self._latency_events(node)
 
     def _jobs_and_queues(self, node: Any) -> Iterator[Metric]:
         jobs = GaugeMetricFamily("trisque_jobs", "Jobs on this node by state "
@@ -216,6 +217,20 @@ class NodeCollector(Collector):
             expires.add_metric([str(db)], n_expires)
         yield keys
         yield expires
+
+
+    def _latency_events(self, node: Any) -> Iterator[Metric]:
+        """The latency monitor's events (LATENCY LATEST): none until
+        latency-monitor-threshold is set and something reached it."""
+        latest = GaugeMetricFamily("trisque_latency_event_latest_ms", "The latest sample of "
+                                   "a latency monitor event (LATENCY LATEST)", labels=["event"])
+        worst = GaugeMetricFamily("trisque_latency_event_max_ms", "A latency monitor event's "
+                                  "worst since the start or LATENCY RESET", labels=["event"])
+        for event, _at, latest_ms, max_ms in node.latency.latest():
+            latest.add_metric([event], latest_ms)
+            worst.add_metric([event], max_ms)
+        yield latest
+        yield worst
 
 
 def _le(bound: float) -> str:
