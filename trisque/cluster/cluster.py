@@ -367,17 +367,12 @@ class Cluster(ClusterHooks):
                 if sender is None:
                     return
                 aux = bus.lone_aux(data)
-                if ack and self.hold_acks:
-                    self.held_acks.append((type_, sender, job_id, aux))
-                    return
-                if type_ == bus.SETACK:
-                    self.acks.setack(sender, job_id, aux)
-                elif type_ == bus.GOTACK:
-                    self.acks.gotack(sender, job_id, aux)
-                elif type_ == bus.DELJOB:
-                    self.acks.deljob(job_id, aux)
-                else:
+                if not ack:
                     self.requeue.queued_or_working(sender, job_id, bus.WORKING, mflags)
+                elif self.hold_acks:
+                    self.held_acks.append((type_, sender, job_id, aux))
+                else:
+                    self._lone_ack(type_, sender, job_id, aux)
                 return
             body = bus.decode_body(data, type_, True)  # (a GOTJOB's items raw)
             sender = self._job_sender(sender_id)
@@ -419,14 +414,17 @@ class Cluster(ClusterHooks):
     def handle_held_acks(self) -> None:
         """The held ack frames, in the order they came (see ``held_acks``)."""
         held, self.held_acks = self.held_acks, []
-        acks = self.acks
         for type_, sender, job_id, aux in held:
-            if type_ == bus.SETACK:
-                acks.setack(sender, job_id, aux)
-            elif type_ == bus.GOTACK:
-                acks.gotack(sender, job_id, aux)
-            else:
-                acks.deljob(job_id, aux)
+            self._lone_ack(type_, sender, job_id, aux)
+
+    def _lone_ack(self, type_: int, sender: ClusterNode, job_id: bytes, aux: int) -> None:
+        """A lone SETACK, GOTACK or DELJOB item, to its handler."""
+        if type_ == bus.SETACK:
+            self.acks.setack(sender, job_id, aux)
+        elif type_ == bus.GOTACK:
+            self.acks.gotack(sender, job_id, aux)
+        else:
+            self.acks.deljob(job_id, aux)
 
     @property
     def frames_received(self) -> list[int]:

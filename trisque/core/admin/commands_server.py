@@ -584,8 +584,8 @@ def _latency_histograms(node: Node, names: list[bytes]) -> dict[str, object]:
                 timed = entry.subcommands or {}
                 if not sub:
                     entries.extend(timed.values())
-                elif entry.lname + "|" + sub.lower() in timed:
-                    entries.append(timed[entry.lname + "|" + sub.lower()])
+                elif (one := timed.get(entry.lname + "|" + sub.lower())) is not None:
+                    entries.append(one)
             elif not sub:
                 entries.append(entry)
     else:
