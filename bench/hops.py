@@ -10,8 +10,7 @@ consumer is cut where one process hands it to the next:
 
   generator's ADDJOB write -> the origin wakes -> its first write (the copies)
   -> the replica that answers last wakes -> its write (GOTJOB) -> the origin
-  wakes -> its last write before the generator wakes (the job, to the
-  consumer) -> the generator wakes
+  wakes -> its first write (the job, to its consumer) -> the generator wakes
 
 so the hops add up to the job's time from its ADDJOB's send to the
 generator holding it.  "work" hops are a process running, "hand-off" hops a
@@ -117,13 +116,16 @@ def hops(events: Sequence[Event], origin: int, replicas: Sequence[int], generato
         got = first(generator, "woke", last_wrote)
         if got is None:
             continue
-        delivered = max((j for j in range(last_wrote, got)
-                         if events[j].pid == origin and events[j].kind == "write"), default=None)
-        if delivered is None:
-            continue
         # (the origin may be running already when the last GOTJOB comes)
         back = first(origin, "woke", last_wrote)
-        back = back if back is not None and back < delivered else last_wrote
+        if back is None or back > got:
+            back = last_wrote
+        # Both servers write the job to its consumer first, then the
+        # ADDJOB's reply: the first write wakes the generator (its cost,
+        # an IPI on a VM, is the hand-off's).
+        delivered = first(origin, "write", back)
+        if delivered is None or delivered > got:
+            continue
         marks = [a, woke, copies, last_woke, last_wrote, back, delivered, got]
         jobs.append([events[y].t_us - events[x].t_us for x, y in zip(marks, marks[1:])])
     return jobs

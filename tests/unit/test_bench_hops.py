@@ -32,7 +32,7 @@ def _job(t0, replica_answer=(40, 50)):
         _enter(s, R2, t0 + 40 + replica_answer[1] + 12, 1, 208),
         _woke(s, ORIGIN, t0 + 40 + replica_answer[1] + 12 + 5),
         _enter(s, ORIGIN, t0 + 120, 1, 91),   # the job, to its consumer
-        _enter(s, ORIGIN, t0 + 122, 1, 43),   # the ADDJOB's reply: the last write
+        _enter(s, ORIGIN, t0 + 122, 1, 43),   # the ADDJOB's reply, after it
         _woke("loadgen-1", GEN, t0 + 140),
         _enter("other", OTHER, t0 + 141, 1, ADD),  # not the generator's
     ]
@@ -46,9 +46,9 @@ def test_a_jobs_hops_add_up_to_its_time_to_the_generator():
     jobs = hops.hops(events, ORIGIN, [R1, R2], GEN)
     assert len(jobs) == 2
     # generator -> origin 30, ADDJOB 10, to the last replica 50, its work 12,
-    # back 5, the GOTJOB turn to the last write before the generator woke
-    # (122 - 107 = 15), to the generator 18
-    assert [round(h) for h in jobs[0]] == [30, 10, 50, 12, 5, 15, 18]
+    # back 5, the GOTJOB turn to its first write (the job to its consumer,
+    # 120 - 107 = 13), to the generator 20
+    assert [round(h) for h in jobs[0]] == [30, 10, 50, 12, 5, 13, 20]
     assert round(sum(jobs[0])) == 140
 
 

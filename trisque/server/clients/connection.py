@@ -16,8 +16,9 @@ its state (``Connection.wake``): it was unblocked or killed, it has output
 another task could not send, or the AOF now allows its replies to go.
 
 The cluster bus's links are in the same epoll set (a ``SocketOwner``,
-cluster/tcp/transport.py): a turn also reads the links that are ready,
-and sends the bus frames it produced before the clients' replies.  An
+cluster/tcp/transport.py): a turn reads the links that are ready first,
+sends what their frames finished (a job replicated, a waiter served), and
+sends the bus frames it produced before the clients' replies.  An
 unpipelined replicated ADDJOB so sends its copies from the turn that read
 it, and the GOTJOBs' turn sends the reply, without a second task woken in
 between (bench/README.md, "Cluster: replicated ADDJOB").
@@ -519,20 +520,25 @@ class ClientServer:
                 if due:
                     # (first: a blocked GETJOB's timeout replies this turn)
                     timers.run()
-                # (the bus is handed the whole list and skips the clients':
-                # no list of its own pairs made, filled and emptied a turn)
-                others = False
+                if bus is not None:
+                    # The links first, and what their frames finished (an
+                    # ADDJOB replicated, a GETJOB served) out at once: a job
+                    # that waited for its GOTJOBs does not also wait for the
+                    # requests read beside them to run (bench/README.md,
+                    # "Hop by hop, thirty-second session").  (The bus is
+                    # handed the whole list and skips the clients': no list
+                    # of its own pairs made, filled and emptied a turn.)
+                    bus.serve_ready(ready_fds)
+                    if self.dirty:
+                        self.flush_dirty()
                 for fd, events in ready_fds:
                     conn = conns.get(fd)
                     if conn is None:
-                        others = True
-                    elif self.released is None:
+                        continue  # a link's, served above
+                    if self.released is None:
                         self._service(conn, events)
                     else:
                         self._pause(conn)
-                if others:
-                    assert bus is not None
-                    bus.serve_ready(ready_fds)
                 if self.released is not None:
                     if bus is not None:
                         bus.end_turn()
