@@ -3,9 +3,9 @@
     python -m bench.hops [--rate 2493] [--seconds 2] [--disque PATH]
 
 bench/latency.py's ``e2e-local`` schedule on a 3-node cluster, at a rate
-where jobs seldom overlap, under ``perf record -a`` on the scheduler's
-switches and the system calls read, write and epoll_wait (perf's own left
-out: recording them would record its own writes).  Each job's path to its
+where jobs seldom overlap, under ``perf record -a`` on the writes begun
+and the epoll_waits returned (perf's own left out: recording them would
+record its own writes).  Each job's path to its
 consumer is cut where one process hands it to the next:
 
   generator's ADDJOB write -> the origin wakes -> its first write (the copies)
@@ -35,10 +35,8 @@ from .client import encode
 from .cluster import start_cluster
 from .servers import start_disque, start_trisque
 
-READ, WRITE, EPOLL_WAIT = 0, 1, 232  # x86-64
-_SYSCALLS = f"id == {READ} || id == {WRITE} || id == {EPOLL_WAIT}"
-PERF_EVENTS = ("-e", "sched:sched_switch",
-               "-e", "raw_syscalls:sys_enter", "--filter", _SYSCALLS, "--exclude-perf",
+WRITE, EPOLL_WAIT = 1, 232  # x86-64
+PERF_EVENTS = ("-e", "raw_syscalls:sys_enter", "--filter", f"id == {WRITE}", "--exclude-perf",
                "-e", "raw_syscalls:sys_exit", "--filter", f"id == {EPOLL_WAIT}",
                "--exclude-perf")
 # The generator's ADDJOB in e2e-local: one per write at these rates.
