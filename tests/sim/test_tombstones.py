@@ -62,9 +62,11 @@ def test_a_tombstone_leaves_nothing_the_collector_counts():
     shared = _call(world, node, "ADDJOB", "q", "on three", 0, "REPLICATE", 3)
     assert _call(world, node, "FASTACK", shared) == 1
     acks = node.cluster.acks
-    held = [*acks._tombstone_until, *acks._tombstone_ids]
-    assert shared in held
-    assert not any(gc.is_tracked(x) for x in held)
+    ids = [*acks._tombstone_fresh, *(i for tick in acks._tombstone_ticks for i in tick)]
+    assert shared in ids
+    assert not any(gc.is_tracked(x) for x in [*acks._tombstone_until, *ids])
+    # (the containers: a list a tick that freed something, not one a job)
+    assert len(acks._tombstone_ticks) <= 1
 
 
 def test_a_tombstone_lasts_tombstone_ms_from_its_freeing_then_goes():
@@ -107,4 +109,26 @@ def test_tombstones_freed_between_many_ticks_each_last_their_time():
             elif now_ms > ms + TOMBSTONE_MS + 2 * CRON_MS:
                 assert job_id not in tombstones
     assert not tombstones
-    assert not acks._tombstone_ids and not acks._tombstone_until and not acks._tombstone_ends
+    assert not acks._tombstone_fresh and not acks._tombstone_ticks and not acks._tombstone_until
+
+
+def test_an_expired_ticks_ids_are_let_go_of_at_that_tick():
+    """A tombstone's ID is held by nothing once it expires, while later
+    ones still wait: kept until the list was compacted, 10 s of IDs were
+    freed in one tick (2-6 ms on every holder at 12,466 acked jobs/s)."""
+    world = _formed(3)
+    acks = world.nodes[0].cluster.acks
+    early = [b"D-%08x-%s-0a0b" % (i, b"E" * 24) for i in range(300)]
+    late = [b"D-%08x-%s-0a0b" % (i, b"L" * 24) for i in range(400)]
+    for job_id in early:
+        acks.remember_freed(job_id)
+    world.run_until(world.now_ms + TOMBSTONE_MS // 2)
+    for job_id in late:
+        acks.remember_freed(job_id)
+    world.run_until(world.now_ms + TOMBSTONE_MS // 2 + 2 * CRON_MS + 1)
+    tombstones = world.nodes[0].cluster.tombstones
+    assert not any(job_id in tombstones for job_id in early)
+    assert all(job_id in tombstones for job_id in late)
+    held = [*acks._tombstone_fresh, *(i for tick in acks._tombstone_ticks for i in tick)]
+    assert not set(early) & set(held)
+    assert set(late) <= set(held)

@@ -52,21 +52,23 @@ class Acks(AckHooks):
     membership: Membership
     replication: Replication
     tombstones: JobIdSet
-    # When each remembered ID expires (ms) and the IDs, in order from
-    # _tombstone_head (lists and an index: compiled, a deque's append and
-    # popleft are generic calls).  Two lists, not one of (ms, id) tuples: a
-    # tuple is a container the cyclic collector counts until its first
+    # The IDs freed since the last tick (_tombstone_fresh), and before that
+    # a list of them a tick with its expiry (ms), from _tombstone_head on
+    # (lists and an index: compiled, a deque's append and popleft are
+    # generic calls).  The tick after a freeing dates it: no clock read nor
+    # int made on a job's turn.  A list a tick, not an (ms, id) tuple a job:
+    # a tuple is a container the cyclic collector counts until its first
     # pass, and one a freed job made a young collection (1-3 ms, finding
-    # nothing) every ~2 s on each node at 9,200 acked jobs/s (bench/README.md,
-    # "Tails below saturation, twenty-third session").  The IDs freed
-    # between two ticks are a batch the second tick dates: one expiry and
-    # one end (in _tombstone_ids) a batch, from _tombstone_batch (no clock
-    # read nor int made on a job's turn).
-    _tombstone_ids: list[bytes]
-    _tombstone_head: int
+    # nothing) every ~2 s on each node at 9,200 acked jobs/s ("Tails below
+    # saturation, twenty-third session").  An expired tick's IDs are let go
+    # of at that tick: kept in one list until it was compacted, 10 s of
+    # them went at once, a 2-6 ms tick every 10 s on every holder at 12,466
+    # acked jobs/s (bench/README.md, "Tombstones a tick, thirty-second
+    # session").
+    _tombstone_fresh: list[bytes]
+    _tombstone_ticks: list[list[bytes]]
     _tombstone_until: list[int]
-    _tombstone_ends: list[int]
-    _tombstone_batch: int
+    _tombstone_head: int
 
     def __init__(self, node: Node, outbox: Outbox, membership: Membership,
                  replication: Replication, tombstones: JobIdSet) -> None:
@@ -75,11 +77,10 @@ class Acks(AckHooks):
         self.membership = membership
         self.replication = replication
         self.tombstones = tombstones  # (read by replication and federation too)
-        self._tombstone_ids = []
-        self._tombstone_head = 0
+        self._tombstone_fresh = []
+        self._tombstone_ticks = []
         self._tombstone_until = []
-        self._tombstone_ends = []
-        self._tombstone_batch = 0
+        self._tombstone_head = 0
 
     # ------------------------------------------ what the core tells us
 
@@ -262,32 +263,25 @@ class Acks(AckHooks):
 
     def remember_freed(self, job_id: bytes) -> None:
         self.tombstones.add(job_id)
-        self._tombstone_ids.append(job_id)  # (dated by the next tick)
+        self._tombstone_fresh.append(job_id)  # (dated by the next tick)
 
     def expire_tombstones(self, now_ms: int) -> None:
-        ids = self._tombstone_ids
-        until = self._tombstone_until
-        ends = self._tombstone_ends
-        if len(ids) > (ends[-1] if ends else 0):
+        fresh = self._tombstone_fresh
+        if fresh:
             # Freed since the last tick, so at most now: kept for
             # TOMBSTONE_MS from now, at least as long as from their freeing.
-            until.append(now_ms + TOMBSTONE_MS)
-            ends.append(len(ids))
+            self._tombstone_ticks.append(fresh)
+            self._tombstone_until.append(now_ms + TOMBSTONE_MS)
+            self._tombstone_fresh = []
+        ticks = self._tombstone_ticks
+        until = self._tombstone_until
         head = self._tombstone_head
-        batch = self._tombstone_batch
         tombstones = self.tombstones
-        while batch < len(until):
-            if until[batch] > now_ms:
-                break
-            end = ends[batch]
-            while head < end:
-                tombstones.discard(ids[head])
-                head += 1
-            batch += 1
-        new_head = drop_passed(ids, head)
-        if new_head != head:  # (the IDs passed left the list: the ends move)
-            for i in range(batch, len(ends)):
-                ends[i] -= head - new_head
-        self._tombstone_head = new_head
-        drop_passed(ends, batch)  # (the same length: the same cut as until's)
-        self._tombstone_batch = drop_passed(until, batch)
+        while head < len(until) and until[head] <= now_ms:
+            ids = ticks[head]
+            for job_id in ids:
+                tombstones.discard(job_id)
+            ids.clear()  # (its IDs freed now: a tick's worth)
+            head += 1
+        self._tombstone_head = drop_passed(ticks, head)
+        drop_passed(until, head)  # (the same length: the same cut)
