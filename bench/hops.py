@@ -82,6 +82,14 @@ def parse(lines: Iterable[str]) -> tuple[list[Event], dict[int, str]]:
     return events, comms
 
 
+def _first(events: Sequence[Event], pid: int, kind: str, start: int, stop: int) -> int | None:
+    """The index of ``pid``'s first ``kind`` event in events[start:stop]."""
+    for j in range(start, stop):
+        if events[j].pid == pid and events[j].kind == kind:
+            return j
+    return None
+
+
 def hops(events: Sequence[Event], origin: int, replicas: Sequence[int], generator: int,
          addjob_size: int = ADDJOB_SIZE) -> list[list[float]]:
     """Per job whose whole path lies before the next job's ADDJOB: the
@@ -90,38 +98,33 @@ def hops(events: Sequence[Event], origin: int, replicas: Sequence[int], generato
               if e.pid == generator and e.kind == "write" and e.size == addjob_size]
     jobs = []
     for a, b in zip(starts, starts[1:]):
-        def first(pid: int, kind: str, after: int) -> int | None:
-            for j in range(after, b):
-                if events[j].pid == pid and events[j].kind == kind:
-                    return j
-            return None
-        woke = first(origin, "woke", a)
+        woke = _first(events, origin, "woke", a, b)
         if woke is None:
             continue
-        copies = first(origin, "write", woke)
+        copies = _first(events, origin, "write", woke, b)
         if copies is None:
             continue
         answers = []
         for replica in replicas:
-            r_woke = first(replica, "woke", copies)
-            r_wrote = first(replica, "write", r_woke) if r_woke is not None else None
+            r_woke = _first(events, replica, "woke", copies, b)
+            r_wrote = _first(events, replica, "write", r_woke, b) if r_woke is not None else None
             if r_woke is None or r_wrote is None:
                 break
             answers.append((r_wrote, r_woke))
         if len(answers) != len(replicas):
             continue
         last_wrote, last_woke = max(answers)
-        got = first(generator, "woke", last_wrote)
+        got = _first(events, generator, "woke", last_wrote, b)
         if got is None:
             continue
         # (the origin may be running already when the last GOTJOB comes)
-        back = first(origin, "woke", last_wrote)
+        back = _first(events, origin, "woke", last_wrote, b)
         if back is None or back > got:
             back = last_wrote
         # Both servers write the job to its consumer first, then the
         # ADDJOB's reply: the first write wakes the generator (its cost,
         # an IPI on a VM, is the hand-off's).
-        delivered = first(origin, "write", back)
+        delivered = _first(events, origin, "write", back, b)
         if delivered is None or delivered > got:
             continue
         marks = [a, woke, copies, last_woke, last_wrote, back, delivered, got]

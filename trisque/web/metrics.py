@@ -218,7 +218,6 @@ class NodeCollector(Collector):
         yield keys
         yield expires
 
-
     def _latency_events(self, node: Any) -> Iterator[Metric]:
         """The latency monitor's events (LATENCY LATEST): none until
         latency-monitor-threshold is set and something reached it."""
