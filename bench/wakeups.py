@@ -7,9 +7,10 @@ A 3-node cluster (trisque, or Disque C with ``--disque``); one client sends
 ``ADDJOB q <body> 0 REPLICATE R`` to the first node and waits for each
 reply before the next, so every job is a wake-up of the origin and of each
 replica, nothing batched: the cost per wake-up that decides the latency of
-a lone job (bench/README.md, "Latency, open loop").  Per node: user and
-system CPU per job (/proc/<pid>/stat) and context switches per job
-(/proc/<pid>/status: voluntary ones are the sleeps).  With ``--e2e`` a
+a lone job (bench/README.md, "Latency, open loop").  Per node: CPU per
+job (/proc/<pid>/schedstat's ns), its user and system parts
+(/proc/<pid>/stat's 10 ms ticks: coarse over a short run) and context
+switches per job (/proc/<pid>/status: voluntary ones are the sleeps).  With ``--e2e`` a
 second client waits in ``GETJOB`` on the first node before each ADDJOB,
 and the time from the ADDJOB's send to the GETJOB's reply is reported
 (p50/p90/p99, closed loop: one job at a time).
@@ -75,13 +76,18 @@ class _Conn:
         self.sock.close()
 
 
-def _per_node(pids, jobs, cpu_before, switches_before):
+def _counters(nodes):
+    return [(n.cpu_seconds(), _stat(n.proc.pid), _switches(n.proc.pid)) for n in nodes]
+
+
+def _per_node(nodes, jobs, before):
+    """Per node per job: CPU us, user us, system us, voluntary and
+    involuntary switches, since ``before`` (``_counters``)."""
     ticks = os.sysconf("SC_CLK_TCK")
     per_node = []
-    for pid, (u0, s0), (v0, i0) in zip(pids, cpu_before, switches_before):
-        u1, s1 = _stat(pid)
-        v1, i1 = _switches(pid)
-        per_node.append(((u1 - u0) / ticks * 1e6 / jobs, (s1 - s0) / ticks * 1e6 / jobs,
+    for (cpu0, (u0, s0), (v0, i0)), (cpu1, (u1, s1), (v1, i1)) in zip(before, _counters(nodes)):
+        per_node.append(((cpu1 - cpu0) * 1e6 / jobs,
+                         (u1 - u0) / ticks * 1e6 / jobs, (s1 - s0) / ticks * 1e6 / jobs,
                          (v1 - v0) / jobs, (i1 - i0) / jobs))
     return per_node
 
@@ -92,27 +98,23 @@ def measure_at_rate(nodes, rate, seconds):
     port = nodes[0].port
     latency.open_loop(port, rate, 1.0, "jobs", port)  # warm-up
     latency.flush(nodes)
-    pids = [n.proc.pid for n in nodes]
-    cpu_before = [_stat(p) for p in pids]
-    switches_before = [_switches(p) for p in pids]
+    before = _counters(nodes)
     run = latency.open_loop(port, rate, seconds, "jobs", port)
     if not run.produced:
         raise RuntimeError("the open-loop run produced no job")
-    return _per_node(pids, run.produced, cpu_before, switches_before), run
+    return _per_node(nodes, run.produced, before), run
 
 
 def measure(nodes, jobs, replicate, e2e=False):
-    """Per node (user us, system us, voluntary, involuntary switches) per
-    job, the wall time per job, and (``e2e``) the sorted latencies (s)."""
+    """Per node per job (``_per_node``), the wall time per job, and
+    (``e2e``) the sorted latencies (s)."""
     adder = _Conn(nodes[0].port)
     getter = _Conn(nodes[0].port) if e2e else None
     request = client.encode("ADDJOB", "q", b"x" * 12, 0, "REPLICATE", replicate)
     for _ in range(WARMUP):
         adder.call(request)
     latencies = []
-    pids = [n.proc.pid for n in nodes]
-    cpu_before = [_stat(p) for p in pids]
-    switches_before = [_switches(p) for p in pids]
+    before = _counters(nodes)
     started = time.perf_counter()
     if e2e:
         add = client.encode("ADDJOB", "e2e", b"x" * 12, 0, "REPLICATE", replicate)
@@ -129,7 +131,7 @@ def measure(nodes, jobs, replicate, e2e=False):
         for _ in range(jobs):
             adder.call(request)
     wall = (time.perf_counter() - started) / jobs
-    per_node = _per_node(pids, jobs, cpu_before, switches_before)
+    per_node = _per_node(nodes, jobs, before)
     adder.close()
     if getter is not None:
         getter.close()
@@ -168,9 +170,9 @@ def main(argv=None):
     else:
         print(f"{server}, 3 nodes, ADDJOB REPLICATE {args.replicate}, {args.jobs} jobs one "
               f"at a time: {wall * 1e6:.0f} us a job (load {os.getloadavg()[0]:.1f})")
-    for i, (user, system, voluntary, involuntary) in enumerate(per_node):
+    for i, (cpu, user, system, voluntary, involuntary) in enumerate(per_node):
         role = "origin " if i == 0 else "replica"
-        print(f"  {role} user {user:6.1f} us  system {system:6.1f} us  "
+        print(f"  {role} cpu {cpu:6.1f} us (user {user:6.1f}, system {system:6.1f})  "
               f"sleeps {voluntary:4.2f}  preempted {involuntary:4.2f}  a job")
     if args.rate and "got" in run.histograms:
         got = run.histograms["got"]

@@ -14,9 +14,9 @@ def test_each_node_spends_cpu_on_replicated_jobs_and_the_waiter_gets_them():
         for n in nodes:
             n.stop()
     assert len(per_node) == 3 and wall > 0
-    # (CPU is counted in clock ticks: a replica's share of 200 jobs may
-    # round to nothing, the origin's does not)
-    assert per_node[0][0] + per_node[0][1] > 0, per_node
+    # (CPU in schedstat's ns: every node, a replica too, has worked on
+    # each of the 200 jobs)
+    assert all(cpu > 0 for cpu, *_ in per_node), per_node
     assert len(latencies) == 200 and latencies[0] > 0
 
 
@@ -29,4 +29,4 @@ def test_an_open_loop_run_at_a_fixed_rate_counts_each_nodes_cpu_per_job():
             n.stop()
     assert run.produced > 0 and run.errors == 0 and run.lost == 0
     assert run.histograms["got"].get_total_count() == run.produced
-    assert per_node[0][0] + per_node[0][1] > 0, per_node
+    assert all(cpu > 0 for cpu, *_ in per_node), per_node
