@@ -62,9 +62,10 @@ def test_a_tombstone_leaves_nothing_the_collector_counts():
     shared = _call(world, node, "ADDJOB", "q", "on three", 0, "REPLICATE", 3)
     assert _call(world, node, "FASTACK", shared) == 1
     acks = node.cluster.acks
-    ids = [*acks._tombstone_fresh, *(i for tick in acks._tombstone_ticks for i in tick)]
+    ids = [*acks._tombstone_fresh, *(i for _, tick in acks._tombstone_ticks for i in tick)]
     assert shared in ids
-    assert not any(gc.is_tracked(x) for x in [*acks._tombstone_until, *ids])
+    expiries = [ms for ms, _ in acks._tombstone_ticks]
+    assert not any(gc.is_tracked(x) for x in [*expiries, *ids])
     # (the containers: a list a tick that freed something, not one a job)
     assert len(acks._tombstone_ticks) <= 1
 
@@ -109,7 +110,7 @@ def test_tombstones_freed_between_many_ticks_each_last_their_time():
             elif now_ms > ms + TOMBSTONE_MS + 2 * CRON_MS:
                 assert job_id not in tombstones
     assert not tombstones
-    assert not acks._tombstone_fresh and not acks._tombstone_ticks and not acks._tombstone_until
+    assert not acks._tombstone_fresh and not acks._tombstone_ticks
 
 
 def test_an_expired_ticks_ids_are_let_go_of_at_that_tick():
@@ -129,6 +130,6 @@ def test_an_expired_ticks_ids_are_let_go_of_at_that_tick():
     tombstones = world.nodes[0].cluster.tombstones
     assert not any(job_id in tombstones for job_id in early)
     assert all(job_id in tombstones for job_id in late)
-    held = [*acks._tombstone_fresh, *(i for tick in acks._tombstone_ticks for i in tick)]
+    held = [*acks._tombstone_fresh, *(i for _, tick in acks._tombstone_ticks for i in tick)]
     assert not set(early) & set(held)
     assert set(late) <= set(held)

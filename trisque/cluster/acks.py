@@ -53,7 +53,7 @@ class Acks(AckHooks):
     replication: Replication
     tombstones: JobIdSet
     # The IDs freed since the last tick (_tombstone_fresh), and before that
-    # a list of them a tick with its expiry (ms), from _tombstone_head on
+    # (expiry ms, a list of them) a tick, from _tombstone_head on
     # (lists and an index: compiled, a deque's append and popleft are
     # generic calls).  The tick after a freeing dates it: no clock read nor
     # int made on a job's turn.  A list a tick, not an (ms, id) tuple a job:
@@ -66,8 +66,7 @@ class Acks(AckHooks):
     # acked jobs/s (bench/README.md, "Tombstones a tick, thirty-second
     # session").
     _tombstone_fresh: list[bytes]
-    _tombstone_ticks: list[list[bytes]]
-    _tombstone_until: list[int]
+    _tombstone_ticks: list[tuple[int, list[bytes]]]
     _tombstone_head: int
 
     def __init__(self, node: Node, outbox: Outbox, membership: Membership,
@@ -79,7 +78,6 @@ class Acks(AckHooks):
         self.tombstones = tombstones  # (read by replication and federation too)
         self._tombstone_fresh = []
         self._tombstone_ticks = []
-        self._tombstone_until = []
         self._tombstone_head = 0
 
     # ------------------------------------------ what the core tells us
@@ -270,18 +268,15 @@ class Acks(AckHooks):
         if fresh:
             # Freed since the last tick, so at most now: kept for
             # TOMBSTONE_MS from now, at least as long as from their freeing.
-            self._tombstone_ticks.append(fresh)
-            self._tombstone_until.append(now_ms + TOMBSTONE_MS)
+            self._tombstone_ticks.append((now_ms + TOMBSTONE_MS, fresh))
             self._tombstone_fresh = []
         ticks = self._tombstone_ticks
-        until = self._tombstone_until
         head = self._tombstone_head
         tombstones = self.tombstones
-        while head < len(until) and until[head] <= now_ms:
-            ids = ticks[head]
+        while head < len(ticks) and ticks[head][0] <= now_ms:
+            ids = ticks[head][1]
             for job_id in ids:
                 tombstones.discard(job_id)
             ids.clear()  # (its IDs freed now: a tick's worth)
             head += 1
         self._tombstone_head = drop_passed(ticks, head)
-        drop_passed(until, head)  # (the same length: the same cut)
