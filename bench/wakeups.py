@@ -10,10 +10,10 @@ replica, nothing batched: the cost per wake-up that decides the latency of
 a lone job (bench/README.md, "Latency, open loop").  Per node: CPU per
 job (/proc/<pid>/schedstat's ns), its user and system parts
 (/proc/<pid>/stat's 10 ms ticks: coarse over a short run) and context
-switches per job (/proc/<pid>/status: voluntary ones are the sleeps).  With ``--e2e`` a
-second client waits in ``GETJOB`` on the first node before each ADDJOB,
-and the time from the ADDJOB's send to the GETJOB's reply is reported
-(p50/p90/p99, closed loop: one job at a time).
+switches per job (/proc/<pid>/status: voluntary ones are the sleeps).
+With ``--e2e`` a second client waits in ``GETJOB`` on the first node
+before each ADDJOB, and the time from the ADDJOB's send to the GETJOB's
+reply is reported (p50/p90/p99, closed loop: one job at a time).
 
 With ``--rate`` the jobs come instead on bench/latency.py's open-loop
 schedule, end to end on the first node (its ``e2e-local`` scenario: 16
