@@ -249,6 +249,7 @@ class SimNode:
         # handled at its end, after the turn's GOTJOBs (as the TCP
         # transport's after_replies does): a REPLJOB or GOTJOB passes them.
         self.cluster.hold_acks = True
+        self.cluster.acks.hold_gcs = True  # (a client's ACKJOB's START-GC, too)
         self.turn_end_at = None
         if self.nodes_conf:
             my_id = self.cluster.membership.load_config_text(self.nodes_conf, node.now_ms())
@@ -352,9 +353,12 @@ class SimNode:
         self.after_event()
 
     def end_turn_soon(self):
-        """The held acks (Cluster.held_acks) handled once the frames
-        delivered this ms are: one turn-end event a ms."""
-        if self.cluster.held_acks and self.turn_end_at != self.world.now_ms:
+        """The held acks (Cluster.held_acks, Acks.held_gcs) handled once
+        the frames delivered and commands run this ms are: one turn-end
+        event a ms."""
+        cluster = self.cluster
+        if ((cluster.held_acks or cluster.acks.held_gcs)
+                and self.turn_end_at != self.world.now_ms):
             self.turn_end_at = self.world.now_ms
             self.world.at(self.world.now_ms, self._end_turn, self.incarnation)
 
@@ -531,6 +535,7 @@ class SimClient:
         ran = False
         while self.pending and self.alive and node.alive and self.client.blocked is None:
             node.node.execute(self.client, self.pending.pop(0))
+            node.end_turn_soon()
             node.after_event()
             ran = True
         if ran:

@@ -2,11 +2,12 @@
 replies have gone out (cluster.py, ``hold_acks``): a REPLJOB or GOTJOB
 that came after them is handled first, and any other frame after them, in
 the order they came.  Off (the default, where frames are handed in one at
-a time), each frame is handled as it comes.  (The simulator turns it on:
-tests/sim/world.py.)"""
+a time), each frame is handled as it comes.  A consumer's ACKJOB's
+START-GC is held with them (Acks.hold_gcs).  (The simulator turns both
+on: tests/sim/world.py.)"""
 
 from trisque.cluster.cluster import Cluster
-from trisque.core.jobs.job import ACTIVE
+from trisque.core.jobs.job import ACKED, ACTIVE, Job
 from trisque.protocol import bus, jobcodec
 
 from .test_bus_lone_frames import cluster_hearing
@@ -76,3 +77,37 @@ def test_held_acks_keep_their_order():
     assert cluster.node.jobs.get(COPY) is job
     cluster.handle_held_acks()
     assert cluster.node.jobs.get(COPY) is None
+
+
+def acked_copy(hold_gcs: bool) -> tuple[Cluster, Job]:
+    """A copy stored here (its holders: the origin and us), then acked by a
+    consumer of ours."""
+    cluster = replica(hold_acks=True)
+    cluster.acks.hold_gcs = hold_gcs
+    cluster.receive(repljob(cluster), None)
+    job = cluster.node.jobs.get(COPY)
+    assert job is not None
+    cluster.node.ack(job)
+    assert job.state == ACKED
+    return cluster, job
+
+
+def test_off_an_acks_gc_starts_at_once():
+    cluster, job = acked_copy(hold_gcs=False)
+    assert job.gc_retry == 1 and not cluster.acks.held_gcs
+
+
+def test_an_acks_gc_starts_once_the_turns_replies_are_out():
+    cluster, job = acked_copy(hold_gcs=True)
+    assert job.gc_retry == 0 and cluster.acks.held_gcs == [job]  # no SETACK yet
+    cluster.handle_held_acks()
+    assert job.gc_retry == 1 and not cluster.acks.held_gcs
+    assert cluster.node.jobs.get(COPY) is job  # waiting for the origin's GOTACK
+
+
+def test_a_job_freed_before_its_held_gc_is_left_alone():
+    cluster, job = acked_copy(hold_gcs=True)
+    cluster.receive(lone(bus.DELJOB, COPY), None)  # held, handled first
+    cluster.handle_held_acks()
+    assert cluster.node.jobs.get(COPY) is None and job.gc_retry == 0
+    assert not cluster.acks.held_gcs

@@ -68,6 +68,13 @@ class Acks(AckHooks):
     _tombstone_fresh: list[bytes]
     _tombstone_ticks: list[tuple[int, list[bytes]]]
     _tombstone_head: int
+    # A consumer's ACKJOB starts its job's GC (the SETACKs) once the turn's
+    # replies and bus frames are out, as the held ack frames are handled
+    # (Cluster.held_acks): a job whose ADDJOB shares the turn no longer
+    # waits for it (bench/README.md, "A consumer's ack collected after the
+    # turn's replies").  On with the TCP transport and in the simulator.
+    hold_gcs: bool
+    held_gcs: list[Job]
 
     def __init__(self, node: Node, outbox: Outbox, membership: Membership,
                  replication: Replication, tombstones: JobIdSet) -> None:
@@ -79,6 +86,8 @@ class Acks(AckHooks):
         self._tombstone_fresh = []
         self._tombstone_ticks = []
         self._tombstone_head = 0
+        self.hold_gcs = False
+        self.held_gcs = []
 
     # ------------------------------------------ what the core tells us
 
@@ -88,6 +97,25 @@ class Acks(AckHooks):
         if period > GC_RETRY_MAX_MS:
             period = GC_RETRY_MAX_MS
         return node.now_ms() + period + node.jitter_ms()
+
+    def hold_gc(self, job: Job) -> bool:
+        if not self.hold_gcs:
+            return False
+        self.held_gcs.append(job)
+        return True
+
+    def start_held_gcs(self) -> None:
+        """START-GC of the jobs acked this turn (``hold_gc``), and each
+        job's next attempt scheduled, as ``JobLifecycle.ack`` would have."""
+        held, self.held_gcs = self.held_gcs, []
+        node = self.node
+        jobs = node.jobs
+        for job in held:
+            if jobs.get(job.id) is not job or job.state != ACKED:
+                continue  # freed meanwhile (a DELJOB, a FASTACK)
+            self.try_gc(job)
+            if job.id in jobs:
+                node.schedule(job)
 
     def try_gc(self, job: Job) -> None:
         """START-GC: free the job if every holder confirmed, else SETACK them."""

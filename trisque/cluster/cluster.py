@@ -412,10 +412,13 @@ class Cluster(ClusterHooks):
                 handler(sender, msg)
 
     def handle_held_acks(self) -> None:
-        """The held ack frames, in the order they came (see ``held_acks``)."""
+        """The held ack frames, in the order they came (see ``held_acks``),
+        then the START-GCs held (Acks.held_gcs)."""
         held, self.held_acks = self.held_acks, []
         for type_, sender, job_id, aux in held:
             self._lone_ack(type_, sender, job_id, aux)
+        if self.acks.held_gcs:
+            self.acks.start_held_gcs()
 
     def _lone_ack(self, type_: int, sender: ClusterNode, job_id: bytes, aux: int) -> None:
         """A lone SETACK, GOTACK or DELJOB item, to its handler."""

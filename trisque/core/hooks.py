@@ -71,6 +71,11 @@ class AckHooks:
         """An acked job: with no other holder, free it now."""
         self.node.delete_job(job)
 
+    def hold_gc(self, job: Job) -> bool:
+        """Keep a consumer's ack's START-GC for after the turn's replies
+        (True), or not (False: a node alone has no holder to tell)."""
+        return False
+
     def retry_gc(self, job: Job) -> None:
         """START-GC now (its retry timer fired, or a SETACK or a dummy ack
         starts it) and, unless that freed the job (a node alone always

@@ -365,9 +365,11 @@ class TcpTransport(Transport, SocketOwner):
                 self._read(link)
 
     def after_replies(self) -> bool:
-        """The ack frames held this turn (Cluster.held_acks), handled now that
-        its replies and GOTJOBs are out; what they produced is sent."""
-        if not self.cluster.held_acks:
+        """The ack frames and START-GCs held this turn (Cluster.held_acks,
+        Acks.held_gcs), handled now that its replies and GOTJOBs are out;
+        what they produced is sent."""
+        cluster = self.cluster
+        if not cluster.held_acks and not cluster.acks.held_gcs:
             return False
         logged = self._defer_log()
         try:
@@ -937,7 +939,9 @@ def attach_cluster(node, nursery, after_event, sockets):
     cluster = Cluster(node, transport, ip, config.port or config.tls_port,
                       config.bus_port())
     transport.cluster = cluster
-    cluster.hold_acks = True  # (the client loop calls after_replies each turn)
+    # (the client loop calls after_replies each turn)
+    cluster.hold_acks = True
+    cluster.acks.hold_gcs = True
     path = os.path.abspath(config.cluster_config_file)
     service = ClusterService(node, transport, cluster, path)
     try:
