@@ -108,14 +108,11 @@ class Acks(AckHooks):
         """START-GC of the jobs acked this turn (``hold_gc``), and each
         job's next attempt scheduled, as ``JobLifecycle.ack`` would have."""
         held, self.held_gcs = self.held_gcs, []
-        node = self.node
-        jobs = node.jobs
+        jobs = self.node.jobs
         for job in held:
             if jobs.get(job.id) is not job or job.state != ACKED:
                 continue  # freed meanwhile (a DELJOB, a FASTACK)
-            self.try_gc(job)
-            if job.id in jobs:
-                node.schedule(job)
+            self.retry_gc(job)
 
     def try_gc(self, job: Job) -> None:
         """START-GC: free the job if every holder confirmed, else SETACK them."""
