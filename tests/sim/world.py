@@ -245,11 +245,11 @@ class SimNode:
         node.on_wake = FunctionWaker(world.client_woken)
         self.transport = SimTransport(world, self)
         self.cluster = Cluster(node, self.transport, self.ip, PORT, PORT + 10000)
-        # Frames delivered in the same ms are one turn, their lone acks
-        # handled at its end, after the turn's GOTJOBs (as the TCP
-        # transport's after_replies does): a REPLJOB or GOTJOB passes them.
-        self.cluster.hold_acks = True
-        self.cluster.acks.hold_gcs = True  # (a client's ACKJOB's START-GC, too)
+        # Frames delivered in the same ms are one turn, their lone acks and
+        # a client's ACKJOB's START-GC handled at its end, after the turn's
+        # GOTJOBs (as the TCP transport's after_replies does): a REPLJOB or
+        # GOTJOB passes them.
+        self.cluster.hold_acks_for_turns()
         self.turn_end_at = None
         if self.nodes_conf:
             my_id = self.cluster.membership.load_config_text(self.nodes_conf, node.now_ms())

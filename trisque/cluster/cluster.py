@@ -411,6 +411,13 @@ class Cluster(ClusterHooks):
             if handler is not None:
                 handler(sender, msg)
 
+    def hold_acks_for_turns(self) -> None:
+        """From now on the lone ack frames (``held_acks``) and a consumer's
+        START-GC (Acks.hold_gcs) wait for handle_held_acks, which whoever
+        calls this runs once a turn's replies are out."""
+        self.hold_acks = True
+        self.acks.hold_gcs = True
+
     def handle_held_acks(self) -> None:
         """The held ack frames, in the order they came (see ``held_acks``),
         then the START-GCs held (Acks.held_gcs)."""

@@ -77,9 +77,9 @@ class AckHooks:
         return False
 
     def retry_gc(self, job: Job) -> None:
-        """START-GC now (its retry timer fired, a SETACK or a dummy ack
-        starts it, or a consumer's ack held until the turn's replies were
-        out) and, unless that freed the job (a node alone always
+        """START-GC now (a consumer's ack, now or held until the turn's
+        replies were out; its retry timer fired; a SETACK or a dummy ack
+        starts it) and, unless that freed the job (a node alone always
         does), arm the next attempt."""
         self.try_gc(job)
         node = self.node

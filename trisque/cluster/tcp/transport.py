@@ -939,9 +939,7 @@ def attach_cluster(node, nursery, after_event, sockets):
     cluster = Cluster(node, transport, ip, config.port or config.tls_port,
                       config.bus_port())
     transport.cluster = cluster
-    # (the client loop calls after_replies each turn)
-    cluster.hold_acks = True
-    cluster.acks.hold_gcs = True
+    cluster.hold_acks_for_turns()  # (the client loop calls after_replies each turn)
     path = os.path.abspath(config.cluster_config_file)
     service = ClusterService(node, transport, cluster, path)
     try:

@@ -761,14 +761,11 @@ class JobLifecycle:
             self.delete_job(job)
             return
         # No schedule in between: START-GC may free the job at once (a lone
-        # node always does), and otherwise we schedule it just below (or
-        # the held START-GC does: Acks.start_held_gcs).
+        # node always does), and otherwise retry_gc schedules it (now, or
+        # once the turn's replies are out: Acks.start_held_gcs).
         self.mark_acked(job, schedule=False)
-        if self.acks.hold_gc(job):
-            return
-        self.acks.try_gc(job)
-        if job.id in self.jobs:
-            self.schedule(job)
+        if not self.acks.hold_gc(job):
+            self.acks.retry_gc(job)
 
     def settle_waits(self, job_id: bytes, state: int) -> None:
         """The job was acked here, or its copy left: WAITJOB's waiters
