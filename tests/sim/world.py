@@ -356,9 +356,7 @@ class SimNode:
         """The held acks (Cluster.held_acks, Acks.held_gcs) handled once
         the frames delivered and commands run this ms are: one turn-end
         event a ms."""
-        cluster = self.cluster
-        if ((cluster.held_acks or cluster.acks.held_gcs)
-                and self.turn_end_at != self.world.now_ms):
+        if self.cluster.has_held_acks() and self.turn_end_at != self.world.now_ms:
             self.turn_end_at = self.world.now_ms
             self.world.at(self.world.now_ms, self._end_turn, self.incarnation)
 

@@ -418,6 +418,10 @@ class Cluster(ClusterHooks):
         self.hold_acks = True
         self.acks.hold_gcs = True
 
+    def has_held_acks(self) -> bool:
+        """Whether ack frames or START-GCs wait for handle_held_acks."""
+        return bool(self.held_acks) or bool(self.acks.held_gcs)
+
     def handle_held_acks(self) -> None:
         """The held ack frames, in the order they came (see ``held_acks``),
         then the START-GCs held (Acks.held_gcs)."""

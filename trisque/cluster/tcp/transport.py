@@ -368,8 +368,7 @@ class TcpTransport(Transport, SocketOwner):
         """The ack frames and START-GCs held this turn (Cluster.held_acks,
         Acks.held_gcs), handled now that its replies and GOTJOBs are out;
         what they produced is sent."""
-        cluster = self.cluster
-        if not cluster.held_acks and not cluster.acks.held_gcs:
+        if not self.cluster.has_held_acks():
             return False
         logged = self._defer_log()
         try:
